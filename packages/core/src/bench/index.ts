@@ -1,0 +1,2 @@
+export type { BenchCase, BenchSide } from "./bench-case.js";
+export { type BenchFigure, type BenchOptions, benchOptionsFromArgv, median, runBench } from "./run-bench.js";

@@ -1,0 +1,25 @@
+import type { ActOutcome } from "./act-outcome.js";
+import type { DesktopAction } from "./desktop-action.js";
+import type { Observation } from "./observation.js";
+import type { OpContext } from "./op-context.js";
+import type { PageBrowser } from "./page-browser.js";
+import type { ScreenEndpoint } from "./screen-endpoint.js";
+import type { TerminalEndpoint } from "./terminal-endpoint.js";
+
+/** One bot's desktop on one machine. */
+export interface DesktopSession {
+  readonly botId: string;
+  /** The X display slot (":100", ":101", ...) or the provider's equivalent. */
+  readonly display: string;
+  /** A screenshot with its size, cursor and frame hash. */
+  observe(ctx?: OpContext, opts?: { includeImage?: boolean }): Promise<Observation>;
+  /** Runs an ordered batch, stopping at the first failure. */
+  act(actions: DesktopAction[], ctx?: OpContext): Promise<ActOutcome>;
+  /** Where the provider has `capabilities.pageBrowser`. */
+  readonly pageBrowser?: PageBrowser;
+  /** A capability for a person to watch or control this desktop. */
+  screenEndpoint(mode: "view" | "control", ctx?: OpContext): Promise<ScreenEndpoint>;
+  terminalEndpoint?(ctx?: OpContext): Promise<TerminalEndpoint>;
+  /** Frees the display slot; the bot's browser profile stays. */
+  release(ctx?: OpContext): Promise<void>;
+}

@@ -1,0 +1,36 @@
+import { z } from "zod";
+
+/** Streams a chunk of output as it arrives (bytes, not text). */
+export type OutputListener = (stream: "stdout" | "stderr", chunk: Uint8Array) => void;
+
+/** A command to run in the machine: either an argv or one shell string. */
+export const execRequestSchema = z
+  .object({
+    /** Program and arguments, passed without a shell. */
+    argv: z.array(z.string()).min(1).optional(),
+    /** A command line for `/bin/sh -c`. */
+    shell: z.string().min(1).optional(),
+    /** Working directory relative to the home (default: the home). */
+    cwd: z.string().optional(),
+    /** Extra environment variables. */
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"), z.string()).optional(),
+    /** Bytes written to the command's stdin, then closed. */
+    stdin: z.instanceof(Uint8Array).optional(),
+    /** Kill the process tree after this long and set `timedOut`. */
+    timeoutMs: z.number().int().positive().optional(),
+    /** Cap on each of stdout and stderr kept in the result (default 1 MiB). */
+    maxOutputBytes: z.number().int().positive().optional(),
+    /** Receives output as it arrives, even past the cap. */
+    onOutput: z
+      .custom<OutputListener>((v) => typeof v === "function", { message: "expected a function" })
+      .optional(),
+  })
+  .refine((r) => (r.argv === undefined) !== (r.shell === undefined), {
+    message: "give exactly one of argv or shell",
+    path: ["argv"],
+  });
+
+export type ExecRequest = z.input<typeof execRequestSchema>;
+
+/** Default cap on each output stream kept in an ExecResult. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;

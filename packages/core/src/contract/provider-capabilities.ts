@@ -1,0 +1,29 @@
+import { z } from "zod";
+
+/** What a provider's machines can do. Callers branch on these, never on `kind`. */
+export const providerCapabilitiesSchema = z.object({
+  /** Machines offer `openDesktop` (a Linux desktop per bot). */
+  desktop: z.boolean(),
+  /** More than one bot can hold a desktop at once on one machine. */
+  multiScreen: z.boolean(),
+  /** Desktops expose a `pageBrowser` (DESIGN §5). */
+  pageBrowser: z.boolean(),
+  /** Desktops offer `terminalEndpoint`. */
+  terminal: z.boolean(),
+  /** A running machine costs money, so idle machines should be suspended. */
+  billsWhileRunning: z.boolean(),
+  /**
+   * `stop` suspends and `reconnect` finds the same machine with its home.
+   * When false, stop deletes the machine and the saved home is the
+   * persistence boundary: reconnect after stop gives "gone".
+   */
+  stopKeepsMachine: z.boolean(),
+  /**
+   * The home is a host folder mounted into the machine: checkpoints only
+   * advance a revision marker, and `importWorkspace` works only while the
+   * machine is stopped (CONFLICT on a running one).
+   */
+  mountedHome: z.boolean(),
+});
+
+export type ProviderCapabilities = z.infer<typeof providerCapabilitiesSchema>;

@@ -1,0 +1,39 @@
+import { type ErrorCode, RETRYABLE_BY_DEFAULT } from "./error-code.js";
+
+export interface AgentComputerErrorOptions {
+  /** Overrides the code's default (see `RETRYABLE_BY_DEFAULT`). */
+  retryable?: boolean;
+  /** The lower-level error, kept for debugging; never shown to a model. */
+  cause?: unknown;
+  /** Structured, secret-free facts about the failure (paths, limits, ids). */
+  details?: Record<string, unknown>;
+}
+
+/**
+ * The one error class of agent-computer. `code` is stable, `message` says
+ * what a person can do about it, `retryable` says whether the same call may
+ * succeed later.
+ */
+export class AgentComputerError extends Error {
+  override readonly name = "AgentComputerError";
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: AgentComputerErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable ?? RETRYABLE_BY_DEFAULT[code];
+    this.details = options.details;
+  }
+
+  /** True when `error` is an AgentComputerError, optionally with one of `codes`. */
+  static is(error: unknown, ...codes: ErrorCode[]): error is AgentComputerError {
+    return error instanceof AgentComputerError && (codes.length === 0 || codes.includes(error.code));
+  }
+
+  /** A plain object safe to log or hand to a model: no stack, no cause. */
+  toJSON(): { code: ErrorCode; message: string; retryable: boolean } {
+    return { code: this.code, message: this.message, retryable: this.retryable };
+  }
+}

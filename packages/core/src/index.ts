@@ -1,0 +1,53 @@
+// The contract every provider implements (DESIGN §3).
+export type { ActionResult, ActOutcome } from "./contract/act-outcome.js";
+export {
+  type ComputerSpec,
+  computerSpecSchema,
+  type ResolvedComputerSpec,
+} from "./contract/computer-spec.js";
+export {
+  type DesktopAction,
+  desktopActionBatchSchema,
+  desktopActionSchema,
+  type ResolvedDesktopAction,
+} from "./contract/desktop-action.js";
+export { type DesktopOptions, desktopOptionsSchema } from "./contract/desktop-options.js";
+export type { DesktopSession } from "./contract/desktop-session.js";
+export {
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecRequest,
+  execRequestSchema,
+  type OutputListener,
+} from "./contract/exec-request.js";
+export type { ExecResult } from "./contract/exec-result.js";
+export type { FileEntry } from "./contract/file-entry.js";
+export { normalizeHomePath } from "./contract/home-path.js";
+export type { LeaseClaim } from "./contract/lease-claim.js";
+export { type ListFilter, listFilterSchema } from "./contract/list-filter.js";
+export { type Logger, silentLogger } from "./contract/logger.js";
+export type { Machine } from "./contract/machine.js";
+export type { MachineFiles } from "./contract/machine-files.js";
+export type { Observation } from "./contract/observation.js";
+export {
+  checkOpContext,
+  loggerOf,
+  type OpContext,
+  type OpContextOptions,
+  opContext,
+  remainingMs,
+  signalOf,
+  throwIfDone,
+} from "./contract/op-context.js";
+export type { PageBrowser, PageElement, PageSnapshot } from "./contract/page-browser.js";
+export { type ProviderCapabilities, providerCapabilitiesSchema } from "./contract/provider-capabilities.js";
+export { makeProviderRef, type ProviderRef, providerRefId } from "./contract/provider-ref.js";
+export type { SandboxProvider } from "./contract/sandbox-provider.js";
+export type { ScreenEndpoint } from "./contract/screen-endpoint.js";
+export type { TerminalEndpoint } from "./contract/terminal-endpoint.js";
+// Errors (DESIGN §11).
+export { AgentComputerError, type AgentComputerErrorOptions } from "./errors/agent-computer-error.js";
+export { ERROR_CODES, type ErrorCode, RETRYABLE_BY_DEFAULT } from "./errors/error-code.js";
+// Tools (DESIGN §10).
+export { callTool, defineTool, type ToolDefinition } from "./tools/tool-definition.js";
+export type { ToolContent, ToolResult } from "./tools/tool-result.js";
+export { parseInput } from "./validation/parse-input.js";

@@ -1,0 +1,2 @@
+// The lease and fencing engine (DESIGN §6) lands here; see its README section.
+export {};
