@@ -17,7 +17,9 @@ for (const pkg of readdirSync(join(root, "packages"))) {
 const [name, ...rest] = process.argv.slice(2);
 if (!name || !benches.has(name)) {
   if (name) console.error(`No benchmark named "${name}".`);
-  console.error(`Usage: npm run bench -- <name> [--runs N] [--warmup N]\nBenchmarks: ${[...benches.keys()].sort().join(", ")}`);
+  console.error(
+    `Usage: npm run bench -- <name> [--runs N] [--warmup N]\nBenchmarks: ${[...benches.keys()].sort().join(", ")}`,
+  );
   process.exit(name ? 1 : 0);
 }
 const tsx = join(root, "node_modules", ".bin", "tsx");

@@ -47,6 +47,8 @@ export type { TerminalEndpoint } from "./contract/terminal-endpoint.js";
 // Errors (DESIGN §11).
 export { AgentComputerError, type AgentComputerErrorOptions } from "./errors/agent-computer-error.js";
 export { ERROR_CODES, type ErrorCode, RETRYABLE_BY_DEFAULT } from "./errors/error-code.js";
+// A home that is a folder of this host (fake and mounted-home providers).
+export { LocalHome } from "./home/local-home.js";
 // Tools (DESIGN §10).
 export { callTool, defineTool, type ToolDefinition } from "./tools/tool-definition.js";
 export type { ToolContent, ToolResult } from "./tools/tool-result.js";

@@ -26,10 +26,15 @@ export interface BenchFigure {
  * (and which goes first) so both see the same machine noise, and prints the
  * medians side by side with their ratio.
  */
-export async function runBench(title: string, cases: readonly BenchCase[], options: BenchOptions = {}): Promise<BenchFigure[]> {
+export async function runBench(
+  title: string,
+  cases: readonly BenchCase[],
+  options: BenchOptions = {},
+): Promise<BenchFigure[]> {
   const warmup = options.warmup ?? 1;
   const runs = options.runs ?? 5;
-  if (!Number.isInteger(runs) || runs < 1) throw new AgentComputerError("INVALID_ARGUMENT", "Invalid BenchOptions: at \"runs\": expected an integer >= 1");
+  if (!Number.isInteger(runs) || runs < 1)
+    throw new AgentComputerError("INVALID_ARGUMENT", 'Invalid BenchOptions: at "runs": expected an integer >= 1');
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
   write(`# ${title} (warm-up ${warmup}, ${runs} runs, medians)`);
   const figures: BenchFigure[] = [];

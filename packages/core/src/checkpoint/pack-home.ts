@@ -91,7 +91,13 @@ export function packHome(dir: string, options: PackOptions = {}): PackedHome {
         stats.directories++;
         await walk(abs, rel);
       } else if (info.isFile()) {
-        const entry = pack.entry({ name: rel, type: "file", size: info.size, mode: info.mode & 0o7777, mtime: info.mtime });
+        const entry = pack.entry({
+          name: rel,
+          type: "file",
+          size: info.size,
+          mode: info.mode & 0o7777,
+          mtime: info.mtime,
+        });
         await pipeline(createReadStream(abs), entry);
         stats.files++;
         stats.bytes += info.size;

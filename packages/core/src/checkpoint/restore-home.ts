@@ -43,7 +43,11 @@ export async function restoreHome(
   }
 }
 
-async function extractInto(tarStream: Readable, staging: string, bounds: Required<RestoreLimits>): Promise<RestoreStats> {
+async function extractInto(
+  tarStream: Readable,
+  staging: string,
+  bounds: Required<RestoreLimits>,
+): Promise<RestoreStats> {
   const stats: RestoreStats = { files: 0, directories: 0, bytes: 0 };
   const seen = new Set<string>();
   const extract = tar.extract();
@@ -63,13 +67,16 @@ async function extractInto(tarStream: Readable, staging: string, bounds: Require
         entry.resume();
       } else if (header.type === "file" || (header.type as string) === "contiguous-file") {
         const size = header.size ?? 0;
-        if (size > bounds.maxFileBytes) limit(`"${path}" is ${size} bytes, over the ${bounds.maxFileBytes}-byte file limit`);
-        if (stats.bytes + size > bounds.maxTotalBytes) limit(`the archive is over the ${bounds.maxTotalBytes}-byte limit`);
+        if (size > bounds.maxFileBytes)
+          limit(`"${path}" is ${size} bytes, over the ${bounds.maxFileBytes}-byte file limit`);
+        if (stats.bytes + size > bounds.maxTotalBytes)
+          limit(`the archive is over the ${bounds.maxTotalBytes}-byte limit`);
         await mkdir(dirname(destination), { recursive: true }).catch((error) => mkdirFailed(error, path));
         // "wx": never follow or replace anything already there.
-        await pipeline(entry, createWriteStream(destination, { flags: "wx", mode: (header.mode ?? 0o644) & 0o777 })).catch(
-          (error) => writeFailed(error, path),
-        );
+        await pipeline(
+          entry,
+          createWriteStream(destination, { flags: "wx", mode: (header.mode ?? 0o644) & 0o777 }),
+        ).catch((error) => writeFailed(error, path));
         stats.files++;
         stats.bytes += size;
       } else {

@@ -24,7 +24,13 @@ export function decodePngSize(bytes: Uint8Array): { width: number; height: numbe
       throw new Error(`PNG chunk ${type} has a bad CRC`);
     }
     if (type === "IHDR") {
-      header = { width: body.readUInt32BE(0), height: body.readUInt32BE(4), depth: body[8] as number, colour: body[9] as number, interlace: body[12] as number };
+      header = {
+        width: body.readUInt32BE(0),
+        height: body.readUInt32BE(4),
+        depth: body[8] as number,
+        colour: body[9] as number,
+        interlace: body[12] as number,
+      };
     } else if (type === "IDAT") data.push(body);
     else if (type === "IEND") ended = true;
     offset += 12 + length;

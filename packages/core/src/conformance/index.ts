@@ -1,2 +1,2 @@
-export { defineProviderConformance, type ProviderConformanceOptions } from "./define-provider-conformance.js";
 export { decodePngSize } from "./decode-png.js";
+export { defineProviderConformance, type ProviderConformanceOptions } from "./define-provider-conformance.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-const labelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\/-]{0,126}$/, "a label key of letters, digits, . _ / -");
+const labelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,126}$/, "a label key of letters, digits, . _ / -");
 
 /** What `provision` builds. */
 export const computerSpecSchema = z.object({

@@ -21,9 +21,7 @@ export const execRequestSchema = z
     /** Cap on each of stdout and stderr kept in the result (default 1 MiB). */
     maxOutputBytes: z.number().int().positive().optional(),
     /** Receives output as it arrives, even past the cap. */
-    onOutput: z
-      .custom<OutputListener>((v) => typeof v === "function", { message: "expected a function" })
-      .optional(),
+    onOutput: z.custom<OutputListener>((v) => typeof v === "function", { message: "expected a function" }).optional(),
   })
   .refine((r) => (r.argv === undefined) !== (r.shell === undefined), {
     message: "give exactly one of argv or shell",

@@ -1,11 +1,15 @@
 import { createHash } from "node:crypto";
-import { AgentComputerError } from "../errors/agent-computer-error.js";
 import type { ActionResult, ActOutcome } from "../contract/act-outcome.js";
-import { type DesktopAction, desktopActionBatchSchema, type ResolvedDesktopAction } from "../contract/desktop-action.js";
+import {
+  type DesktopAction,
+  desktopActionBatchSchema,
+  type ResolvedDesktopAction,
+} from "../contract/desktop-action.js";
 import type { DesktopSession } from "../contract/desktop-session.js";
 import type { Observation } from "../contract/observation.js";
 import { checkOpContext, type OpContext, throwIfDone } from "../contract/op-context.js";
 import type { ScreenEndpoint } from "../contract/screen-endpoint.js";
+import { AgentComputerError } from "../errors/agent-computer-error.js";
 import { parseInput } from "../validation/parse-input.js";
 import { encodePng } from "./png.js";
 
@@ -31,7 +35,13 @@ export interface FakeDesktopHooks {
  * PNGs, so equal states give equal hashes and a visible action changes it.
  */
 export class FakeDesktop implements DesktopSession {
-  private readonly state: FakeScreenState = { cursor: { x: 0, y: 0 }, typed: "", keys: [], clicks: 0, scroll: { x: 0, y: 0 } };
+  private readonly state: FakeScreenState = {
+    cursor: { x: 0, y: 0 },
+    typed: "",
+    keys: [],
+    clicks: 0,
+    scroll: { x: 0, y: 0 },
+  };
   private released = false;
 
   constructor(
@@ -73,14 +83,23 @@ export class FakeDesktop implements DesktopSession {
       } catch (error) {
         failed = true;
         const e = AgentComputerError.is(error) ? error : new AgentComputerError("UNAVAILABLE", String(error));
-        results.push({ index, type: action.type, status: "failed", uncertain: false, error: { code: e.code, message: e.message } });
+        results.push({
+          index,
+          type: action.type,
+          status: "failed",
+          uncertain: false,
+          error: { code: e.code, message: e.message },
+        });
       }
     }
     return { ok: !failed, results };
   }
 
   async screenEndpoint(_mode: "view" | "control", _ctx?: OpContext): Promise<ScreenEndpoint> {
-    throw new AgentComputerError("UNSUPPORTED", "The fake desktop has no live screen; use a provider with a real desktop.");
+    throw new AgentComputerError(
+      "UNSUPPORTED",
+      "The fake desktop has no live screen; use a provider with a real desktop.",
+    );
   }
 
   async release(_ctx?: OpContext): Promise<void> {
@@ -91,7 +110,8 @@ export class FakeDesktop implements DesktopSession {
 
   private assertUsable(ctx?: OpContext): void {
     throwIfDone(checkOpContext(ctx), "desktop call");
-    if (this.released) throw new AgentComputerError("CONFLICT", `The desktop of ${this.botId} was released; open it again.`);
+    if (this.released)
+      throw new AgentComputerError("CONFLICT", `The desktop of ${this.botId} was released; open it again.`);
     this.hooks.assertUsable();
   }
 
@@ -156,7 +176,8 @@ export class FakeDesktop implements DesktopSession {
       .digest();
     const band = Math.min(24, height);
     for (let y = 0; y < band; y++) {
-      for (let x = 0; x < width; x++) rgb.set([digest[0] as number, digest[1] as number, digest[2] as number], (y * width + x) * 3);
+      for (let x = 0; x < width; x++)
+        rgb.set([digest[0] as number, digest[1] as number, digest[2] as number], (y * width + x) * 3);
     }
     for (let d = -4; d <= 4; d++) {
       paint(rgb, width, height, s.cursor.x + d, s.cursor.y);

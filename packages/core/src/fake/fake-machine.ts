@@ -1,7 +1,6 @@
 import { rm } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { z } from "zod";
-import { AgentComputerError } from "../errors/agent-computer-error.js";
 import { packHome } from "../checkpoint/pack-home.js";
 import { restoreHome } from "../checkpoint/restore-home.js";
 import { type DesktopOptions, desktopOptionsSchema } from "../contract/desktop-options.js";
@@ -13,10 +12,11 @@ import type { MachineFiles } from "../contract/machine-files.js";
 import { checkOpContext, loggerOf, type OpContext, signalOf, throwIfDone } from "../contract/op-context.js";
 import type { ProviderCapabilities } from "../contract/provider-capabilities.js";
 import type { ProviderRef } from "../contract/provider-ref.js";
+import { AgentComputerError } from "../errors/agent-computer-error.js";
+import { LocalHome } from "../home/local-home.js";
 import { parseInput } from "../validation/parse-input.js";
 import { FakeDesktop } from "./fake-desktop.js";
 import type { FakeMachineState } from "./fake-machine-state.js";
-import { LocalHome } from "./local-home.js";
 import { runLocalCommand } from "./run-local-command.js";
 
 /** What a fake machine needs from its provider. */
@@ -52,7 +52,11 @@ export class FakeMachine implements Machine {
       list: (path, ctx) => this.whileRunning(ctx, "list files", () => this.home.list(path)),
       read: (path, ctx, opts) =>
         this.whileRunning(ctx, "read a file", () => {
-          const { maxBytes } = parseInput(z.object({ maxBytes: z.number().int().positive().optional() }), opts ?? {}, "read options");
+          const { maxBytes } = parseInput(
+            z.object({ maxBytes: z.number().int().positive().optional() }),
+            opts ?? {},
+            "read options",
+          );
           return this.home.read(path, maxBytes);
         }),
       write: (path, data, ctx) =>
@@ -62,7 +66,8 @@ export class FakeMachine implements Machine {
           }
           return this.home.write(path, data);
         }),
-      exportWorkspace: (ctx) => this.whileRunning(ctx, "export the workspace", async () => packHome(this.state.homeDir).tar),
+      exportWorkspace: (ctx) =>
+        this.whileRunning(ctx, "export the workspace", async () => packHome(this.state.homeDir).tar),
       importWorkspace: (tar, ctx) => this.importWorkspace(tar, ctx),
     } satisfies MachineFiles;
     if (!host.capabilities.desktop) {
@@ -86,7 +91,8 @@ export class FakeMachine implements Machine {
         maxOutputBytes: request.maxOutputBytes,
         onOutput: request.onOutput,
         signal: signalOf(context, "command"),
-        track: (pgid, running) => (running ? this.state.processGroups.add(pgid) : this.state.processGroups.delete(pgid)),
+        track: (pgid, running) =>
+          running ? this.state.processGroups.add(pgid) : this.state.processGroups.delete(pgid),
       });
     });
   }
@@ -115,7 +121,8 @@ export class FakeMachine implements Machine {
       const desktop = new FakeDesktop(id, `:${slot}`, screen.width, screen.height, {
         assertUsable: () => {
           this.assertRunning("use the desktop");
-          if (this.state.quiesced) throw new AgentComputerError("CONFLICT", "Desktops are paused for a workspace export; try again shortly.");
+          if (this.state.quiesced)
+            throw new AgentComputerError("CONFLICT", "Desktops are paused for a workspace export; try again shortly.");
         },
         onRelease: () => this.state.desktops.delete(id),
       });
@@ -161,7 +168,8 @@ export class FakeMachine implements Machine {
   private async importWorkspace(tar: Readable, ctx?: OpContext): Promise<void> {
     const context = checkOpContext(ctx);
     throwIfDone(context, "workspace import");
-    if (typeof tar?.pipe !== "function") throw new AgentComputerError("INVALID_ARGUMENT", "Invalid workspace: expected a tar Readable.");
+    if (typeof tar?.pipe !== "function")
+      throw new AgentComputerError("INVALID_ARGUMENT", "Invalid workspace: expected a tar Readable.");
     if (this.state.status === "destroyed") throw this.goneError();
     if (this.host.capabilities.mountedHome && this.state.status === "running") {
       throw new AgentComputerError(
@@ -194,7 +202,11 @@ export class FakeMachine implements Machine {
     this.state.quiesced = false;
   }
 
-  private async whileRunning<T>(ctx: OpContext | undefined, what: string, work: (ctx: OpContext) => Promise<T>): Promise<T> {
+  private async whileRunning<T>(
+    ctx: OpContext | undefined,
+    what: string,
+    work: (ctx: OpContext) => Promise<T>,
+  ): Promise<T> {
     const context = checkOpContext(ctx);
     throwIfDone(context, what);
     this.assertRunning(what);
@@ -204,12 +216,16 @@ export class FakeMachine implements Machine {
   private assertRunning(what: string): void {
     if (this.state.status === "destroyed") throw this.goneError();
     if (this.state.status === "stopped") {
-      throw new AgentComputerError("CONFLICT", `Cannot ${what}: the machine is stopped; reconnect to resume it.`, { retryable: false });
+      throw new AgentComputerError("CONFLICT", `Cannot ${what}: the machine is stopped; reconnect to resume it.`, {
+        retryable: false,
+      });
     }
   }
 
   private goneError(): AgentComputerError {
-    return new AgentComputerError("PROVIDER_GONE", `The machine ${this.ref} was destroyed; provision a replacement and restore its home.`);
+    return new AgentComputerError(
+      "PROVIDER_GONE",
+      `The machine ${this.ref} was destroyed; provision a replacement and restore its home.`,
+    );
   }
 }
-

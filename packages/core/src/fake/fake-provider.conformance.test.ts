@@ -18,6 +18,7 @@ defineProviderConformance({
 
 defineProviderConformance({
   name: "fake (stop deletes, no desktop)",
-  createProvider: () => createFakeProvider({ capabilities: { stopKeepsMachine: false, desktop: false, multiScreen: false } }),
+  createProvider: () =>
+    createFakeProvider({ capabilities: { stopKeepsMachine: false, desktop: false, multiScreen: false } }),
   capabilities: { stopKeepsMachine: false, desktop: false },
 });

@@ -23,7 +23,9 @@ const fakeProviderOptionsSchema = z.object({
   /** Overrides of the default capabilities, to exercise other contract paths. */
   capabilities: providerCapabilitiesSchema.partial().optional(),
   /** Size of the fake desktops (default 640x400). */
-  screen: z.object({ width: z.number().int().min(16).max(4096), height: z.number().int().min(16).max(4096) }).optional(),
+  screen: z
+    .object({ width: z.number().int().min(16).max(4096), height: z.number().int().min(16).max(4096) })
+    .optional(),
 });
 
 export type FakeProviderOptions = z.input<typeof fakeProviderOptionsSchema>;
@@ -54,7 +56,9 @@ interface StoredMachine {
  * absent. Machines run commands with this host's /bin/sh in a private
  * folder: it is NOT a security boundary.
  */
-export function createFakeProvider(options: FakeProviderOptions = {}): SandboxProvider & { readonly root: Promise<string> } {
+export function createFakeProvider(
+  options: FakeProviderOptions = {},
+): SandboxProvider & { readonly root: Promise<string> } {
   const parsed = parseInput(fakeProviderOptionsSchema, options, "FakeProviderOptions");
   const capabilities: ProviderCapabilities = { ...FAKE_DEFAULT_CAPABILITIES, ...parsed.capabilities };
   const root = (async () => {
@@ -69,7 +73,12 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
     capabilities,
     screen: parsed.screen ?? { width: 640, height: 400 },
     async save(state) {
-      const stored: StoredMachine = { id: state.id, spec: state.spec, homeDir: state.homeDir, status: state.status as StoredMachine["status"] };
+      const stored: StoredMachine = {
+        id: state.id,
+        spec: state.spec,
+        homeDir: state.homeDir,
+        status: state.status as StoredMachine["status"],
+      };
       await writeFile(await recordPath(state.id), JSON.stringify(stored));
     },
     async remove(state) {
@@ -100,7 +109,9 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
       throwIfDone(checkOpContext(ctx), "provision");
       const id = randomUUID();
       const base = await root;
-      const homeDir = capabilities.mountedHome ? join(base, "homes", resolved.homeKey) : join(base, "machines", id, "home");
+      const homeDir = capabilities.mountedHome
+        ? join(base, "homes", resolved.homeKey)
+        : join(base, "machines", id, "home");
       await mkdir(homeDir, { recursive: true });
       const state: FakeMachineState = {
         id,
@@ -135,7 +146,8 @@ export function createFakeProvider(options: FakeProviderOptions = {}): SandboxPr
       for (const file of (await readdir(join(await root, "machines"))).sort()) {
         if (!file.endsWith(".json")) continue;
         const state = await load(file.slice(0, -".json".length));
-        if (state && Object.entries(labels).every(([k, v]) => state.spec.labels[k] === v)) refs.push(`fake:${state.id}`);
+        if (state && Object.entries(labels).every(([k, v]) => state.spec.labels[k] === v))
+          refs.push(`fake:${state.id}`);
       }
       return refs;
     },

@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { AgentComputerError } from "../errors/agent-computer-error.js";
 import { DEFAULT_MAX_OUTPUT_BYTES, type OutputListener } from "../contract/exec-request.js";
 import type { ExecResult } from "../contract/exec-result.js";
+import { AgentComputerError } from "../errors/agent-computer-error.js";
 
 export interface LocalCommand {
   argv: string[];

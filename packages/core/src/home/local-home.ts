@@ -3,9 +3,9 @@ import { lstat, mkdir, readdir, readFile, realpath, stat, writeFile } from "node
 import { dirname, join, relative, sep } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { AgentComputerError } from "../errors/agent-computer-error.js";
 import type { FileEntry } from "../contract/file-entry.js";
 import { normalizeHomePath } from "../contract/home-path.js";
+import { AgentComputerError } from "../errors/agent-computer-error.js";
 
 /**
  * File operations on a home that is a folder of this host. Every path is
@@ -22,7 +22,10 @@ export class LocalHome {
     const root = await realpath(this.dir);
     const real = await realpathOfDeepestExisting(absolute);
     if (real !== root && !real.startsWith(root + sep)) {
-      throw new AgentComputerError("INVALID_ARGUMENT", `Invalid path "${path}": it leads out of the home through a link.`);
+      throw new AgentComputerError(
+        "INVALID_ARGUMENT",
+        `Invalid path "${path}": it leads out of the home through a link.`,
+      );
     }
     return absolute;
   }
@@ -60,7 +63,8 @@ export class LocalHome {
   }
 
   async write(path: string, data: Uint8Array | Readable): Promise<void> {
-    if (normalizeHomePath(path) === "") throw new AgentComputerError("INVALID_ARGUMENT", "Cannot write to the home itself; name a file.");
+    if (normalizeHomePath(path) === "")
+      throw new AgentComputerError("INVALID_ARGUMENT", "Cannot write to the home itself; name a file.");
     const absolute = await this.resolve(path);
     await mkdir(dirname(absolute), { recursive: true }).catch((error) => rethrow(error, path));
     // Re-check: the folders just made are real ones, but a link may have appeared.
@@ -95,8 +99,10 @@ async function realpathOfDeepestExisting(absolute: string): Promise<string> {
 function rethrow(error: NodeJS.ErrnoException, path: string): never {
   if (AgentComputerError.is(error)) throw error;
   if (error.code === "ENOENT") throw new AgentComputerError("NOT_FOUND", `"${path}" does not exist in the home.`);
-  if (error.code === "ENOTDIR") throw new AgentComputerError("INVALID_ARGUMENT", `A parent of "${path}" is a file, not a folder.`);
+  if (error.code === "ENOTDIR")
+    throw new AgentComputerError("INVALID_ARGUMENT", `A parent of "${path}" is a file, not a folder.`);
   if (error.code === "EISDIR") throw new AgentComputerError("INVALID_ARGUMENT", `"${path}" is a folder, not a file.`);
-  throw new AgentComputerError("UNAVAILABLE", `Could not access "${path}": ${error.code ?? error.message}`, { cause: error });
+  throw new AgentComputerError("UNAVAILABLE", `Could not access "${path}": ${error.code ?? error.message}`, {
+    cause: error,
+  });
 }
-
