@@ -88,10 +88,15 @@ export function createFakeProvider(
   };
 
   async function load(id: string): Promise<FakeMachineState | undefined> {
-    const known = live.get(id);
-    if (known) return known.status === "destroyed" ? undefined : known;
+    // The record on disk is the truth: another provider instance on the same
+    // root may have destroyed the machine.
     const text = await readFile(await recordPath(id), "utf8").catch(() => undefined);
-    if (text === undefined) return undefined;
+    const known = live.get(id);
+    if (text === undefined) {
+      if (known) known.status = "destroyed";
+      return undefined;
+    }
+    if (known) return known.status === "destroyed" ? undefined : known;
     const stored = JSON.parse(text) as StoredMachine;
     const state: FakeMachineState = { ...stored, processGroups: new Set(), desktops: new Map(), quiesced: false };
     live.set(id, state);

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Gets a Docker engine and the computer image onto this machine, from nothing
+# or on top of what an earlier run left (engine, base image, computer image).
+# Idempotent: every step first checks whether its result is already there.
+#
+#   bash .ci/docker-setup.sh            # engine + base image + computer image
+#   AGENT_COMPUTER_SKIP_IMAGE=1 ...     # engine + base image only
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+base_image="debian:bookworm-slim"
+log() { printf '[docker-setup] %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
+  log "needs root (or sudo) to install and start the engine"
+fi
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# 1. Packages: Debian's engine, and debootstrap to make the base image when
+#    no registry answers.
+missing=()
+command -v dockerd >/dev/null || missing+=(docker.io)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing ${missing[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# 2. The engine: start dockerd only when none answers. iptables stays off
+#    because these machines have no netfilter; builds use --network host.
+if ! docker version >/dev/null 2>&1; then
+  log "starting dockerd"
+  as_root sh -c 'nohup dockerd --iptables=false --ip6tables=false >/tmp/dockerd.log 2>&1 &'
+  for _ in $(seq 1 60); do
+    docker version >/dev/null 2>&1 && break
+    sleep 1
+  done
+  docker version >/dev/null 2>&1 || { log "dockerd did not answer within 60 s; see /tmp/dockerd.log"; exit 1; }
+fi
+log "engine $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
+
+# 3. The base image: use the engine's, else pull, else make it from Debian's
+#    packages with the mirror this machine's apt already uses.
+if docker image inspect "$base_image" >/dev/null 2>&1; then
+  log "base image $base_image present"
+elif timeout 60 docker pull "$base_image" >/dev/null 2>&1; then
+  log "pulled $base_image"
+else
+  mirror="$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)"
+  if [ -z "$mirror" ]; then
+    mirror="$(awk '/^deb / && $0 !~ /security/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)"
+  fi
+  [ -n "$mirror" ] || { log "no registry and no apt mirror found to make $base_image"; exit 1; }
+  log "no registry answers: making $base_image with debootstrap from this machine's apt mirror"
+  rootfs="$(mktemp -d /tmp/agent-computer-rootfs.XXXXXX)"
+  trap 'as_root rm -rf "$rootfs"' EXIT
+  as_root debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >/tmp/agent-computer-debootstrap.log 2>&1 ||
+    { log "debootstrap failed; see /tmp/agent-computer-debootstrap.log"; exit 1; }
+  # Give apt inside the image the same sources as this machine (security
+  # updates included), as the published slim image has its own.
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    as_root cp /etc/apt/sources.list.d/debian.sources "$rootfs/etc/apt/sources.list.d/debian.sources"
+    as_root rm -f "$rootfs/etc/apt/sources.list"
+  fi
+  as_root tar -C "$rootfs" -c . | docker import - "$base_image" >/dev/null
+  log "made $base_image"
+fi
+
+# 4. The computer image, through the image command (it reuses an image with
+#    the exact tag it computes).
+if [ "${AGENT_COMPUTER_SKIP_IMAGE:-}" != "1" ]; then
+  cd "$root"
+  [ -d node_modules ] || npm ci
+  [ -f packages/core/dist/index.js ] || npm run build -w packages/core
+  npm run build -w packages/desktop-runtime >/dev/null
+  node packages/desktop-runtime/dist/bin/agent-computer-image.js build
+fi

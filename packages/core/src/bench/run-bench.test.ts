@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { median, runBench } from "./run-bench.js";
+
+describe("runBench", () => {
+  it("reports medians of interleaved runs and their ratio after a warm-up", async () => {
+    const calls: string[] = [];
+    const lines: string[] = [];
+    const figures = await runBench(
+      "test",
+      [
+        {
+          name: "sleepy",
+          unit: "ms",
+          subject: { label: "ours", run: () => (calls.push("s"), new Promise((r) => setTimeout(r, 20))) },
+          baseline: { label: "ref", run: () => (calls.push("b"), new Promise((r) => setTimeout(r, 5))) },
+        },
+      ],
+      { warmup: 1, runs: 3, write: (line) => lines.push(line) },
+    );
+    expect(calls).toEqual(["s", "b", "s", "b", "b", "s", "s", "b"]);
+    const [figure] = figures;
+    expect(figure?.subject.samples).toHaveLength(3);
+    expect(figure?.ratio).toBeGreaterThan(1.5);
+    expect(figure?.higherIsBetter).toBe(false);
+    expect(lines[1]).toMatch(/^sleepy: ours \S+ ms \| ref \S+ ms \| ratio \S+ \(lower is better\)$/);
+  });
+
+  it("turns work per run into throughput", async () => {
+    const [figure] = await runBench(
+      "t",
+      [
+        {
+          name: "mb",
+          unit: "MB/s",
+          work: 10e6,
+          subject: { label: "a", run: () => {} },
+          baseline: { label: "b", run: () => {} },
+        },
+      ],
+      { warmup: 0, runs: 1, write: () => {} },
+    );
+    expect(figure?.subject.median).toBeGreaterThan(10);
+    expect(figure?.higherIsBetter).toBe(true);
+  });
+
+  it("refuses a run count below one", async () => {
+    await expect(runBench("t", [], { runs: 0, write: () => {} })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+
+  it("takes the middle value", () => {
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 2, 3])).toBe(2.5);
+    expect(median([])).toBeNaN();
+  });
+});
