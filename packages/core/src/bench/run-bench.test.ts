@@ -4,6 +4,10 @@ import { median, runBench } from "./run-bench.js";
 describe("runBench", () => {
   it("reports medians of interleaved runs and their ratio after a warm-up", async () => {
     const calls: string[] = [];
+    const sleepLogged = (mark: string, ms: number) => {
+      calls.push(mark);
+      return new Promise((resolve) => setTimeout(resolve, ms));
+    };
     const lines: string[] = [];
     const figures = await runBench(
       "test",
@@ -11,8 +15,8 @@ describe("runBench", () => {
         {
           name: "sleepy",
           unit: "ms",
-          subject: { label: "ours", run: () => (calls.push("s"), new Promise((r) => setTimeout(r, 20))) },
-          baseline: { label: "ref", run: () => (calls.push("b"), new Promise((r) => setTimeout(r, 5))) },
+          subject: { label: "ours", run: () => sleepLogged("s", 20) },
+          baseline: { label: "ref", run: () => sleepLogged("b", 5) },
         },
       ],
       { warmup: 1, runs: 3, write: (line) => lines.push(line) },
