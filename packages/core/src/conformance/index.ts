@@ -1,2 +1,12 @@
 export { decodePngSize } from "./decode-png.js";
 export { defineProviderConformance, type ProviderConformanceOptions } from "./define-provider-conformance.js";
+export {
+  checkFencingHistory,
+  defineStateStoreConformance,
+  type FencingEvent,
+  type FencingViolation,
+  type LeaseContentionOptions,
+  type LeaseContentionResult,
+  runLeaseContention,
+  type StateStoreConformanceOptions,
+} from "./define-state-store-conformance.js";

@@ -1,2 +1,20 @@
-// The lease and fencing engine (DESIGN §6) lands here; see its README section.
-export {};
+// The lease and fencing engine (DESIGN §6): the state-store port, the
+// in-memory store, leases of every kind, computer records and the fenced
+// revision commit. See README.md in this folder.
+export { checkCommit } from "./check-commit.js";
+export type { CommitExpectation } from "./commit-expectation.js";
+export type { ComputerRecord } from "./computer-record.js";
+export { type ComputerRun, computerRunSchema } from "./computer-run.js";
+export { fenced } from "./fenced-machine.js";
+export type { Lease } from "./lease.js";
+export { LeaseEngine } from "./lease-engine.js";
+export type { LeaseEngineOptions } from "./lease-engine-options.js";
+export type { LeaseKind } from "./lease-kind.js";
+export { MemoryLeaseStore } from "./memory-lease-store.js";
+export type { MemoryLeaseStoreOptions } from "./memory-lease-store-options.js";
+export type { Reservation } from "./reservation.js";
+export type { ReservationPurpose } from "./reservation-purpose.js";
+export type { ReservationState } from "./reservation-state.js";
+export type { RunState } from "./run-state.js";
+export type { StateStore } from "./state-store.js";
+export type { VersionedRecord } from "./versioned-record.js";

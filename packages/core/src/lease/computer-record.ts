@@ -1,0 +1,28 @@
+/**
+ * What the state store keeps per computer (DESIGN §6), beside its leases so
+ * that a fenced revision advance is one atomic commit.
+ */
+export interface ComputerRecord {
+  readonly computerId: string;
+  /** The provider kind that made `providerRef` ("docker", "kubernetes", ...). */
+  readonly providerKind: string;
+  /** `<kind>:<id>` of the current machine, or null when none is provisioned. An acceleration path, never durable data. */
+  readonly providerRef: string | null;
+  /** Which home (workspace) the computer works on. */
+  readonly homeKey: string;
+  /** Binds sealed checkpoints to this home: splicing between homes fails to open. */
+  readonly storageId: string;
+  /** The home's checkpoint revision; advances only through `commitRevision`. */
+  readonly revision: number;
+  /** The home's data key, wrapped by the space's content key; deleting the record makes checkpoints unreadable. */
+  readonly wrappedDataKey?: string;
+  /** Each stretch the computer ran, oldest first. */
+  readonly runs: readonly {
+    readonly runId: string;
+    readonly startedAt: number;
+    readonly endedAt?: number;
+    readonly endReason?: "stopped" | "idle" | "active_limit" | "replaced" | "gone" | "deleted" | "reconciled";
+  }[];
+  /** The store record's version: pass it to `updateComputer` and `deleteComputer` as `expectedVersion`. */
+  readonly version: number;
+}

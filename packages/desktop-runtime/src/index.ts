@@ -1,0 +1,17 @@
+// The computer image (DESIGN §4): its tag, its sandbox settings, and its build.
+export { buildComputerImage } from "./image/build-computer-image.js";
+export type { BuildComputerImageOptions } from "./image/build-computer-image-options.js";
+export type { BuildComputerImageResult } from "./image/build-computer-image-result.js";
+export type { ComputerImageExtras } from "./image/computer-image-extras.js";
+export {
+  COMPUTER_IMAGE_REPOSITORY,
+  computerImageFiles,
+  computerImageRef,
+  computerImageTag,
+} from "./image/computer-image-ref.js";
+export { COMPUTER_SHM_BYTES, computerSeccompProfile } from "./image/computer-sandbox.js";
+export { debianMirrorOfThisMachine } from "./image/debian-mirror.js";
+export { computerImageDir, desktopRuntimePackage } from "./image/desktop-runtime-root.js";
+export { BASE_IMAGE, ensureBaseImage } from "./image/ensure-base-image.js";
+export type { ImageBuildProgress } from "./image/image-build-progress.js";
+export type { ImageBuildStage } from "./image/image-build-stage.js";

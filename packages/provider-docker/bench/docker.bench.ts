@@ -1,0 +1,162 @@
+// `npm run bench -- docker`: provider-docker beside the docker CLI doing the
+// same work, in the same run: provision-to-first-exec, exec of `true`, and
+// export/import throughput of a 200 MiB home of mixed files.
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { Machine } from "@agent-computer/core";
+import { type BenchCase, benchOptionsFromArgv, runBench } from "@agent-computer/core/bench";
+import { computerImageRef, computerSeccompProfile } from "@agent-computer/desktop-runtime";
+import { dockerProvider } from "../src/index.js";
+
+const HOME_BYTES = 200 * 1024 * 1024;
+const image = await computerImageRef();
+const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-docker-bench-"));
+const provider = dockerProvider({ image, dataDir });
+const cleanup: Machine[] = [];
+const cliContainers: string[] = [];
+
+function docker(args: string[]): string {
+  const result = spawnSync("docker", args, { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  if (result.status !== 0) throw new Error(`docker ${args[0]} failed: ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+/** Runs the docker CLI, streaming stdin in and/or counting stdout bytes. */
+function dockerStream(args: string[], input?: Readable): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("docker", args, { stdio: [input ? "pipe" : "ignore", "pipe", "pipe"] });
+    let bytes = 0;
+    let stderr = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    if (input && child.stdin) input.pipe(child.stdin);
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(bytes) : reject(new Error(`docker ${args[0]}: ${stderr}`))));
+  });
+}
+
+async function count(stream: Readable): Promise<number> {
+  let bytes = 0;
+  for await (const chunk of stream) bytes += (chunk as Buffer).length;
+  return bytes;
+}
+
+/** A home of mixed files: a few large, many medium, very many small. */
+async function makeMixedHome(dir: string): Promise<void> {
+  let left = HOME_BYTES;
+  const put = async (rel: string, size: number) => {
+    await mkdir(join(dir, rel, ".."), { recursive: true });
+    await writeFile(join(dir, rel), randomBytes(size));
+    left -= size;
+  };
+  for (let i = 0; i < 2; i++) await put(`large/blob-${i}.bin`, 50 * 1024 * 1024);
+  for (let i = 0; i < 60; i++) await put(`medium/${i % 6}/file-${i}.dat`, 1024 * 1024);
+  for (let i = 0; left > 0; i++)
+    await put(`small/${i % 40}/note-${i}.txt`, Math.min(left, 1024 + ((i * 7919) % 30_000)));
+}
+
+const owner = (path: string) => spawnSync("chown", ["-R", "1000:1000", path]);
+
+try {
+  // Machines the steady-state cases share.
+  const source = await provider.provision({ computerId: "bench-source", homeKey: "bench-source" });
+  cleanup.push(source);
+  const sourceHome = join(dataDir, "homes", "bench-source");
+  await makeMixedHome(sourceHome);
+  owner(sourceHome);
+  const target = await provider.provision({ computerId: "bench-target", homeKey: "bench-target" });
+  cleanup.push(target);
+  await target.stop();
+  const targetId = target.ref.slice("docker:".length);
+  const sourceId = source.ref.slice("docker:".length);
+  const tarFile = join(dataDir, "home.tar");
+  await pipeline(await source.files.exportWorkspace(), createWriteStream(tarFile));
+
+  const seccompFile = join(dataDir, "seccomp.json");
+  await writeFile(seccompFile, computerSeccompProfile());
+  let provisionCount = 0;
+
+  const cases: BenchCase[] = [
+    {
+      name: "provision to first exec",
+      unit: "ms",
+      subject: {
+        label: "provider-docker",
+        run: async () => {
+          const m = await provider.provision({ computerId: "bench-fresh", homeKey: `bench-fresh-${provisionCount++}` });
+          cleanup.push(m);
+          await m.exec({ argv: ["true"] });
+        },
+      },
+      baseline: {
+        label: "docker run -d + docker exec",
+        run: () => {
+          const home = join(dataDir, "homes", `cli-fresh-${provisionCount++}`);
+          spawnSync("mkdir", ["-p", home]);
+          owner(home);
+          const id = docker([
+            "run",
+            "-d",
+            "--init",
+            "--user",
+            "1000:1000",
+            "--shm-size",
+            "1g",
+            "--security-opt",
+            `seccomp=${seccompFile}`,
+            "--security-opt",
+            "no-new-privileges:true",
+            "--mount",
+            `type=bind,source=${home},target=/home/computer`,
+            image,
+            "sleep",
+            "infinity",
+          ]);
+          cliContainers.push(id);
+          docker(["exec", id, "true"]);
+        },
+      },
+    },
+    {
+      name: "exec `true` round trip",
+      unit: "ms",
+      subject: { label: "provider-docker", run: () => source.exec({ argv: ["true"] }) },
+      baseline: { label: "docker exec", run: () => docker(["exec", sourceId, "true"]) },
+    },
+    {
+      name: "export 200 MiB home",
+      unit: "MB/s",
+      work: HOME_BYTES,
+      subject: { label: "provider-docker", run: async () => count(await source.files.exportWorkspace()) },
+      baseline: {
+        label: "docker cp (archive API)",
+        run: () => dockerStream(["cp", `${sourceId}:/home/computer/.`, "-"]),
+      },
+    },
+    {
+      name: "import 200 MiB home (stopped machine)",
+      unit: "MB/s",
+      work: HOME_BYTES,
+      subject: { label: "provider-docker", run: () => target.files.importWorkspace(createReadStream(tarFile)) },
+      baseline: {
+        label: "docker cp - (archive API)",
+        run: () => dockerStream(["cp", "-", `${targetId}:/home/computer`], createReadStream(tarFile)),
+      },
+    },
+  ];
+  await runBench("provider-docker vs the docker CLI", cases, benchOptionsFromArgv());
+} finally {
+  for (const m of cleanup) await m.destroy().catch(() => {});
+  if (cliContainers.length > 0) spawnSync("docker", ["rm", "-f", ...cliContainers]);
+  await rm(dataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,24 @@
+import { lchown, lstat, readdir } from "node:fs/promises";
+import { join } from "node:path";
+
+/** The uid and gid commands run as inside a computer. */
+export const COMPUTER_UID = 1000;
+export const COMPUTER_GID = 1000;
+
+/**
+ * Gives a home folder (and, with `recursive`, everything in it) to the
+ * computer's user, so uid 1000 inside the machine can write what this host
+ * made (a new home, a restored one). Nothing to do when this process already
+ * runs as that user.
+ */
+export async function giveHomeToComputer(dir: string, recursive: boolean): Promise<void> {
+  if (process.getuid?.() === COMPUTER_UID) return;
+  await lchown(dir, COMPUTER_UID, COMPUTER_GID);
+  if (!recursive) return;
+  for (const name of await readdir(dir)) {
+    const path = join(dir, name);
+    const info = await lstat(path);
+    if (info.isDirectory()) await giveHomeToComputer(path, true);
+    else await lchown(path, COMPUTER_UID, COMPUTER_GID);
+  }
+}

@@ -1,0 +1,65 @@
+import { COMPUTER_SHM_BYTES } from "@agent-computer/desktop-runtime";
+import type Docker from "dockerode";
+import { z } from "zod";
+
+export const dockerProviderOptionsSchema = z.object({
+  /** The engine client (default: dockerode's defaults, i.e. DOCKER_HOST or /var/run/docker.sock). */
+  docker: z
+    .custom<Docker>((v) => typeof (v as Docker | undefined)?.createContainer === "function", {
+      message: "expected a dockerode instance",
+    })
+    .optional(),
+  /**
+   * The computer image (default: `computerImageRef()` of desktop-runtime,
+   * which honours AGENT_COMPUTER_IMAGE and AGENT_COMPUTER_IMAGE_TAG). A
+   * spec's `image` wins over this.
+   */
+  image: z.string().min(1).optional(),
+  /**
+   * The host folder that holds homes: each machine mounts
+   * `<dataDir>/homes/<homeKey>`. When this process itself runs in a
+   * container, it must be the same path on the host and here.
+   */
+  dataDir: z.string().min(1),
+  /**
+   * The Docker network computers join (default "bridge"; "none" cuts them
+   * off). Host networking and joining another container's namespace are
+   * refused: a computer never shares the host's network.
+   */
+  network: z
+    .string()
+    .min(1)
+    .refine((n) => n !== "host" && !n.startsWith("container:"), {
+      message: 'host networking and "container:" networks are refused',
+    })
+    .default("bridge"),
+  /** Most desktops active at once per computer when the spec does not say (0 = no limit). */
+  screenLimit: z.number().int().nonnegative().default(0),
+  /** Container ports published on 127.0.0.1 (random host ports) so `portUrl` can reach them. */
+  ports: z.array(z.number().int().min(1).max(65535)).default([]),
+  /** Where the home is mounted inside the machine (the image's user home). */
+  workspacePath: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$/, "an absolute path without a trailing slash")
+    .default("/home/computer"),
+  /** Limits applied when a spec has none; a spec's `resources` wins. */
+  resources: z
+    .object({
+      cpus: z.number().positive().finite().optional(),
+      memoryMb: z.number().int().positive().optional(),
+      /** Most processes at once (fork-bomb guard). */
+      pidsLimit: z.number().int().positive().optional(),
+    })
+    .default({}),
+  /** /dev/shm size in bytes (default: what the image needs for Chromium, 1 GiB). */
+  shmBytes: z.number().int().positive().default(COMPUTER_SHM_BYTES),
+  /**
+   * The seccomp profile as JSON text (default: the image's profile, Docker's
+   * default plus Chromium's namespace calls).
+   */
+  seccompProfile: z.string().min(2).optional(),
+  /** Seconds `stop` waits before the engine kills the machine (default 5). */
+  stopTimeoutSeconds: z.number().int().nonnegative().default(5),
+});
+
+export type DockerProviderOptions = z.input<typeof dockerProviderOptionsSchema>;

@@ -1,0 +1,210 @@
+import { randomBytes } from "node:crypto";
+import { mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import {
+  AgentComputerError,
+  type ComputerSpec,
+  checkOpContext,
+  computerSpecSchema,
+  type ListFilter,
+  listFilterSchema,
+  loggerOf,
+  type Machine,
+  type OpContext,
+  type ProviderCapabilities,
+  type ProviderRef,
+  parseInput,
+  providerRefId,
+  type SandboxProvider,
+  signalOf,
+  throwIfDone,
+} from "@agent-computer/core";
+import { computerImageRef, computerSeccompProfile } from "@agent-computer/desktop-runtime";
+import Docker from "dockerode";
+import { COMPUTER_GID, COMPUTER_UID, giveHomeToComputer } from "./computer-home-owner.js";
+import { COMPUTER_LABELS } from "./computer-labels.js";
+import { DockerMachine } from "./docker-machine.js";
+import type { DockerMachineHost } from "./docker-machine-host.js";
+import { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docker-provider-options.js";
+import { engineFailure, engineStatus } from "./engine-failure.js";
+
+/**
+ * No desktop yet (it arrives with the desktop runtime); stop keeps the
+ * container; the home is a mounted host folder.
+ */
+export const DOCKER_CAPABILITIES: ProviderCapabilities = {
+  desktop: false,
+  multiScreen: false,
+  pageBrowser: false,
+  terminal: false,
+  billsWhileRunning: false,
+  stopKeepsMachine: true,
+  mountedHome: true,
+};
+
+const CONTAINER_ID = /^[0-9a-f]{64}$/;
+
+/**
+ * Computers as sibling containers of a Docker engine (DESIGN §9): one
+ * container per computer from the computer image, running as uid 1000 with
+ * the image's seccomp profile, never privileged, never on the host network;
+ * the home bind-mounted from `<dataDir>/homes/<homeKey>`.
+ */
+export function dockerProvider(options: DockerProviderOptions): SandboxProvider {
+  const parsed = parseInput(dockerProviderOptionsSchema, options, "DockerProviderOptions");
+  const docker = parsed.docker ?? new Docker();
+  const dataDir = resolve(parsed.dataDir);
+  const host: DockerMachineHost = {
+    docker,
+    user: `${COMPUTER_UID}:${COMPUTER_GID}`,
+    stopTimeoutSeconds: parsed.stopTimeoutSeconds,
+  };
+  const defaultImage = parsed.image ? Promise.resolve(parsed.image) : computerImageRef();
+  // Load lazily: a caller passing its own profile never reads the file.
+  const seccomp = () => parsed.seccompProfile ?? computerSeccompProfile();
+
+  const machineOf = (info: Docker.ContainerInspectInfo): DockerMachine => {
+    const workspacePath = info.Config.Labels?.[COMPUTER_LABELS.workspacePath] ?? parsed.workspacePath;
+    const mount = info.Mounts.find((m) => m.Destination === workspacePath);
+    if (!mount) {
+      throw new AgentComputerError("UNAVAILABLE", `docker:${info.Id} has no home mounted at ${workspacePath}.`, {
+        retryable: false,
+      });
+    }
+    return new DockerMachine(host, info.Id, workspacePath, mount.Source);
+  };
+
+  return {
+    specificationVersion: "v1",
+    kind: "docker",
+    capabilities: DOCKER_CAPABILITIES,
+
+    async provision(spec: ComputerSpec, ctx?: OpContext): Promise<Machine> {
+      const resolved = parseInput(computerSpecSchema, spec, "ComputerSpec");
+      const context = checkOpContext(ctx);
+      throwIfDone(context, "provision");
+      const signal = signalOf(context, "provision");
+      const image = resolved.image ?? (await defaultImage);
+      const homeDir = join(dataDir, "homes", resolved.homeKey);
+      await mkdir(homeDir, { recursive: true });
+      await giveHomeToComputer(homeDir, false).catch((error: Error) => {
+        throw new AgentComputerError(
+          "UNAVAILABLE",
+          `Cannot give ${homeDir} to uid ${COMPUTER_UID}, which the computer runs as: ${error.message}. Run this process as root or as uid ${COMPUTER_UID}.`,
+          { cause: error, retryable: false },
+        );
+      });
+      const resources = { ...parsed.resources, ...resolved.resources };
+      const screenLimit = spec.screenLimit === undefined ? parsed.screenLimit : resolved.screenLimit;
+      const ports = Object.fromEntries(parsed.ports.map((p) => [`${p}/tcp`, {}]));
+      const bindings = Object.fromEntries(
+        parsed.ports.map((p) => [`${p}/tcp`, [{ HostIp: "127.0.0.1", HostPort: "" }]]),
+      );
+      let container: Docker.Container;
+      try {
+        container = await docker.createContainer({
+          name: `agent-computer-${resolved.homeKey.slice(0, 48)}-${randomBytes(4).toString("hex")}`,
+          Image: image,
+          Cmd: ["sleep", "infinity"],
+          User: host.user,
+          WorkingDir: parsed.workspacePath,
+          Env: [`HOME=${parsed.workspacePath}`, "LANG=C.UTF-8"],
+          Labels: {
+            ...resolved.labels,
+            [COMPUTER_LABELS.managed]: "true",
+            [COMPUTER_LABELS.computerId]: resolved.computerId,
+            [COMPUTER_LABELS.homeKey]: resolved.homeKey,
+            [COMPUTER_LABELS.screenLimit]: String(screenLimit),
+            [COMPUTER_LABELS.workspacePath]: parsed.workspacePath,
+          },
+          ExposedPorts: ports,
+          HostConfig: {
+            Mounts: [{ Type: "bind", Source: homeDir, Target: parsed.workspacePath }],
+            NetworkMode: parsed.network,
+            PortBindings: bindings,
+            Privileged: false,
+            // A real init reaps the orphans that commands leave behind.
+            Init: true,
+            ShmSize: parsed.shmBytes,
+            SecurityOpt: [`seccomp=${seccomp()}`, "no-new-privileges:true"],
+            NanoCpus: resources.cpus === undefined ? undefined : Math.round(resources.cpus * 1e9),
+            Memory: resources.memoryMb === undefined ? undefined : resources.memoryMb * 1024 * 1024,
+            PidsLimit: parsed.resources.pidsLimit,
+          },
+          abortSignal: signal,
+        });
+      } catch (error) {
+        if (engineStatus(error) === 404) {
+          throw new AgentComputerError(
+            "NOT_FOUND",
+            `The image ${image} is not on the engine; build it with \`npx agent-computer-image build\` or set AGENT_COMPUTER_IMAGE.`,
+            { cause: error },
+          );
+        }
+        throw engineFailure(error, "create the computer's container");
+      }
+      try {
+        await container.start({ abortSignal: signal });
+      } catch (error) {
+        await container.remove({ force: true }).catch(() => {});
+        throw engineFailure(error, "start the computer's container");
+      }
+      const ref: ProviderRef = `docker:${container.id}`;
+      loggerOf(context).info("docker machine provisioned", { ref, homeKey: resolved.homeKey, image });
+      return new DockerMachine(host, container.id, parsed.workspacePath, homeDir);
+    },
+
+    async reconnect(ref: ProviderRef, ctx?: OpContext): Promise<Machine | "gone"> {
+      const id = providerRefId(ref, "docker");
+      if (!CONTAINER_ID.test(id)) {
+        throw new AgentComputerError(
+          "INVALID_ARGUMENT",
+          "Invalid docker ref: expected docker:<64 hex digit container id>, as provision returns.",
+        );
+      }
+      const context = checkOpContext(ctx);
+      throwIfDone(context, "reconnect");
+      const signal = signalOf(context, "reconnect");
+      const container = docker.getContainer(id);
+      let info: Docker.ContainerInspectInfo;
+      try {
+        info = await container.inspect({ abortSignal: signal });
+      } catch (error) {
+        if (engineStatus(error) === 404) return "gone";
+        throw engineFailure(error, `reconnect ${ref}`);
+      }
+      // Not one of ours, or on its way out: never drive it.
+      if (info.Config.Labels?.[COMPUTER_LABELS.managed] !== "true") return "gone";
+      if (info.State.Dead || info.State.Status === "removing") return "gone";
+      try {
+        if (info.State.Paused) await container.unpause({ abortSignal: signal });
+        else if (!info.State.Running) await container.start({ abortSignal: signal });
+      } catch (error) {
+        const status = engineStatus(error);
+        if (status === 404) return "gone";
+        if (status !== 304) throw engineFailure(error, `resume ${ref}`);
+      }
+      return machineOf(info);
+    },
+
+    async list(filter: ListFilter, ctx?: OpContext): Promise<ProviderRef[]> {
+      const { labels } = parseInput(listFilterSchema, filter, "ListFilter");
+      const context = checkOpContext(ctx);
+      throwIfDone(context, "list");
+      try {
+        const found = await docker.listContainers({
+          all: true,
+          filters: JSON.stringify({
+            label: [`${COMPUTER_LABELS.managed}=true`, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)],
+          }),
+          abortSignal: signalOf(context, "list"),
+        });
+        return found
+          .sort((a, b) => a.Created - b.Created || a.Id.localeCompare(b.Id))
+          .map((c) => `docker:${c.Id}` as const);
+      } catch (error) {
+        throw engineFailure(error, "list computers");
+      }
+    },
+  };
+}
