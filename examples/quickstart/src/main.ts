@@ -5,20 +5,14 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import type { Machine, SandboxProvider } from "@agent-computer/core";
-import { createFakeProvider } from "@agent-computer/core/fake";
+import type { Machine } from "@agent-computer/core";
+import { chooseProvider } from "./choose-provider.js";
 import { stage } from "./stage.js";
 
 const outDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "out");
 
-async function chooseProvider(): Promise<SandboxProvider> {
-  console.log("Provider: fake (in-process; commands run on this host in a temporary folder, not isolated).");
-  console.log("  Docker computers arrive with @agent-computer/provider-docker.");
-  return createFakeProvider();
-}
-
 async function main(): Promise<void> {
-  const provider = await chooseProvider();
+  const provider = await chooseProvider(join(outDir, "quickstart-data"));
   const run = Date.now().toString(36);
   const spec = (homeKey: string) => ({ computerId: `quickstart-${run}`, homeKey, labels: { app: "quickstart" } });
 
