@@ -4,7 +4,12 @@ import { defineConfig } from "vitest/config";
 // Chromium, PostgreSQL) fail instead of skipping when CI is set.
 export default defineConfig({
   test: {
-    include: ["packages/*/src/**/*.test.ts", "packages/*/test/**/*.test.ts", "examples/*/test/**/*.test.ts", "test/**/*.test.ts"],
+    include: [
+      "packages/*/src/**/*.test.ts",
+      "packages/*/test/**/*.test.ts",
+      "examples/*/test/**/*.test.ts",
+      "test/**/*.test.ts",
+    ],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     fileParallelism: true,

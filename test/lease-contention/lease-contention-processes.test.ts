@@ -30,7 +30,9 @@ interface RunResult {
 async function runProcesses(kind: WorkerConfig["store"], location: string, fence: boolean): Promise<RunResult> {
   const dir = mkdtempSync(join(tmpdir(), `contention-${kind}-`));
   const store: StateStore =
-    kind === "sqlite" ? SqliteLeaseStore.open({ path: location }) : new PostgresLeaseStore({ connectionString: location });
+    kind === "sqlite"
+      ? SqliteLeaseStore.open({ path: location })
+      : new PostgresLeaseStore({ connectionString: location });
   if (store instanceof PostgresLeaseStore) await store.migrate();
   const engine = new LeaseEngine(store);
   const run = randomUUID().slice(0, 8);
@@ -79,17 +81,19 @@ async function runProcesses(kind: WorkerConfig["store"], location: string, fence
   expect(codes.filter((c) => c !== null && c !== 0)).toEqual([]);
   if ("close" in store) await (store as { close(): unknown }).close();
   // A worker killed while it started has written no file.
-  const events = files.filter((file) => existsSync(file)).flatMap((file) => {
-    const lines = readFileSync(file, "utf8").split("\n");
-    // A worker killed mid-write may leave a partial last line.
-    return lines.flatMap((line) => {
-      try {
-        return line ? [JSON.parse(line) as FencingEvent] : [];
-      } catch {
-        return [];
-      }
+  const events = files
+    .filter((file) => existsSync(file))
+    .flatMap((file) => {
+      const lines = readFileSync(file, "utf8").split("\n");
+      // A worker killed mid-write may leave a partial last line.
+      return lines.flatMap((line) => {
+        try {
+          return line ? [JSON.parse(line) as FencingEvent] : [];
+        } catch {
+          return [];
+        }
+      });
     });
-  });
   return { events, killed };
 }
 

@@ -5,7 +5,7 @@
 import { appendFileSync } from "node:fs";
 import { AgentComputerError } from "@agent-computer/core";
 import type { FencingEvent } from "@agent-computer/core/conformance";
-import { LeaseEngine, type Lease, type StateStore } from "@agent-computer/core/lease";
+import { type Lease, LeaseEngine, type StateStore } from "@agent-computer/core/lease";
 import { PostgresLeaseStore } from "@agent-computer/lease-store-postgres";
 import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
 import type { WorkerConfig } from "./worker-config.js";
@@ -33,8 +33,21 @@ async function actFenced(lease: Lease): Promise<boolean> {
   await pauseSometimes();
   const at = await store.now();
   try {
-    const next = await engine.commitRevision({ computerId, lease, expectedRevision: computer!.revision, next: computer!.revision + 1 });
-    record({ type: "act", key: lease.key, holder: config.holder, token: lease.token, at, accepted: true, order: next.revision });
+    const next = await engine.commitRevision({
+      computerId,
+      lease,
+      expectedRevision: computer!.revision,
+      next: computer!.revision + 1,
+    });
+    record({
+      type: "act",
+      key: lease.key,
+      holder: config.holder,
+      token: lease.token,
+      at,
+      accepted: true,
+      order: next.revision,
+    });
     return true;
   } catch (error) {
     if (!lostLease(error)) throw error;
@@ -60,7 +73,15 @@ async function actAdvisory(lease: Lease): Promise<boolean> {
     [{ key, version: current?.version ?? null }],
     [{ key, version: (current?.version ?? 0) + 1, value: { count } }],
   );
-  record({ type: "act", key: lease.key, holder: config.holder, token: lease.token, at, accepted: ok, ...(ok ? { order: count } : {}) });
+  record({
+    type: "act",
+    key: lease.key,
+    holder: config.holder,
+    token: lease.token,
+    at,
+    accepted: ok,
+    ...(ok ? { order: count } : {}),
+  });
   return ok;
 }
 
@@ -69,8 +90,19 @@ for (let op = 0; op < config.ops; op++) {
   try {
     if (!lease) {
       try {
-        lease = await engine.acquireCheckpoint({ computerId: pick(config.computers), holder: config.holder, ttlMs: config.ttlMs });
-        record({ type: "grant", key: lease.key, holder: config.holder, token: lease.token, at: lease.grantedAt, expiresAt: lease.expiresAt });
+        lease = await engine.acquireCheckpoint({
+          computerId: pick(config.computers),
+          holder: config.holder,
+          ttlMs: config.ttlMs,
+        });
+        record({
+          type: "grant",
+          key: lease.key,
+          holder: config.holder,
+          token: lease.token,
+          at: lease.grantedAt,
+          expiresAt: lease.expiresAt,
+        });
       } catch (error) {
         if (!AgentComputerError.is(error, "LEASE_HELD")) throw error;
       }
@@ -79,7 +111,13 @@ for (let op = 0; op < config.ops; op++) {
       if (roll < 0.15) {
         try {
           lease = await engine.renew(lease);
-          record({ type: "renew", key: lease.key, holder: config.holder, token: lease.token, expiresAt: lease.expiresAt });
+          record({
+            type: "renew",
+            key: lease.key,
+            holder: config.holder,
+            token: lease.token,
+            expiresAt: lease.expiresAt,
+          });
         } catch (error) {
           if (!lostLease(error)) throw error;
           lease = undefined;

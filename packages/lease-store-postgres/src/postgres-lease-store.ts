@@ -71,7 +71,8 @@ export class PostgresLeaseStore implements StateStore {
         [keys],
       ),
     );
-    for (const row of result.rows) out.set(row.key, { key: row.key, version: Number(row.version), value: JSON.parse(row.value) });
+    for (const row of result.rows)
+      out.set(row.key, { key: row.key, version: Number(row.version), value: JSON.parse(row.value) });
     return out;
   }
 
@@ -132,9 +133,10 @@ export class PostgresLeaseStore implements StateStore {
   private async matches(client: pg.PoolClient, e: CommitExpectation): Promise<boolean> {
     // FOR SHARE keeps the row as read until this transaction ends;
     // SERIALIZABLE covers a key that does not exist yet.
-    const result = await client.query<{ version: string }>(`SELECT version FROM ${this.table} WHERE key = $1 FOR SHARE`, [
-      e.key,
-    ]);
+    const result = await client.query<{ version: string }>(
+      `SELECT version FROM ${this.table} WHERE key = $1 FOR SHARE`,
+      [e.key],
+    );
     const version = result.rows[0] === undefined ? null : Number(result.rows[0].version);
     return version === e.version;
   }

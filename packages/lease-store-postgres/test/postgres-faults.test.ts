@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { checkFencingHistory, type FencingEvent } from "@agent-computer/core/conformance";
 import { AgentComputerError } from "@agent-computer/core";
+import { checkFencingHistory, type FencingEvent } from "@agent-computer/core/conformance";
 import { LeaseEngine } from "@agent-computer/core/lease";
 import pg from "pg";
 import { afterAll, describe, expect, it, vi } from "vitest";
@@ -20,7 +20,8 @@ async function faultsClusterAnswers(): Promise<boolean> {
     await client.connect();
     return true;
   } catch (error) {
-    if (process.env.CI) throw new Error(`CI is set but the fault-test cluster does not answer: ${(error as Error).message}`);
+    if (process.env.CI)
+      throw new Error(`CI is set but the fault-test cluster does not answer: ${(error as Error).message}`);
     return false;
   } finally {
     await client.end().catch(() => {});
@@ -49,7 +50,14 @@ describe.runIf(ready)("postgres state store faults", () => {
       while (!stop) {
         try {
           const lease = await engine.acquireCheckpoint({ computerId, holder, ttlMs: 2000 });
-          events.push({ type: "grant", key: lease.key, holder, token: lease.token, at: lease.grantedAt, expiresAt: lease.expiresAt });
+          events.push({
+            type: "grant",
+            key: lease.key,
+            holder,
+            token: lease.token,
+            at: lease.grantedAt,
+            expiresAt: lease.expiresAt,
+          });
           const computer = await engine.getComputer(computerId);
           const at = await store.now();
           try {
@@ -60,7 +68,15 @@ describe.runIf(ready)("postgres state store faults", () => {
               next: computer!.revision + 1,
             });
             confirmed++;
-            events.push({ type: "act", key: lease.key, holder, token: lease.token, at, accepted: true, order: next.revision });
+            events.push({
+              type: "act",
+              key: lease.key,
+              holder,
+              token: lease.token,
+              at,
+              accepted: true,
+              order: next.revision,
+            });
           } catch (error) {
             // An outage during the commit: it may or may not have applied.
             if (AgentComputerError.is(error, "UNAVAILABLE")) unknown++;

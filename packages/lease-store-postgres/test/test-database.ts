@@ -5,7 +5,8 @@ import pg from "pg";
  * `.ci/run` creates on the local server.
  */
 export const TEST_DATABASE_URL =
-  process.env.AGENT_COMPUTER_TEST_PG_URL ?? "postgres://agent_computer:agent_computer@127.0.0.1:5432/agent_computer_test";
+  process.env.AGENT_COMPUTER_TEST_PG_URL ??
+  "postgres://agent_computer:agent_computer@127.0.0.1:5432/agent_computer_test";
 
 /**
  * Whether the server answers. Under CI a missing server fails the suite

@@ -1,6 +1,6 @@
+import { AgentComputerError, parseInput } from "@agent-computer/core";
 import type { CommitExpectation, StateStore, VersionedRecord } from "@agent-computer/core/lease";
 import { checkCommit } from "@agent-computer/core/lease";
-import { AgentComputerError, parseInput } from "@agent-computer/core";
 import Database from "better-sqlite3";
 import { z } from "zod";
 import type { SqliteLeaseStoreOptions } from "./sqlite-lease-store-options.js";
