@@ -49,6 +49,16 @@ export { AgentComputerError, type AgentComputerErrorOptions } from "./errors/age
 export { ERROR_CODES, type ErrorCode, RETRYABLE_BY_DEFAULT } from "./errors/error-code.js";
 // A home that is a folder of this host (fake and mounted-home providers).
 export { LocalHome } from "./home/local-home.js";
+// The computer runtime: team and private computers for bots (DESIGN §2, §6, §8, §9).
+export {
+  BotRun,
+  type ComputerEvent,
+  ComputerRuntime,
+  type ComputerRuntimeOptions,
+  createComputerRuntime,
+  type RuntimeSettings,
+  runtimeSettingsFromEnv,
+} from "./runtime/index.js";
 // Tools (DESIGN §10).
 export { callTool, defineTool, type ToolDefinition } from "./tools/tool-definition.js";
 export type { ToolContent, ToolResult } from "./tools/tool-result.js";

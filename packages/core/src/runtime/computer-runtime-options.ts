@@ -1,0 +1,34 @@
+import type { ComputerSpec } from "../contract/computer-spec.js";
+import type { Logger } from "../contract/logger.js";
+import type { SandboxProvider } from "../contract/sandbox-provider.js";
+import type { AgentHomeStore } from "../home-store/agent-home-store.js";
+import type { StateStore } from "../lease/state-store.js";
+import type { ComputerEvent } from "./computer-event.js";
+
+/** Options of `createComputerRuntime`. Environment variables fill what is absent. */
+export interface ComputerRuntimeOptions {
+  provider: SandboxProvider;
+  /** Leases and computer records (memory, SQLite or PostgreSQL). */
+  stateStore: StateStore;
+  /** Where checkpoints live (LocalAgentHomeStore, ObjectAgentHomeStore). */
+  homeStore: AgentHomeStore;
+  logger?: Logger;
+  /** Image, resources and labels for every computer this runtime provisions. */
+  spec?: Pick<ComputerSpec, "image" | "resources" | "labels">;
+  /** Most active desktops per Team computer; 0 = no cap. Default `SANDBOX_TEAM_SCREEN_LIMIT` or 0. */
+  screenLimit?: number;
+  /** Suspend a computer nobody used for this long. Default `SANDBOX_IDLE_MS` or 15 minutes; 0 = never. */
+  idleMs?: number;
+  /**
+   * On providers that bill while running, suspend after this long up in one
+   * stretch unless a run executes or a person controls a screen. Default
+   * `COMPUTER_MAX_ACTIVE_MS` or 2 hours; 0 = off.
+   */
+  maxActiveMs?: number;
+  /** TTL of execution and checkpoint leases; they are renewed at a third of it (default 60 s). */
+  leaseTtlMs?: number;
+  /** The wall clock for idle accounting and events; inject one in tests. */
+  clock?: () => number;
+  /** Receives every lifecycle event. */
+  onEvent?: (event: ComputerEvent) => void;
+}

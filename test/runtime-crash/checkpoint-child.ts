@@ -1,0 +1,27 @@
+// Child process of the runtime crash test: one run of bot "alpha" writes a
+// generation of its files, then ends, which checkpoints the home. The parent
+// kills this process (SIGKILL) at a random moment of that checkpoint.
+import { createComputerRuntime } from "@agent-computer/core";
+import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
+import { createFakeProvider } from "@agent-computer/core/fake";
+import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+import { generationBytes } from "./generation.js";
+
+const [root, dataDir, stateFile, generationText] = process.argv.slice(2) as [string, string, string, string];
+const generation = Number(generationText);
+const runtime = createComputerRuntime({
+  provider: createFakeProvider({ root }),
+  stateStore: SqliteLeaseStore.open({ path: stateFile }),
+  homeStore: new LocalAgentHomeStore({ dataDir }),
+  leaseTtlMs: 1000,
+  idleMs: 0,
+  onEvent: (event) => process.stdout.write(`event ${event.type}\n`),
+});
+const run = runtime.startRun({ workspaceId: "crash", botId: "alpha" });
+const machine = await run.machine();
+await machine.files.write("bots/alpha/data.bin", generationBytes(generation));
+await machine.files.write("bots/alpha/generation.txt", new TextEncoder().encode(String(generation)));
+process.stdout.write("written\n");
+await run.end("completed");
+process.stdout.write("saved\n");
+process.exit(0);

@@ -1,0 +1,98 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createComputerRuntime, type Machine } from "@agent-computer/core";
+import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
+import { createFakeProvider } from "@agent-computer/core/fake";
+import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+import { describe, expect, it } from "vitest";
+import { generationBytes } from "./generation.js";
+
+// Kill -9 the runtime process at random moments of a checkpoint (packing,
+// writing, swapping, committing): the previous revision must stay
+// restorable, and what restores is one whole generation, never a torn mix.
+
+const child = fileURLToPath(new URL("./checkpoint-child.ts", import.meta.url));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface ChildRun {
+  writtenAt: number;
+  savedAt?: number;
+  killed: boolean;
+}
+
+function runChild(args: string[], killAfterWrittenMs?: number): Promise<ChildRun> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ["--import", "tsx", child, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    const result: ChildRun = { writtenAt: 0, killed: false };
+    let out = "";
+    proc.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      if (!result.writtenAt && out.includes("written\n")) {
+        result.writtenAt = performance.now();
+        if (killAfterWrittenMs !== undefined) {
+          setTimeout(() => {
+            result.killed = proc.kill("SIGKILL");
+          }, killAfterWrittenMs);
+        }
+      }
+      if (out.includes("saved\n")) result.savedAt ??= performance.now();
+    });
+    proc.on("error", reject);
+    proc.on("exit", (code, signal) => {
+      if (signal === "SIGKILL" || code === 0) resolve({ ...result, killed: signal === "SIGKILL" });
+      else reject(new Error(`checkpoint child exited with ${code}`));
+    });
+  });
+}
+
+describe("runtime killed mid-checkpoint", () => {
+  it("leaves the previous revision restorable and never a torn one", async () => {
+    const base = mkdtempSync(join(tmpdir(), "runtime-crash-"));
+    const [root, dataDir, stateFile] = [join(base, "machines"), join(base, "data"), join(base, "state.db")];
+    const args = (generation: number) => [root, dataDir, stateFile, String(generation)];
+
+    const first = await runChild(args(1));
+    expect(first.killed).toBe(false);
+    const checkpointMs = (first.savedAt as number) - first.writtenAt;
+
+    const outcomes: string[] = [];
+    for (let generation = 2; generation <= 7; generation++) {
+      // Spread the kills over the whole checkpoint, from its first moment to past its end.
+      const at = Math.round(((generation - 2) / 5) * checkpointMs * 1.1);
+      const run = await runChild(args(generation), at);
+      outcomes.push(run.killed ? `killed at ${at} ms` : "finished");
+
+      await sleep(1200); // the dead process's leases expire (TTL 1 s)
+      const homeStore = new LocalAgentHomeStore({ dataDir });
+      const stateStore = SqliteLeaseStore.open({ path: stateFile });
+      const provider = createFakeProvider({ root });
+      const runtime = createComputerRuntime({ provider, stateStore, homeStore, leaseTtlMs: 1000, idleMs: 0 });
+      const latest = await homeStore.latest("team-crash");
+      const record = await runtime.leases.getComputer("team-crash");
+      // The record never points past what the store holds.
+      expect(record?.revision).toBe(latest?.revision);
+
+      // Lose the machine and its home: only the checkpoint remains.
+      const stale = (await provider.reconnect(record!.providerRef as `${string}:${string}`)) as Machine;
+      await rm(stale.workspacePath, { recursive: true, force: true });
+      await stale.destroy();
+      const check = runtime.startRun({ workspaceId: "crash", botId: "alpha" });
+      const machine = await check.machine();
+      const restored = Number(Buffer.from(await machine.files.read("bots/alpha/generation.txt")).toString());
+      expect([generation - 1, generation]).toContain(restored);
+      const data = await machine.files.read("bots/alpha/data.bin", undefined, { maxBytes: 64 * 1024 * 1024 });
+      expect(Buffer.compare(Buffer.from(data), Buffer.from(generationBytes(restored)))).toBe(0);
+      if (!run.killed) expect(restored).toBe(generation);
+      // Write back what restored, so the next generation starts from a known state.
+      await machine.files.write("bots/alpha/generation.txt", new TextEncoder().encode(String(generation)));
+      await machine.files.write("bots/alpha/data.bin", generationBytes(generation));
+      await check.end("completed");
+      stateStore.close();
+    }
+    expect(outcomes.filter((o) => o.startsWith("killed")).length).toBeGreaterThanOrEqual(4);
+  }, 240_000);
+});
