@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `npm run bench -- <name> [--runs N] [--warmup N]`: runs packages/*/bench/<name>.bench.ts
-// through core's bench runner. Without a name, lists the benchmarks.
+// through core's bench runner; where several packages have a benchmark of that
+// name (lease: the memory, SQLite and PostgreSQL stores), all run in turn.
+// Without a name, lists the benchmarks.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -11,7 +13,9 @@ for (const pkg of readdirSync(join(root, "packages"))) {
   const dir = join(root, "packages", pkg, "bench");
   if (!existsSync(dir)) continue;
   for (const file of readdirSync(dir)) {
-    if (file.endsWith(".bench.ts")) benches.set(file.slice(0, -".bench.ts".length), join(dir, file));
+    if (!file.endsWith(".bench.ts")) continue;
+    const bench = file.slice(0, -".bench.ts".length);
+    benches.set(bench, [...(benches.get(bench) ?? []), join(dir, file)]);
   }
 }
 const [name, ...rest] = process.argv.slice(2);
@@ -23,5 +27,9 @@ if (!name || !benches.has(name)) {
   process.exit(name ? 1 : 0);
 }
 const tsx = join(root, "node_modules", ".bin", "tsx");
-const result = spawnSync(tsx, [benches.get(name), ...rest], { stdio: "inherit" });
-process.exit(result.status ?? 1);
+let failed = 0;
+for (const file of benches.get(name)) {
+  const result = spawnSync(tsx, [file, ...rest], { stdio: "inherit" });
+  if (result.status !== 0) failed++;
+}
+process.exit(failed ? 1 : 0);
