@@ -1,4 +1,4 @@
-import { createComputerRuntime, type ComputerEvent } from "@agent-computer/core";
+import { type ComputerEvent, createComputerRuntime } from "@agent-computer/core";
 import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
 import { MemoryLeaseStore } from "@agent-computer/core/lease";
 import { dockerProvider } from "@agent-computer/provider-docker";
@@ -37,7 +37,7 @@ else {
       expect(saved?.revision).toBe(1);
       expect(events.find((e) => e.type === "checkpointing")?.detail).toMatchObject({ revision: 1, mounted: true });
 
-      const containerId = (saved?.providerRef as string).slice("docker:".length);
+      const containerId = String(saved?.providerRef).slice("docker:".length);
       await env.docker.getContainer(containerId).remove({ force: true });
 
       events.length = 0;
@@ -51,7 +51,7 @@ else {
       expect(record?.providerRef).not.toBe(saved?.providerRef);
       expect(record?.revision).toBe(2);
       expect(record?.runs.map((r) => r.endReason)).toEqual(["gone", undefined]);
-      const current = (record?.providerRef as string).slice("docker:".length);
+      const current = String(record?.providerRef).slice("docker:".length);
       await env.docker.getContainer(current).remove({ force: true });
     }, 180_000);
   });

@@ -9,8 +9,6 @@ import { MemoryLeaseStore } from "../lease/memory-lease-store.js";
 import type { ComputerEvent } from "./computer-event.js";
 import { createComputerRuntime } from "./computer-runtime.js";
 
-const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
-
 async function setup(options: { billsWhileRunning?: boolean; idleMs?: number; maxActiveMs?: number } = {}) {
   const dataDir = await mkdtemp(join(tmpdir(), "runtime-test-"));
   const provider = createFakeProvider({
