@@ -19,4 +19,20 @@ export default defineConfig([
     shims: true,
     banner: { js: "#!/usr/bin/env node" },
   },
+  {
+    // The in-computer desktop command: one file for the image's Node 18,
+    // dependencies inlined, written into the image's runtime folder so the
+    // image tag covers it. No source map: it would make the bytes, and so
+    // the tag, depend on where the repository lives.
+    entry: { desktop: "computer/desktop/desktop-main.ts" },
+    outDir: "image/runtime/lib",
+    outExtension: () => ({ js: ".mjs" }),
+    format: ["esm"],
+    platform: "node",
+    target: "node18",
+    noExternal: [/.*/],
+    treeshake: true,
+    splitting: false,
+    sourcemap: false,
+  },
 ]);

@@ -1,3 +1,13 @@
+// Desktops over any machine's exec (DESIGN §3, §4).
+export type { DesktopCommandLine, DesktopCommandRun } from "./desktop/desktop-command.js";
+export { botIdSchema, LinuxDesktopRuntime } from "./desktop/linux-desktop-runtime.js";
+export {
+  type LinuxDesktopRuntimeOptions,
+  linuxDesktopRuntimeOptionsSchema,
+} from "./desktop/linux-desktop-runtime-options.js";
+export { LinuxDesktopSession, type LinuxDesktopTarget } from "./desktop/linux-desktop-session.js";
+export type { LinuxObservation } from "./desktop/linux-observation.js";
+export { type LinuxObserveOptions, linuxObserveOptionsSchema } from "./desktop/linux-observe-options.js";
 // The computer image (DESIGN §4): its tag, its sandbox settings, and its build.
 export { buildComputerImage } from "./image/build-computer-image.js";
 export type { BuildComputerImageOptions } from "./image/build-computer-image-options.js";

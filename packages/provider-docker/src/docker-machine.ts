@@ -4,6 +4,8 @@ import {
   AgentComputerError,
   checkOpContext,
   DEFAULT_MAX_OUTPUT_BYTES,
+  type DesktopOptions,
+  type DesktopSession,
   type ExecRequest,
   type ExecResult,
   execRequestSchema,
@@ -18,6 +20,7 @@ import {
   throwIfDone,
 } from "@agent-computer/core";
 import { packHome, restoreHome } from "@agent-computer/core/checkpoint";
+import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
 import { z } from "zod";
 import { giveHomeToComputer } from "./computer-home-owner.js";
@@ -40,6 +43,8 @@ export class DockerMachine implements Machine {
   readonly ref: ProviderRef;
   readonly files: MachineFiles;
   private readonly container: Docker.Container;
+  /** Desktops come from the shared Linux runtime, through this machine's exec. */
+  private readonly desktops: LinuxDesktopRuntime;
 
   constructor(
     private readonly host: DockerMachineHost,
@@ -47,9 +52,12 @@ export class DockerMachine implements Machine {
     readonly workspacePath: string,
     /** The home's folder on the engine's host. */
     readonly homeDir: string,
+    /** Active desktops allowed at once (0 = no cap), from the spec. */
+    screenLimit = 0,
   ) {
     this.ref = `docker:${containerId}`;
     this.container = host.docker.getContainer(containerId);
+    this.desktops = new LinuxDesktopRuntime(this, { screenLimit });
     this.files = {
       list: (path, ctx) => this.home(ctx, "list files", (home) => home.list(path)),
       read: (path, ctx, opts) => {
@@ -103,6 +111,14 @@ export class DockerMachine implements Machine {
     }
     // Published on the host's loopback only, so `private` and public URLs are the same here.
     return `http://127.0.0.1:${binding.HostPort}`;
+  }
+
+  openDesktop(botId: string, ctx?: OpContext, opts?: DesktopOptions): Promise<DesktopSession> {
+    return this.desktops.openDesktop(botId, ctx, opts);
+  }
+
+  quiesceDesktops(ctx?: OpContext): Promise<() => Promise<void>> {
+    return this.desktops.quiesceDesktops(ctx);
   }
 
   async stop(ctx?: OpContext): Promise<void> {

@@ -29,12 +29,12 @@ import { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docke
 import { engineFailure, engineStatus } from "./engine-failure.js";
 
 /**
- * No desktop yet (it arrives with the desktop runtime); stop keeps the
- * container; the home is a mounted host folder.
+ * Desktops (several per computer) from the shared Linux desktop runtime;
+ * stop keeps the container; the home is a mounted host folder.
  */
 export const DOCKER_CAPABILITIES: ProviderCapabilities = {
-  desktop: false,
-  multiScreen: false,
+  desktop: true,
+  multiScreen: true,
   pageBrowser: false,
   terminal: false,
   billsWhileRunning: false,
@@ -71,7 +71,14 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         retryable: false,
       });
     }
-    return new DockerMachine(host, info.Id, workspacePath, mount.Source);
+    const screenLimit = Number(info.Config.Labels?.[COMPUTER_LABELS.screenLimit] ?? parsed.screenLimit);
+    return new DockerMachine(
+      host,
+      info.Id,
+      workspacePath,
+      mount.Source,
+      Number.isInteger(screenLimit) ? screenLimit : 0,
+    );
   };
 
   return {
@@ -151,7 +158,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       }
       const ref: ProviderRef = `docker:${container.id}`;
       loggerOf(context).info("docker machine provisioned", { ref, homeKey: resolved.homeKey, image });
-      return new DockerMachine(host, container.id, parsed.workspacePath, homeDir);
+      return new DockerMachine(host, container.id, parsed.workspacePath, homeDir, screenLimit);
     },
 
     async reconnect(ref: ProviderRef, ctx?: OpContext): Promise<Machine | "gone"> {

@@ -10,7 +10,7 @@ else {
   defineProviderConformance({
     name: "docker",
     createProvider: () => dockerProvider({ docker: env.docker, image: env.image, dataDir }),
-    capabilities: { desktop: false, stopKeepsMachine: true, mountedHome: true },
+    capabilities: { desktop: true, multiScreen: true, stopKeepsMachine: true, mountedHome: true },
     timeouts: { testMs: 90_000, provisionMs: 120_000 },
   });
 }

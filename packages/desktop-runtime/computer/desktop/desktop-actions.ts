@@ -1,0 +1,284 @@
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { ErrorCode, ResolvedDesktopAction } from "@agent-computer/core";
+import { CliError } from "./cli-error.js";
+import { displayOf, framebufferOf } from "./desktop-lifecycle.js";
+import { pointerAndTitle } from "./desktop-look.js";
+import type { DesktopState } from "./desktop-state.js";
+import type { DisplaySlotRecord } from "./display-slot-record.js";
+import { drawCursor, encodePng, readFramebuffer } from "./screen-frame.js";
+
+/** One line of `desktop act` output, printed as soon as the action ends. */
+export interface ActionLine {
+  readonly index: number;
+  readonly type: string;
+  readonly status: "done" | "failed" | "not-run";
+  readonly uncertain?: boolean;
+  readonly error?: { readonly code: ErrorCode; readonly message: string };
+  readonly png?: string;
+}
+
+const BUTTONS = { left: 1, middle: 2, right: 3 } as const;
+/** Text is typed in pieces so no argument nears the kernel's per-argument limit. */
+const TYPE_CHUNK = 2000;
+/** Between the clicks of a double or triple click: well inside the usual 400 ms double-click time. */
+const MULTI_CLICK_DELAY_MS = 60;
+
+/** Names models commonly send that are not X keysym names. */
+const KEY_ALIASES: Record<string, string> = {
+  enter: "Return",
+  return: "Return",
+  esc: "Escape",
+  escape: "Escape",
+  backspace: "BackSpace",
+  del: "Delete",
+  delete: "Delete",
+  pageup: "Page_Up",
+  pagedown: "Page_Down",
+  arrowleft: "Left",
+  arrowright: "Right",
+  arrowup: "Up",
+  arrowdown: "Down",
+  cmd: "super",
+  command: "super",
+  win: "super",
+  windows: "super",
+  control: "ctrl",
+  option: "alt",
+  tab: "Tab",
+  space: "space",
+  home: "Home",
+  end: "End",
+  insert: "Insert",
+};
+
+const COMMON_KEYSYM =
+  /^(?:[A-Za-z0-9]|F(?:[1-9]|[12][0-9]|3[0-5])|Return|Tab|Escape|BackSpace|Delete|Insert|Home|End|Page_Up|Page_Down|Prior|Next|Left|Right|Up|Down|space|minus|plus|equal|comma|period|slash|backslash|semicolon|apostrophe|grave|bracketleft|bracketright|(?:Shift|Control|Alt|Super|Meta|Hyper)_[LR]|ctrl|alt|shift|super|meta|Caps_Lock|Menu|Print)$/;
+
+/**
+ * Runs actions in order on a bot's display, reporting each as it ends;
+ * stops at the first failure. A failure found before anything was sent (a
+ * point off screen, an unknown key) is certain; one where xdotool started
+ * and did not finish may have taken effect, so it is `uncertain`.
+ */
+export async function runActions(
+  state: DesktopState,
+  record: DisplaySlotRecord,
+  actions: ResolvedDesktopAction[],
+  report: (line: ActionLine) => void,
+): Promise<boolean> {
+  const display = displayOf(record.slot);
+  let failed = false;
+  for (const [index, action] of actions.entries()) {
+    if (failed) {
+      report({ index, type: action.type, status: "not-run" });
+      continue;
+    }
+    try {
+      const png = await runAction(state, record, display, action);
+      report({ index, type: action.type, status: "done", ...(png ? { png } : {}) });
+    } catch (error) {
+      failed = true;
+      const e = error instanceof CliError ? error : new CliError("UNAVAILABLE", String(error), true);
+      report({
+        index,
+        type: action.type,
+        status: "failed",
+        uncertain: e.uncertain,
+        error: { code: e.code, message: e.message },
+      });
+    }
+  }
+  return !failed;
+}
+
+async function runAction(
+  state: DesktopState,
+  record: DisplaySlotRecord,
+  display: string,
+  action: ResolvedDesktopAction,
+): Promise<string | undefined> {
+  const onScreen = (x: number, y: number) => {
+    if (x >= record.width || y >= record.height) {
+      throw new CliError("INVALID_ARGUMENT", `(${x}, ${y}) is outside the ${record.width}x${record.height} screen.`);
+    }
+    return [String(x), String(y)];
+  };
+  switch (action.type) {
+    case "move":
+      xdotool(display, ["mousemove", ...onScreen(action.x, action.y)]);
+      return;
+    case "click": {
+      const moveTo =
+        action.x !== undefined || action.y !== undefined
+          ? (() => {
+              const here = pointerAndTitle(display).cursor;
+              return ["mousemove", ...onScreen(action.x ?? here.x, action.y ?? here.y)];
+            })()
+          : [];
+      const repeat =
+        action.count > 1 ? ["--repeat", String(action.count), "--delay", String(MULTI_CLICK_DELAY_MS)] : [];
+      xdotool(display, [...moveTo, "click", ...repeat, String(BUTTONS[action.button])]);
+      return;
+    }
+    case "mouse_down":
+    case "mouse_up":
+      xdotool(display, [action.type === "mouse_down" ? "mousedown" : "mouseup", String(BUTTONS[action.button])]);
+      return;
+    case "drag": {
+      for (const p of action.path) onScreen(p.x, p.y);
+      const [first, ...rest] = action.path;
+      const steps: string[] = [
+        "mousemove",
+        String(first?.x),
+        String(first?.y),
+        "mousedown",
+        String(BUTTONS[action.button]),
+      ];
+      let from = first as { x: number; y: number };
+      // Intermediate motion events: applications only start a drag after the pointer moves while pressed.
+      for (const to of rest) {
+        const n = Math.max(1, Math.ceil(Math.hypot(to.x - from.x, to.y - from.y) / 20));
+        for (let i = 1; i <= n; i++) {
+          steps.push(
+            "mousemove",
+            String(Math.round(from.x + ((to.x - from.x) * i) / n)),
+            String(Math.round(from.y + ((to.y - from.y) * i) / n)),
+            "sleep",
+            "0.01",
+          );
+        }
+        from = to;
+      }
+      steps.push("mouseup", String(BUTTONS[action.button]));
+      xdotool(display, steps);
+      return;
+    }
+    case "scroll": {
+      const moveTo =
+        action.x !== undefined && action.y !== undefined ? ["mousemove", ...onScreen(action.x, action.y)] : [];
+      const wheel = (count: number, negative: number, positive: number) =>
+        count === 0
+          ? []
+          : ["click", "--repeat", String(Math.abs(count)), "--delay", "10", String(count < 0 ? negative : positive)];
+      if (Math.abs(action.dx) > 200 || Math.abs(action.dy) > 200) {
+        throw new CliError("INVALID_ARGUMENT", "A scroll moves at most 200 wheel clicks per axis.");
+      }
+      xdotool(display, [...moveTo, ...wheel(action.dy, 4, 5), ...wheel(action.dx, 6, 7)]);
+      return;
+    }
+    case "type":
+      // ASCII goes through xdotool at full speed. Characters outside the
+      // keyboard map (é, ß, emoji) need a spare key bound to each, and
+      // xdotool's rebinding races the application's keymap refresh (it
+      // drops or repeats characters), so a helper binds and waits.
+      for (const run of asciiRuns(action.text)) {
+        if (!run.ascii) {
+          typeOffKeymap(display, run.chars.join(""));
+          continue;
+        }
+        for (let i = 0; i < run.chars.length; i += TYPE_CHUNK) {
+          xdotool(display, ["type", "--delay", "0", "--", run.chars.slice(i, i + TYPE_CHUNK).join("")], true);
+        }
+      }
+      return;
+    case "key": {
+      const combos = action.keys.trim().split(/\s+/).map(keyCombo);
+      checkKeysyms(combos.flatMap((c) => c.split("+")));
+      xdotool(display, ["key", "--delay", "0", ...combos]);
+      return;
+    }
+    case "key_down":
+    case "key_up": {
+      const key = keyCombo(action.key);
+      checkKeysyms(key.split("+"));
+      xdotool(display, [action.type === "key_down" ? "keydown" : "keyup", key]);
+      return;
+    }
+    case "wait":
+      await new Promise((resolve) => setTimeout(resolve, action.ms));
+      return;
+    case "zoom": {
+      const frame = readFramebuffer(framebufferOf(state, record.slot), action.region);
+      const { cursor } = pointerAndTitle(display);
+      drawCursor(frame, cursor.x - action.region.x, cursor.y - action.region.y);
+      return encodePng(frame).toString("base64");
+    }
+  }
+}
+
+/** Splits text into runs of ASCII and of other characters (whole code points). */
+function asciiRuns(text: string): { ascii: boolean; chars: string[] }[] {
+  const runs: { ascii: boolean; chars: string[] }[] = [];
+  for (const char of text) {
+    const ascii = (char.codePointAt(0) as number) < 0x80;
+    const last = runs.at(-1);
+    if (last && last.ascii === ascii) last.chars.push(char);
+    else runs.push({ ascii, chars: [char] });
+  }
+  return runs;
+}
+
+function keyCombo(combo: string): string {
+  return combo
+    .split("+")
+    .map((k) => {
+      if (k === "") throw new CliError("INVALID_ARGUMENT", `"${combo}" has an empty key name.`);
+      return KEY_ALIASES[k.toLowerCase()] ?? k;
+    })
+    .join("+");
+}
+
+/** Refuses key names X does not know, before any key is pressed (xdotool would skip them silently). */
+function checkKeysyms(names: string[]): void {
+  const unknown = names.filter((n) => !COMMON_KEYSYM.test(n) && [...n].length !== 1);
+  if (unknown.length === 0) return;
+  const probe = spawnSync(
+    "python3",
+    [
+      "-c",
+      'import ctypes,sys\nx=ctypes.CDLL("libX11.so.6")\nx.XStringToKeysym.restype=ctypes.c_ulong\nprint(" ".join(n for n in sys.argv[1:] if x.XStringToKeysym(n.encode())==0))',
+      ...unknown,
+    ],
+    { encoding: "utf8", timeout: 5000 },
+  );
+  if (probe.status !== 0) throw new CliError("UNAVAILABLE", "Could not check key names (python3 with libX11).");
+  const bad = probe.stdout.trim();
+  if (bad) {
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      `Unknown key name(s): ${bad.slice(0, 200)}. Use X keysym names such as Return, Tab, ctrl+l, shift+Left.`,
+    );
+  }
+}
+
+/** The helper that types characters off the keyboard map (see image/runtime/share). */
+const TYPE_OFF_KEYMAP = fileURLToPath(new URL("../share/type-unicode.py", import.meta.url));
+
+function typeOffKeymap(display: string, text: string): void {
+  const r = spawnSync("python3", [TYPE_OFF_KEYMAP], {
+    env: { ...process.env, DISPLAY: display },
+    input: text,
+    encoding: "utf8",
+    timeout: 120_000,
+  });
+  if (r.status !== 0) {
+    throw new CliError("UNAVAILABLE", `Typing non-ASCII text failed (helper exit ${r.status}).`, true);
+  }
+}
+
+/** Runs one xdotool; a failure after it started may have sent some events, so it is uncertain. */
+function xdotool(display: string, args: string[], alreadyStarted = false): void {
+  const r = spawnSync("xdotool", args, {
+    env: { ...process.env, DISPLAY: display },
+    encoding: "utf8",
+    timeout: 120_000,
+  });
+  if (r.status === 0) return;
+  const why = r.error ? r.error.message : (r.stderr ?? "").trim().split("\n").slice(-2).join(" ");
+  throw new CliError(
+    "UNAVAILABLE",
+    `xdotool ${args[0]} failed: ${why.slice(0, 300)}`,
+    r.status !== null || alreadyStarted || r.signal !== null,
+  );
+}

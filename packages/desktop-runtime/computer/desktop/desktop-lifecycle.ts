@@ -1,0 +1,367 @@
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { CdpConnection, cdpJson } from "./cdp-connection.js";
+import { CliError } from "./cli-error.js";
+import { type DesktopState, FIRST_CDP_PORT, FIRST_DISPLAY } from "./desktop-state.js";
+import type { DisplaySlotRecord } from "./display-slot-record.js";
+import { identify, isAlive, type ProcessIdentity, signal, sleep, waitGone } from "./process-status.js";
+import { frameHash, readFramebuffer } from "./screen-frame.js";
+
+/** What `desktop start` needs. */
+export interface StartRequest {
+  readonly bot: string;
+  /** The home; profiles live in `<home>/.browser-profiles/<bot>`. */
+  readonly home: string;
+  readonly width: number;
+  readonly height: number;
+  /** 0: no cap. Counted over every reserved slot, under the lock. */
+  readonly screenLimit: number;
+  /** An upstream proxy without credentials (credentials need the relay). */
+  readonly proxyServer?: string;
+}
+
+export const displayOf = (slot: number) => `:${FIRST_DISPLAY + slot}`;
+export const framebufferOf = (state: DesktopState, slot: number) => join(state.slotDir(slot), "Xvfb_screen0");
+export const profileOf = (home: string, bot: string) => join(home, ".browser-profiles", bot);
+
+/**
+ * Brings up a bot's desktop, or returns the one it has. The slot is claimed
+ * under the lock (so concurrent starts never pass `screenLimit`), the
+ * processes start outside it (so two bots start in parallel).
+ */
+export async function startDesktop(state: DesktopState, request: StartRequest): Promise<DisplaySlotRecord> {
+  const me = identify(process.pid);
+  for (;;) {
+    const claim = await state.locked(() => {
+      reconcile(state);
+      const existing = state.recordOf(request.bot);
+      if (existing) {
+        if (existing.status === "running") return { record: existing, mine: false };
+        if (existing.status === "starting" && isAlive(existing.starter)) return { wait: true as const };
+        // Quiesced (browser closed for an export), or a cut start or a failed stop: finish it here.
+        existing.starter = me;
+        existing.status = "starting";
+        state.save(existing);
+        return { record: existing, mine: true };
+      }
+      const reserved = state.records().length;
+      if (request.screenLimit > 0 && reserved >= request.screenLimit) {
+        throw new CliError(
+          "MULTI_SCREEN_UNAVAILABLE",
+          `This computer allows ${request.screenLimit} desktop(s) at once and all are in use; release one first. Shell and file tools still work.`,
+        );
+      }
+      const slot = state.freeSlot();
+      const record: DisplaySlotRecord = {
+        bot: request.bot,
+        slot,
+        width: request.width,
+        height: request.height,
+        cdpPort: FIRST_CDP_PORT + slot,
+        status: "starting",
+        ...(me ? { starter: me } : {}),
+      };
+      state.save(record);
+      return { record, mine: true };
+    });
+    if ("wait" in claim) {
+      await sleep(200);
+      continue;
+    }
+    if (!claim.mine) return claim.record;
+    const record = claim.record;
+    try {
+      await bringUp(state, record, request);
+    } catch (error) {
+      // Leave nothing half-started; the slot is freed only when teardown worked.
+      await teardown(state, record).catch(() => {});
+      throw error;
+    }
+    record.status = "running";
+    delete record.starter;
+    state.save(record);
+    return record;
+  }
+}
+
+async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: StartRequest): Promise<void> {
+  const dir = state.slotDir(record.slot);
+  mkdirSync(join(dir, "config", "gtk-3.0"), { recursive: true, mode: 0o700 });
+  // A steady caret: Chromium takes its blink from GTK, and a blinking caret
+  // would change every frame of an idle desktop.
+  writeFileSync(join(dir, "config", "gtk-3.0", "settings.ini"), "[Settings]\ngtk-cursor-blink = false\n");
+  const display = displayOf(record.slot);
+  if (!isAlive(record.xserver)) {
+    rmSync(framebufferOf(state, record.slot), { force: true });
+    record.xserver = launch(dir, "xserver", "Xvfb", [
+      display,
+      "-screen",
+      "0",
+      `${record.width}x${record.height}x24`,
+      "-fbdir",
+      dir,
+      "-nolisten",
+      "tcp",
+      "-noreset",
+    ]);
+    state.save(record);
+    await until(
+      () => existsSync(framebufferOf(state, record.slot)) && xAnswers(display),
+      10_000,
+      () => stillRunning(record.xserver, dir, "xserver"),
+    );
+  }
+  if (!isAlive(record.windowManager)) {
+    record.windowManager = launch(dir, "window-manager", "openbox", [], { DISPLAY: display });
+    state.save(record);
+    await until(
+      () => windowManagerReady(display),
+      10_000,
+      () => stillRunning(record.windowManager, dir, "window-manager"),
+    );
+  }
+  if (!isAlive(record.browser)) await launchBrowser(state, record, request.home, request.proxyServer);
+}
+
+/** Starts the bot's Chromium on its display and waits until its window and DevTools are up. */
+export async function launchBrowser(
+  state: DesktopState,
+  record: DisplaySlotRecord,
+  home: string,
+  proxyServer?: string,
+): Promise<void> {
+  const dir = state.slotDir(record.slot);
+  const display = displayOf(record.slot);
+  const profile = profileOf(home, record.bot);
+  mkdirSync(profile, { recursive: true });
+  // Locks left by a browser that no longer runs (a stopped or imported
+  // computer, another host name) would make Chromium refuse the profile.
+  for (const name of ["SingletonLock", "SingletonSocket", "SingletonCookie"])
+    rmSync(join(profile, name), { force: true });
+  // A profile with a saved session gets its tabs back; a new one opens a
+  // blank page, not the new-tab page, which keeps loading (and animating
+  // its tab) while it waits for a network the computer may not have.
+  const firstRun = !existsSync(join(profile, "Default", "Sessions"));
+  record.browser = launch(
+    dir,
+    "browser",
+    "agent-computer-chromium",
+    [
+      profile,
+      "--start-maximized",
+      "--window-position=0,0",
+      `--window-size=${record.width},${record.height}`,
+      "--restore-last-session",
+      "--hide-crash-restore-bubble",
+      "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+      ...(proxyServer ? [`--proxy-server=${proxyServer}`] : []),
+      ...(firstRun ? ["about:blank"] : []),
+    ],
+    { DISPLAY: display, CDP_PORT: String(record.cdpPort), XDG_CONFIG_HOME: join(dir, "config") },
+  );
+  state.save(record);
+  await until(
+    async () => {
+      const targets = await cdpJson<{ type: string }[]>(record.cdpPort, "/json/list").catch(() => []);
+      return targets.some((t) => t.type === "page") && browserWindowShown(display);
+    },
+    30_000,
+    () => stillRunning(record.browser, dir, "browser"),
+  );
+  await settled(framebufferOf(state, record.slot), 5000);
+}
+
+/**
+ * Waits until two looks 200 ms apart show the same pixels (or `ms`
+ * passes): a desktop is ready when its first frame is, not when its
+ * processes are, so the caller's first observe sees a still screen.
+ */
+async function settled(framebuffer: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  let last = "";
+  while (Date.now() < deadline) {
+    const hash = frameHash(readFramebuffer(framebuffer));
+    if (hash === last) return;
+    last = hash;
+    await sleep(200);
+  }
+}
+
+/**
+ * Stops a bot's processes, browser first and cleanly (DevTools' Browser.close
+ * writes cookies, history and the session to disk), and frees the slot
+ * only when every process is gone; otherwise the slot stays reserved.
+ */
+export async function stopDesktop(state: DesktopState, bot: string): Promise<DisplaySlotRecord | undefined> {
+  const record = await state.locked(() => {
+    const found = state.recordOf(bot);
+    if (found && found.status !== "stopping") {
+      found.status = "stopping";
+      state.save(found);
+    }
+    return found;
+  });
+  if (!record) return undefined;
+  await teardown(state, record);
+  return record;
+}
+
+async function teardown(state: DesktopState, record: DisplaySlotRecord): Promise<void> {
+  const browserClosed = await closeBrowser(record);
+  signal(record.windowManager, "SIGTERM");
+  signal(record.xserver, "SIGTERM");
+  let gone = await waitGone([record.windowManager, record.xserver], 3000);
+  if (!gone) {
+    signal(record.windowManager, "SIGKILL");
+    signal(record.xserver, "SIGKILL");
+    gone = await waitGone([record.windowManager, record.xserver], 2000);
+  }
+  if (!browserClosed || !gone) {
+    record.status = "stopping";
+    record.lastError = `processes still running after teardown: ${[record.browser, record.windowManager, record.xserver]
+      .filter(isAlive)
+      .map((p) => p?.pid)
+      .join(", ")}`;
+    state.save(record);
+    throw new CliError("UNAVAILABLE", `The desktop of ${record.bot} did not stop; its slot stays reserved, try again.`);
+  }
+  await state.locked(() => {
+    state.release(record);
+    rmSync(state.slotDir(record.slot), { recursive: true, force: true });
+  });
+}
+
+/** Closes the browser so its profile is consistent on disk; true when it is gone. */
+export async function closeBrowser(record: DisplaySlotRecord): Promise<boolean> {
+  if (!isAlive(record.browser)) return true;
+  try {
+    const version = await cdpJson<{ webSocketDebuggerUrl: string }>(record.cdpPort, "/json/version");
+    const cdp = await CdpConnection.open(version.webSocketDebuggerUrl);
+    await cdp.call("Browser.close", {}, 5000).catch(() => {});
+    cdp.close();
+  } catch {
+    // DevTools unreachable: fall back to SIGTERM, which Chromium also treats as a clean exit.
+    signal(record.browser, "SIGTERM");
+  }
+  if (await waitGone([record.browser], 15_000)) return true;
+  signal(record.browser, "SIGTERM");
+  if (await waitGone([record.browser], 5000)) return true;
+  signal(record.browser, "SIGKILL");
+  return waitGone([record.browser], 3000);
+}
+
+/** Closes every running browser cleanly, keeping displays and slots, so a workspace export sees consistent profiles. */
+export async function quiesceDesktops(state: DesktopState): Promise<string[]> {
+  const until = Date.now() + 60_000;
+  while (state.records().some((r) => r.status === "starting" && isAlive(r.starter)) && Date.now() < until)
+    await sleep(200);
+  const quiesced: string[] = [];
+  for (const record of state.records()) {
+    if (record.status !== "running") continue;
+    if (!(await closeBrowser(record))) {
+      throw new CliError("UNAVAILABLE", `The browser of ${record.bot} did not close; its profile may be inconsistent.`);
+    }
+    await state.locked(() => {
+      const now = state.recordOf(record.bot);
+      if (now && now.slot === record.slot) {
+        now.status = "quiesced";
+        state.save(now);
+      }
+    });
+    quiesced.push(record.bot);
+  }
+  return quiesced;
+}
+
+/** Starts the browsers `quiesceDesktops` closed, on the same displays. */
+export async function resumeDesktops(state: DesktopState, home: string): Promise<string[]> {
+  const resumed: string[] = [];
+  for (const record of state.records()) {
+    if (record.status !== "quiesced") continue;
+    await launchBrowser(state, record, home);
+    record.status = "running";
+    state.save(record);
+    resumed.push(record.bot);
+  }
+  return resumed;
+}
+
+/**
+ * Drops records whose processes are gone (the machine restarted, or a
+ * start was cut): a slot of a dead X server can be given out again.
+ */
+export function reconcile(state: DesktopState): void {
+  for (const record of state.records()) {
+    const starting = record.status === "starting" && isAlive(record.starter);
+    if (starting) continue;
+    const dead = !isAlive(record.xserver);
+    if (!dead) continue;
+    signal(record.browser, "SIGKILL");
+    signal(record.windowManager, "SIGKILL");
+    if (isAlive(record.browser) || isAlive(record.windowManager)) continue;
+    state.release(record);
+    rmSync(state.slotDir(record.slot), { recursive: true, force: true });
+  }
+}
+
+/**
+ * Starts a long-lived process detached from this command: its output goes
+ * to a log file (never to the caller's pipes, which would keep the exec
+ * open), and it does not carry the exec's kill marker, so it outlives the
+ * command that started it.
+ */
+function launch(
+  dir: string,
+  name: string,
+  program: string,
+  args: string[],
+  env: Record<string, string> = {},
+): ProcessIdentity {
+  const log = openSync(join(dir, `${name}.log`), "w", 0o600);
+  const { AGENT_COMPUTER_EXEC: _marker, ...inherited } = process.env;
+  const child = spawn(program, args, { detached: true, stdio: ["ignore", log, log], env: { ...inherited, ...env } });
+  child.unref();
+  const pid = child.pid;
+  const id = pid === undefined ? undefined : identify(pid);
+  if (!id) throw new CliError("UNAVAILABLE", `Could not start ${name} (${program}).`);
+  return id;
+}
+
+function stillRunning(p: ProcessIdentity | undefined, dir: string, name: string): void {
+  if (isAlive(p)) return;
+  let tail = "";
+  try {
+    tail = readFileSync(join(dir, `${name}.log`), "utf8")
+      .split("\n")
+      .slice(-8)
+      .join("\n");
+  } catch {
+    // No log: say what we know.
+  }
+  throw new CliError(
+    "UNAVAILABLE",
+    `The desktop's ${name} exited during start.${tail ? ` Its last output:\n${tail}` : ""}`,
+  );
+}
+
+async function until(check: () => boolean | Promise<boolean>, ms: number, alive: () => void): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    alive();
+    if (Date.now() > deadline) throw new CliError("TIMEOUT", `The desktop did not come up within ${ms / 1000} s.`);
+    await sleep(100);
+  }
+}
+
+function x(display: string, program: string, args: string[]): { status: number | null; stdout: string } {
+  const r = spawnSync(program, args, { env: { ...process.env, DISPLAY: display }, encoding: "utf8", timeout: 5000 });
+  return { status: r.status, stdout: r.stdout ?? "" };
+}
+
+const xAnswers = (display: string) => x(display, "xdpyinfo", ["-queryExtensions"]).status === 0;
+const windowManagerReady = (display: string) =>
+  /window id # 0x/.test(x(display, "xprop", ["-root", "_NET_SUPPORTING_WM_CHECK"]).stdout);
+const browserWindowShown = (display: string) =>
+  x(display, "xdotool", ["search", "--onlyvisible", "--classname", "chromium"]).stdout.trim() !== "";

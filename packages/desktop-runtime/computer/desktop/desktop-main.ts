@@ -1,0 +1,201 @@
+// The in-computer `desktop` command (DESIGN §4): start|stop|list|observe|act,
+// quiesce|resume for exports, page for DevTools reads. One JSON document on
+// stdout (act: one JSON line per action, then a summary), so the host side
+// parses one format whatever the provider.
+import { readFileSync } from "node:fs";
+import { desktopActionBatchSchema } from "@agent-computer/core";
+import { CliError } from "./cli-error.js";
+import { runActions } from "./desktop-actions.js";
+import {
+  displayOf,
+  quiesceDesktops,
+  reconcile,
+  resumeDesktops,
+  startDesktop,
+  stopDesktop,
+} from "./desktop-lifecycle.js";
+import { look } from "./desktop-look.js";
+import { evaluate, navigate, onFirstPage } from "./desktop-page.js";
+import { DesktopState } from "./desktop-state.js";
+import type { DisplaySlotRecord } from "./display-slot-record.js";
+
+const BOT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const USAGE =
+  "usage: desktop start|stop|observe|act|page --bot ID [options] | desktop list|quiesce|resume (see the desktop-runtime README)";
+
+function options(argv: string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (!arg.startsWith("--"))
+      throw new CliError("INVALID_ARGUMENT", `Unexpected argument "${arg.slice(0, 40)}". ${USAGE}`);
+    const next = argv[i + 1];
+    if (next === undefined || next.startsWith("--")) out.set(arg.slice(2), "true");
+    else {
+      out.set(arg.slice(2), next);
+      i++;
+    }
+  }
+  return out;
+}
+
+function int(opts: Map<string, string>, name: string, fallback: number, min: number, max: number): number {
+  const raw = opts.get(name);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new CliError("INVALID_ARGUMENT", `--${name} must be an integer from ${min} to ${max}.`);
+  }
+  return n;
+}
+
+function botOf(opts: Map<string, string>): string {
+  const bot = opts.get("bot");
+  if (!bot || !BOT_ID.test(bot)) {
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      "--bot must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.",
+    );
+  }
+  return bot;
+}
+
+function runningRecord(state: DesktopState, bot: string): DisplaySlotRecord {
+  reconcile(state);
+  const record = state.recordOf(bot);
+  if (!record || (record.status !== "running" && record.status !== "quiesced")) {
+    throw new CliError("NOT_FOUND", `${bot} has no running desktop on this computer; start it first.`);
+  }
+  return record;
+}
+
+const publicRecord = (r: DisplaySlotRecord) => ({
+  bot: r.bot,
+  display: displayOf(r.slot),
+  slot: r.slot,
+  width: r.width,
+  height: r.height,
+  status: r.status,
+  ...(r.lastError ? { lastError: r.lastError } : {}),
+});
+
+async function main(argv: string[]): Promise<number> {
+  const [verb, ...rest] = argv;
+  const opts = options(rest);
+  const state = new DesktopState(process.env.AGENT_COMPUTER_DESKTOP_STATE ?? "/tmp/agent-computer-desktops");
+  const home = opts.get("home") ?? process.env.HOME ?? "/home/computer";
+  const print = (value: unknown) => process.stdout.write(`${JSON.stringify({ ok: true, ...(value as object) })}\n`);
+  switch (verb) {
+    case "start": {
+      const proxyServer = opts.get("proxy-server");
+      if (proxyServer && /@/.test(proxyServer)) {
+        throw new CliError("INVALID_ARGUMENT", "--proxy-server must not carry credentials.");
+      }
+      const record = await startDesktop(state, {
+        bot: botOf(opts),
+        home,
+        width: int(opts, "width", 1280, 64, 7680),
+        height: int(opts, "height", 800, 64, 4320),
+        screenLimit: int(opts, "screen-limit", Number(process.env.SANDBOX_TEAM_SCREEN_LIMIT ?? 0) || 0, 0, 1000),
+        ...(proxyServer ? { proxyServer } : {}),
+      });
+      print(publicRecord(record));
+      return 0;
+    }
+    case "stop": {
+      const record = await stopDesktop(state, botOf(opts));
+      print({ stopped: record !== undefined });
+      return 0;
+    }
+    case "list":
+      reconcile(state);
+      print({ desktops: state.records().map(publicRecord) });
+      return 0;
+    case "observe": {
+      const record = runningRecord(state, botOf(opts));
+      const regionText = opts.get("region");
+      let region: { x: number; y: number; width: number; height: number } | undefined;
+      if (regionText) {
+        const parts = regionText.split(",").map(Number);
+        if (
+          parts.length !== 4 ||
+          parts.some((n) => !Number.isInteger(n) || n < 0) ||
+          parts[2] === 0 ||
+          parts[3] === 0
+        ) {
+          throw new CliError("INVALID_ARGUMENT", "--region must be x,y,width,height in whole pixels.");
+        }
+        const [x, y, width, height] = parts as [number, number, number, number];
+        region = { x, y, width, height };
+      }
+      const maxWidth = opts.has("max-width") ? int(opts, "max-width", 0, 16, 7680) : undefined;
+      print(
+        look(state, record, {
+          includeImage: opts.get("no-image") !== "true",
+          ...(region ? { region } : {}),
+          ...(maxWidth ? { maxWidth } : {}),
+        }),
+      );
+      return 0;
+    }
+    case "act": {
+      const record = runningRecord(state, botOf(opts));
+      let input: unknown;
+      try {
+        input = JSON.parse(readFileSync(0, "utf8"));
+      } catch {
+        throw new CliError("INVALID_ARGUMENT", "act reads a JSON array of actions on stdin.");
+      }
+      const parsed = desktopActionBatchSchema.safeParse(input);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw new CliError(
+          "INVALID_ARGUMENT",
+          `Invalid DesktopAction batch: at "${issue?.path.join(".") || "(root)"}": ${issue?.message}`,
+        );
+      }
+      const ok = await runActions(state, record, parsed.data, (line) =>
+        process.stdout.write(`${JSON.stringify(line)}\n`),
+      );
+      print({ done: true, allDone: ok });
+      return 0;
+    }
+    case "quiesce":
+      print({ quiesced: await quiesceDesktops(state) });
+      return 0;
+    case "resume":
+      print({ resumed: await resumeDesktops(state, home) });
+      return 0;
+    case "page": {
+      const record = runningRecord(state, botOf(opts));
+      const url = opts.get("navigate");
+      const expression = opts.get("eval");
+      const value = await onFirstPage(record, async (cdp) => {
+        if (url) await navigate(cdp, url);
+        return expression ? evaluate(cdp, expression) : undefined;
+      });
+      print({ value: value ?? null });
+      return 0;
+    }
+    default:
+      throw new CliError("INVALID_ARGUMENT", USAGE);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof CliError) {
+      process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message } })}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    process.stderr.write(`desktop: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ok: false, error: { code: "UNAVAILABLE", message: "The desktop command crashed; see its stderr." } })}\n`,
+    );
+    process.exitCode = 2;
+  },
+);

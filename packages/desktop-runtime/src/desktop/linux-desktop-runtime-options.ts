@@ -1,0 +1,23 @@
+import { z } from "zod";
+
+export const linuxDesktopRuntimeOptionsSchema = z.object({
+  /**
+   * Active desktops allowed at once on this computer (0 = no cap). Enforced
+   * inside the computer under a lock; the runtime maps
+   * `SANDBOX_TEAM_SCREEN_LIMIT` to the spec's `screenLimit`, which providers pass here.
+   */
+  screenLimit: z.number().int().min(0).max(1000).default(0),
+  /**
+   * How to run the in-computer `desktop` command. The computer image has it
+   * on PATH; a provider that copies the bundle in elsewhere names it here
+   * (e.g. `["node", "/opt/agent-computer/lib/desktop.mjs"]`).
+   */
+  command: z.array(z.string().min(1)).min(1).default(["desktop"]),
+  /** The screen size when `openDesktop` gives none (default 1280x800, a size models handle well). */
+  defaultScreen: z
+    .object({ width: z.number().int().min(64).max(7680), height: z.number().int().min(64).max(4320) })
+    .default({ width: 1280, height: 800 }),
+});
+
+/** Options of `LinuxDesktopRuntime`. */
+export type LinuxDesktopRuntimeOptions = z.input<typeof linuxDesktopRuntimeOptionsSchema>;

@@ -1,0 +1,132 @@
+import {
+  AgentComputerError,
+  checkOpContext,
+  type DesktopOptions,
+  desktopOptionsSchema,
+  loggerOf,
+  type Machine,
+  type OpContext,
+  parseInput,
+  throwIfDone,
+} from "@agent-computer/core";
+import { z } from "zod";
+import { runDesktopCommand } from "./desktop-command.js";
+import { type LinuxDesktopRuntimeOptions, linuxDesktopRuntimeOptionsSchema } from "./linux-desktop-runtime-options.js";
+import { LinuxDesktopSession } from "./linux-desktop-session.js";
+
+/** Bot ids name profile folders and appear in command arguments: keep them plain. */
+export const botIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit");
+
+/** A cold start brings up X, a window manager and Chromium; under load that can take a while. */
+const START_TIMEOUT_MS = 120_000;
+/** Every browser closes cleanly in turn; each may take up to ~20 s before it is killed. */
+const QUIESCE_TIMEOUT_MS = 5 * 60_000;
+
+/**
+ * The desktop part of the provider contract over any machine's `exec`
+ * (DESIGN §3, §4): one desktop per bot, each on its own X display with its
+ * own Chromium and a persistent profile in the home. Providers implement
+ * `openDesktop` and `quiesceDesktops` with it; the in-computer `desktop`
+ * command (shipped in the computer image) does the work, so every provider
+ * shares one lifecycle.
+ */
+export class LinuxDesktopRuntime {
+  private readonly options: z.output<typeof linuxDesktopRuntimeOptionsSchema>;
+
+  constructor(
+    private readonly machine: Pick<Machine, "exec" | "workspacePath">,
+    options: LinuxDesktopRuntimeOptions = {},
+  ) {
+    this.options = parseInput(linuxDesktopRuntimeOptionsSchema, options, "LinuxDesktopRuntimeOptions");
+  }
+
+  /**
+   * The bot's desktop, started when it has none (idempotent: a running
+   * desktop is returned as it is, at its size). MULTI_SCREEN_UNAVAILABLE
+   * when the computer's screen limit is reached.
+   */
+  async openDesktop(botId: string, ctx?: OpContext, opts?: DesktopOptions): Promise<LinuxDesktopSession> {
+    const bot = parseInput(botIdSchema, botId, "botId");
+    const options = parseInput(desktopOptionsSchema, opts ?? {}, "DesktopOptions");
+    const context = checkOpContext(ctx);
+    throwIfDone(context, "desktop start");
+    const screen = options.screen ?? this.options.defaultScreen;
+    const args = [
+      "start",
+      "--bot",
+      bot,
+      "--width",
+      String(screen.width),
+      "--height",
+      String(screen.height),
+      "--screen-limit",
+      String(this.options.screenLimit),
+    ];
+    if (options.proxy) args.push("--proxy-server", proxyServerOf(options.proxy));
+    const { summary } = await this.run(args, context, START_TIMEOUT_MS);
+    const started = summary as { display: string; width: number; height: number };
+    loggerOf(context).info("desktop open", { bot, display: started.display });
+    return new LinuxDesktopSession({ machine: this.machine, command: this.options.command }, bot, started.display, {
+      width: started.width,
+      height: started.height,
+    });
+  }
+
+  /**
+   * Closes every running browser cleanly (cookies, history, session and
+   * login state written to the profile) so a workspace export sees
+   * consistent profiles; displays and slots stay. The returned function
+   * starts the browsers again, restoring their tabs.
+   */
+  async quiesceDesktops(ctx?: OpContext): Promise<() => Promise<void>> {
+    const context = checkOpContext(ctx);
+    throwIfDone(context, "desktop quiesce");
+    const { summary } = await this.run(["quiesce"], context, QUIESCE_TIMEOUT_MS);
+    const quiesced = (summary?.quiesced as string[] | undefined) ?? [];
+    loggerOf(context).info("desktops quiesced", { bots: quiesced });
+    let resumed = false;
+    return async () => {
+      if (resumed) return;
+      resumed = true;
+      if (quiesced.length === 0) return;
+      await this.run(["resume"], {}, START_TIMEOUT_MS);
+    };
+  }
+
+  /** The desktops this computer runs, by bot and display. */
+  async listDesktops(ctx?: OpContext): Promise<{ bot: string; display: string; status: string }[]> {
+    const context = checkOpContext(ctx);
+    const { summary } = await this.run(["list"], context, 30_000);
+    return (summary?.desktops as { bot: string; display: string; status: string }[] | undefined) ?? [];
+  }
+
+  private run(args: string[], ctx: OpContext, defaultTimeoutMs: number) {
+    return runDesktopCommand(this.machine, this.options.command, [...args, "--home", this.machine.workspacePath], ctx, {
+      defaultTimeoutMs,
+    });
+  }
+}
+
+/**
+ * Chromium takes a proxy server on its command line, but never credentials
+ * there: those need the loopback relay of the computer-services issue, so
+ * until it lands a proxy with credentials is refused (and never echoed).
+ */
+function proxyServerOf(proxy: NonNullable<z.output<typeof desktopOptionsSchema>["proxy"]>): string {
+  const url = new URL(proxy.server);
+  if (proxy.username || proxy.password || url.username || url.password) {
+    throw new AgentComputerError(
+      "UNSUPPORTED",
+      "Proxies with credentials need the in-computer proxy relay, which is not available yet; use a proxy without credentials.",
+    );
+  }
+  if (!/^(https?|socks4|socks5):$/.test(url.protocol)) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      'Invalid DesktopOptions: at "proxy.server": use http, https, socks4 or socks5.',
+    );
+  }
+  return `${url.protocol}//${url.host}`;
+}

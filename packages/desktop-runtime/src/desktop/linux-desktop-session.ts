@@ -1,0 +1,190 @@
+import {
+  type ActionResult,
+  type ActOutcome,
+  AgentComputerError,
+  checkOpContext,
+  type DesktopAction,
+  type DesktopSession,
+  desktopActionBatchSchema,
+  type ErrorCode,
+  type Machine,
+  type OpContext,
+  parseInput,
+  type ScreenEndpoint,
+  type TerminalEndpoint,
+  throwIfDone,
+} from "@agent-computer/core";
+import { z } from "zod";
+import { type DesktopCommandLine, runDesktopCommand } from "./desktop-command.js";
+import type { LinuxObservation } from "./linux-observation.js";
+import { type LinuxObserveOptions, linuxObserveOptionsSchema } from "./linux-observe-options.js";
+
+/** Where a session's commands go and how to run them. */
+export interface LinuxDesktopTarget {
+  readonly machine: Pick<Machine, "exec" | "workspacePath">;
+  readonly command: readonly string[];
+}
+
+const OBSERVE_TIMEOUT_MS = 30_000;
+/** A batch may hold waits of up to a minute each; the deadline of the caller's context wins when shorter. */
+const ACT_TIMEOUT_MS = 10 * 60_000;
+const STOP_TIMEOUT_MS = 60_000;
+const PAGE_TIMEOUT_MS = 30_000;
+
+/**
+ * One bot's desktop on one computer, driven through the in-computer
+ * `desktop` command over the machine's exec: one round trip per call.
+ */
+export class LinuxDesktopSession implements DesktopSession {
+  private released = false;
+
+  constructor(
+    private readonly target: LinuxDesktopTarget,
+    readonly botId: string,
+    readonly display: string,
+    /** The screen size the desktop runs at. */
+    readonly screen: { readonly width: number; readonly height: number },
+  ) {}
+
+  async observe(ctx?: OpContext, opts: LinuxObserveOptions = {}): Promise<LinuxObservation> {
+    const options = parseInput(linuxObserveOptionsSchema, opts, "observe options");
+    const context = this.usable(ctx);
+    const args = ["observe", "--bot", this.botId];
+    if (options.includeImage === false) args.push("--no-image");
+    if (options.region) {
+      const { x, y, width, height } = options.region;
+      args.push("--region", `${x},${y},${width},${height}`);
+    }
+    if (options.maxWidth) args.push("--max-width", String(options.maxWidth));
+    const { summary } = await this.run(args, context, OBSERVE_TIMEOUT_MS);
+    const look = summary as DesktopCommandLine & {
+      display: string;
+      width: number;
+      height: number;
+      imageWidth: number;
+      imageHeight: number;
+      region?: { x: number; y: number; width: number; height: number };
+      cursor: { x: number; y: number };
+      windowTitle?: string;
+      frameHash: string;
+      takenAt: number;
+      png?: string;
+    };
+    return {
+      ...(look.png ? { image: new Uint8Array(Buffer.from(look.png, "base64")) } : {}),
+      mimeType: "image/png",
+      width: look.width,
+      height: look.height,
+      cursor: look.cursor,
+      frameHash: look.frameHash,
+      ...(look.windowTitle ? { windowTitle: look.windowTitle } : {}),
+      takenAt: look.takenAt,
+      imageSize: { width: look.imageWidth, height: look.imageHeight },
+      ...(look.region ? { region: look.region } : {}),
+      display: look.display,
+    };
+  }
+
+  async act(actions: DesktopAction[], ctx?: OpContext): Promise<ActOutcome> {
+    const batch = parseInput(desktopActionBatchSchema, actions, "DesktopAction batch");
+    const context = this.usable(ctx);
+    const { lines, summary } = await this.run(["act", "--bot", this.botId], context, ACT_TIMEOUT_MS, {
+      stdin: new TextEncoder().encode(JSON.stringify(batch)),
+      allowCut: true,
+    });
+    const reported = new Map<number, DesktopCommandLine>();
+    for (const line of lines) if (typeof line.index === "number") reported.set(line.index, line);
+    let failed = false;
+    const results: ActionResult[] = batch.map((action, index) => {
+      const line = reported.get(index);
+      if (line) {
+        if (line.status === "failed") failed = true;
+        return {
+          index,
+          type: action.type,
+          status: line.status as ActionResult["status"],
+          ...(line.uncertain !== undefined ? { uncertain: line.uncertain as boolean } : {}),
+          ...(line.error ? { error: line.error as { code: ErrorCode; message: string } } : {}),
+          ...(typeof line.png === "string" ? { image: new Uint8Array(Buffer.from(line.png, "base64")) } : {}),
+        };
+      }
+      if (failed) return { index, type: action.type, status: "not-run" };
+      // The command was cut (the deadline passed) while this action ran: it may have happened.
+      failed = true;
+      return {
+        index,
+        type: action.type,
+        status: "failed",
+        uncertain: true,
+        error: {
+          code: "TIMEOUT",
+          message: "The batch passed its deadline while this action ran; it may have taken effect.",
+        },
+      };
+    });
+    return { ok: summary !== undefined && !failed, results };
+  }
+
+  /**
+   * Reads the bot's first browser tab through DevTools on the computer's
+   * loopback: navigate to `url` (optional), then evaluate `expression` and
+   * return its JSON value. A seed of the page browser (DESIGN §5).
+   */
+  async evaluateInPage(expression: string | undefined, ctx?: OpContext, opts: { url?: string } = {}): Promise<unknown> {
+    const context = this.usable(ctx);
+    const args = ["page", "--bot", this.botId];
+    if (opts.url !== undefined) args.push("--navigate", parseInput(urlSchema, opts.url, "url"));
+    if (expression !== undefined) args.push("--eval", expression);
+    const { summary } = await this.run(args, context, PAGE_TIMEOUT_MS);
+    return summary?.value ?? null;
+  }
+
+  async screenEndpoint(_mode: "view" | "control", _ctx?: OpContext): Promise<ScreenEndpoint> {
+    throw new AgentComputerError(
+      "UNSUPPORTED",
+      "Live screens arrive with the screens issue; observe and act work now.",
+    );
+  }
+
+  async terminalEndpoint(_ctx?: OpContext): Promise<TerminalEndpoint> {
+    throw new AgentComputerError("UNSUPPORTED", "Terminals arrive with the screens issue; use exec for commands now.");
+  }
+
+  /** Stops the bot's processes cleanly and frees the slot; the profile stays in the home. */
+  async release(ctx?: OpContext): Promise<void> {
+    const context = checkOpContext(ctx);
+    throwIfDone(context, "desktop release");
+    if (this.released) return;
+    await this.run(["stop", "--bot", this.botId], context, STOP_TIMEOUT_MS);
+    this.released = true;
+  }
+
+  private usable(ctx: OpContext | undefined): OpContext {
+    const context = checkOpContext(ctx);
+    throwIfDone(context, "desktop call");
+    if (this.released) {
+      throw new AgentComputerError("CONFLICT", `The desktop of ${this.botId} was released; open it again.`);
+    }
+    return context;
+  }
+
+  private run(
+    args: string[],
+    ctx: OpContext,
+    defaultTimeoutMs: number,
+    extra: { stdin?: Uint8Array<ArrayBuffer>; allowCut?: boolean } = {},
+  ) {
+    return runDesktopCommand(
+      this.target.machine,
+      this.target.command,
+      [...args, "--home", this.target.machine.workspacePath],
+      ctx,
+      {
+        defaultTimeoutMs,
+        ...extra,
+      },
+    );
+  }
+}
+
+const urlSchema = z.string().url().max(8192);

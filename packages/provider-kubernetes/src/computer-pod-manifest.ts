@@ -1,0 +1,105 @@
+import { createHash } from "node:crypto";
+import type { ResolvedComputerSpec } from "@agent-computer/core";
+import type { V1Pod } from "@kubernetes/client-node";
+import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
+import { isLabelValue, type ResolvedKubernetesProviderOptions } from "./kubernetes-provider-options.js";
+
+/** The uid and gid the computer image's user has; every pod runs as them. */
+export const COMPUTER_UID = 1000;
+export const COMPUTER_GID = 1000;
+
+// The home folder is made by the pod itself, so an image whose user home
+// lacks it still starts; then the container only waits.
+const START = `mkdir -p -- "$1" && exec sleep infinity`;
+
+/** A label value for an id that may be longer than 63 characters or hold other characters. */
+export function labelValueOf(id: string): string {
+  return isLabelValue(id) ? id : `sha256-${createHash("sha256").update(id).digest("hex").slice(0, 48)}`;
+}
+
+/**
+ * The pod for one computer (DESIGN §9): the computer image running as uid
+ * 1000, no service account token (a computer never holds the API's
+ * credentials), no service links (no other services' addresses in its
+ * environment), no privilege escalation, all capabilities dropped, the
+ * runtime's default seccomp profile, a memory-backed /dev/shm for Chromium,
+ * and a shared process namespace so the pause container reaps the orphans
+ * commands leave behind (as Docker's init does for provider-docker).
+ */
+export function computerPodManifest(
+  name: string,
+  spec: ResolvedComputerSpec,
+  image: string,
+  options: ResolvedKubernetesProviderOptions,
+): V1Pod {
+  const cpu = spec.resources?.cpus === undefined ? options.cpuLimit : `${Math.round(spec.resources.cpus * 1000)}m`;
+  const memory = spec.resources?.memoryMb === undefined ? options.memoryLimit : `${spec.resources.memoryMb}Mi`;
+  const limits: Record<string, string> = {};
+  if (cpu !== undefined) limits.cpu = cpu;
+  if (memory !== undefined) limits.memory = memory;
+  const screenLimit = spec.screenLimit;
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name,
+      namespace: options.namespace,
+      labels: {
+        ...options.podLabels,
+        ...spec.labels,
+        [COMPUTER_POD_LABELS.name]: COMPUTER_APP_NAME,
+        [COMPUTER_POD_LABELS.managedBy]: COMPUTER_APP_NAME,
+        [COMPUTER_POD_LABELS.computerId]: labelValueOf(spec.computerId),
+        [COMPUTER_POD_LABELS.homeKey]: labelValueOf(spec.homeKey),
+      },
+      annotations: {
+        ...options.podAnnotations,
+        [COMPUTER_POD_LABELS.computerId]: spec.computerId,
+        [COMPUTER_POD_LABELS.homeKey]: spec.homeKey,
+        [COMPUTER_POD_LABELS.workspacePath]: options.workspacePath,
+        [COMPUTER_POD_LABELS.screenLimit]: String(screenLimit),
+      },
+    },
+    spec: {
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      shareProcessNamespace: true,
+      restartPolicy: "Never",
+      terminationGracePeriodSeconds: options.terminationGracePeriodSeconds,
+      ...(options.runtimeClassName ? { runtimeClassName: options.runtimeClassName } : {}),
+      securityContext: {
+        runAsUser: COMPUTER_UID,
+        runAsGroup: COMPUTER_GID,
+        runAsNonRoot: true,
+        fsGroup: COMPUTER_GID,
+        seccompProfile: { type: "RuntimeDefault" },
+      },
+      containers: [
+        {
+          name: options.containerName,
+          image,
+          imagePullPolicy: "IfNotPresent",
+          command: ["/bin/sh", "-c", START, "start-computer", options.workspacePath],
+          workingDir: "/",
+          env: [
+            { name: "HOME", value: options.workspacePath },
+            { name: "LANG", value: "C.UTF-8" },
+          ],
+          ...(Object.keys(limits).length > 0 ? { resources: { limits } } : {}),
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            privileged: false,
+            capabilities: { drop: ["ALL"] },
+          },
+          readinessProbe: {
+            exec: { command: ["test", "-d", options.workspacePath] },
+            periodSeconds: 1,
+            failureThreshold: 1,
+          },
+          volumeMounts: [{ name: "shm", mountPath: "/dev/shm" }],
+        },
+      ],
+      volumes: [{ name: "shm", emptyDir: { medium: "Memory", sizeLimit: options.shmSizeLimit } }],
+    },
+  } as V1Pod;
+}

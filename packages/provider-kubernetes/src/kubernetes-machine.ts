@@ -1,0 +1,391 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import {
+  AgentComputerError,
+  checkOpContext,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecRequest,
+  type ExecResult,
+  execRequestSchema,
+  loggerOf,
+  type Machine,
+  type MachineFiles,
+  normalizeHomePath,
+  type OpContext,
+  type ProviderRef,
+  parseInput,
+  signalOf,
+  throwIfDone,
+} from "@agent-computer/core";
+import { packHome, stageHome } from "@agent-computer/core/checkpoint";
+import type { V1Pod } from "@kubernetes/client-node";
+import { z } from "zod";
+import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
+import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
+import type { PodAddress } from "./pod-address.js";
+import { type PodCommand, runPodCommand, startPodCommand } from "./pod-command.js";
+import type { PodCommandHost } from "./pod-command-host.js";
+import { PodHome } from "./pod-home.js";
+import { DISCARD_STAGING, EXPORT_HOME, STAGE_HOME, SWAP_HOME, WORKSPACE_EXIT } from "./pod-workspace-scripts.js";
+
+const readOptionsSchema = z.object({ maxBytes: z.number().int().positive().optional() });
+const portSchema = z.number().int().min(1).max(65535);
+const portOptionsSchema = z.object({ private: z.boolean() });
+
+/** Whether a pod read from the API is still a machine: not deleted, not being deleted, not finished or evicted. */
+export function podIsAlive(pod: V1Pod): boolean {
+  if (pod.metadata?.deletionTimestamp) return false;
+  const phase = pod.status?.phase;
+  return phase !== "Failed" && phase !== "Succeeded";
+}
+
+/**
+ * One computer pod. Commands, file calls and the home's export and import
+ * all go through `pods/exec` as the pod's user (uid 1000); the home is a
+ * folder inside the pod, not a mount, so it is copied in and out as one tar
+ * stream, and the pod itself is disposable: stop deletes it.
+ */
+export class KubernetesMachine implements Machine {
+  readonly ref: ProviderRef;
+  readonly files: MachineFiles;
+  private readonly pod: PodAddress;
+  private readonly commandHost: PodCommandHost;
+  /** Set by stop/destroy: the pod is deleted or on its way out, so the handle is spent. */
+  private deleted = false;
+  /** Imports into one pod run one after another: they share the staging names beside the home. */
+  private importing: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly host: KubernetesMachineHost,
+    readonly podName: string,
+    readonly workspacePath: string,
+  ) {
+    this.ref = `kubernetes:${host.namespace}/${podName}`;
+    this.pod = { namespace: host.namespace, name: podName, container: host.containerName };
+    this.commandHost = {
+      kubeConfig: host.kubeConfig,
+      pod: this.pod,
+      execProtocol: () => host.execProtocol(podName),
+      podAlive: () => this.podAlive(),
+      goneError: () => this.goneError(),
+    };
+    this.files = {
+      list: (path, ctx) => this.home(ctx, "list files", (home) => home.list(path)),
+      read: (path, ctx, opts) => {
+        const { maxBytes } = parseInput(readOptionsSchema, opts ?? {}, "read options");
+        return this.home(ctx, "read a file", (home) => home.read(path, maxBytes));
+      },
+      write: (path, data, ctx) => {
+        if (!(data instanceof Uint8Array) && typeof (data as Readable | undefined)?.pipe !== "function") {
+          throw new AgentComputerError("INVALID_ARGUMENT", "Invalid file data: expected a Uint8Array or a Readable.");
+        }
+        return this.home(ctx, "write a file", (home) => home.write(path, data));
+      },
+      exportWorkspace: (ctx) => this.exportWorkspace(ctx),
+      importWorkspace: (tar, ctx) => this.importWorkspace(tar, ctx),
+    } satisfies MachineFiles;
+  }
+
+  async exec(req: ExecRequest, ctx?: OpContext): Promise<ExecResult> {
+    const request = parseInput(execRequestSchema, req, "ExecRequest");
+    const context = checkOpContext(ctx);
+    throwIfDone(context, "command");
+    const rel = normalizeHomePath(request.cwd ?? "");
+    return this.run(
+      {
+        argv: request.argv ?? ["/bin/sh", "-c", request.shell as string],
+        workingDir: rel === "" ? this.workspacePath : `${this.workspacePath}/${rel}`,
+        env: request.env,
+        stdin: request.stdin,
+        timeoutMs: request.timeoutMs,
+        maxOutputBytes: request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+        onOutput: request.onOutput,
+      },
+      context,
+      "run a command",
+    );
+  }
+
+  /**
+   * `http://<pod IP>:<port>`: reachable from inside the cluster (the API,
+   * the worker, the screen proxy), which is where this provider runs. Pod
+   * IPs are cluster-private, so private and public URLs are the same here.
+   */
+  async portUrl(port: number, opts: { private: boolean }, ctx?: OpContext): Promise<string> {
+    parseInput(portSchema, port, "port");
+    parseInput(portOptionsSchema, opts, "port options");
+    const context = checkOpContext(ctx);
+    throwIfDone(context, "port lookup");
+    const pod = await this.read(context, "look up the pod's IP");
+    const ip = pod.status?.podIP;
+    if (!ip) throw new AgentComputerError("UNAVAILABLE", `${this.ref} has no pod IP yet; try again shortly.`);
+    return `http://${ip.includes(":") ? `[${ip}]` : ip}:${port}`;
+  }
+
+  /** Deletes the pod: pods are not kept, the saved home is what persists (reconnect then gives "gone"). */
+  async stop(ctx?: OpContext): Promise<void> {
+    await this.delete(ctx, "stop", this.host.terminationGracePeriodSeconds);
+    loggerOf(checkOpContext(ctx)).info("kubernetes machine stopped (pod deleted)", { ref: this.ref });
+  }
+
+  async destroy(ctx?: OpContext): Promise<void> {
+    await this.delete(ctx, "destroy", 0);
+    loggerOf(checkOpContext(ctx)).info("kubernetes machine destroyed", { ref: this.ref });
+  }
+
+  private async delete(ctx: OpContext | undefined, what: string, gracePeriodSeconds: number): Promise<void> {
+    const context = checkOpContext(ctx);
+    throwIfDone(context, what);
+    this.deleted = true;
+    try {
+      await abortable(
+        this.host.core.deleteNamespacedPod({ name: this.podName, namespace: this.host.namespace, gracePeriodSeconds }),
+        signalOf(context, what),
+      );
+    } catch (error) {
+      if (apiStatus(error) === 404) return; // already gone: stopping or destroying twice is fine
+      throw kubernetesApiFailure(error, `${what} ${this.ref}`, this.host.namespace);
+    }
+  }
+
+  private async exportWorkspace(ctx?: OpContext): Promise<Readable> {
+    const context = checkOpContext(ctx);
+    throwIfDone(context, "workspace export");
+    this.refuseDeleted();
+    const signal = signalOf(context, "workspace export");
+    let resumeOutput: (() => void) | undefined;
+    let finished = false;
+    const tar = new Readable({ read: () => resumeOutput?.() });
+    const stderr: Buffer[] = [];
+    const started = await startPodCommand(this.commandHost, {
+      argv: ["sh", "-c", EXPORT_HOME, "export-home", this.workspacePath],
+      workingDir: "/",
+      maxOutputBytes: 64 * 1024,
+      onOutput: (name, chunk) => {
+        if (name === "stderr") stderr.push(Buffer.from(chunk));
+      },
+      stdoutSink: (chunk, resume) => {
+        resumeOutput = resume;
+        return tar.push(chunk);
+      },
+      signal,
+    });
+    // A reader that gives up early must not leave tar running in the pod.
+    tar.once("close", () => {
+      if (!finished) void started.kill().catch(() => {});
+    });
+    started.result.then(
+      (result) => {
+        finished = true;
+        if (result.exitCode === 0) {
+          tar.push(null);
+          return;
+        }
+        const message = Buffer.concat(stderr).toString("utf8").trim().slice(0, 500);
+        tar.destroy(
+          result.exitCode === WORKSPACE_EXIT.missingHome
+            ? new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`)
+            : new AgentComputerError(
+                "UNAVAILABLE",
+                `Exporting the home of ${this.ref} failed (tar exit ${result.exitCode}): ${message || "no message"}`,
+                { retryable: false },
+              ),
+        );
+      },
+      (error: unknown) => {
+        finished = true;
+        tar.destroy(error as Error);
+      },
+    );
+    return tar;
+  }
+
+  private importWorkspace(tar: Readable, ctx?: OpContext): Promise<void> {
+    const next = this.importing.then(
+      () => this.importNow(tar, ctx),
+      () => this.importNow(tar, ctx),
+    );
+    this.importing = next.catch(() => {});
+    return next;
+  }
+
+  /**
+   * Replaces the home whole. The archive is first restored on this host
+   * with core's `stageHome`, so it passes exactly the checks and limits of a
+   * checkpoint restore before one byte reaches the pod; what is sent is that
+   * checked tree re-packed, extracted into a staging folder beside the home
+   * and swapped in only after the pod confirms it holds every file, folder
+   * and byte that was sent. A refused, aborted or cut import leaves the home
+   * as it was.
+   */
+  private async importNow(tar: Readable, ctx?: OpContext): Promise<void> {
+    const context = checkOpContext(ctx);
+    throwIfDone(context, "workspace import");
+    if (typeof tar?.pipe !== "function") {
+      throw new AgentComputerError("INVALID_ARGUMENT", "Invalid workspace: expected a tar Readable.");
+    }
+    this.refuseDeleted();
+    const signal = signalOf(context, "workspace import");
+    const onAbort = () => tar.destroy(signal.reason as Error);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const work = await mkdtemp(join(this.host.stagingRoot, "agent-computer-kubernetes-import-"));
+    try {
+      const staged = await stageHome(tar, join(work, "home")).catch((error: unknown) => {
+        throw signal.aborted ? signal.reason : error;
+      });
+      const packed = packHome(staged.stagingDir);
+      const tag = randomBytes(6).toString("hex");
+      const log = loggerOf(context);
+      let sent: Awaited<ReturnType<typeof startPodCommand>> | undefined;
+      try {
+        sent = await startPodCommand(this.commandHost, {
+          argv: ["sh", "-c", STAGE_HOME, "stage-home", this.workspacePath, tag],
+          workingDir: "/",
+          stdin: packed.tar,
+          maxOutputBytes: 64 * 1024,
+          signal,
+        });
+        const extracted = await sent.result;
+        if (extracted.exitCode !== 0) {
+          throw new AgentComputerError(
+            "UNAVAILABLE",
+            `The pod could not unpack the home (exit ${extracted.exitCode}): ${text(extracted.stderr) || "no message"}. The home is as it was.`,
+            { retryable: false },
+          );
+        }
+        const stats = await packed.stats;
+        const swapped = await runPodCommand(this.commandHost, {
+          argv: [
+            "sh",
+            "-c",
+            SWAP_HOME,
+            "swap-home",
+            this.workspacePath,
+            tag,
+            String(stats.files),
+            String(stats.directories),
+            String(stats.bytes),
+          ],
+          workingDir: "/",
+          maxOutputBytes: 64 * 1024,
+          signal,
+        });
+        if (swapped.exitCode === WORKSPACE_EXIT.incomplete) {
+          throw new AgentComputerError(
+            "UNAVAILABLE",
+            `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`,
+          );
+        }
+        if (swapped.exitCode !== 0) {
+          throw new AgentComputerError(
+            "UNAVAILABLE",
+            `The pod could not swap in the imported home (exit ${swapped.exitCode}): ${text(swapped.stderr) || "no message"}.`,
+            { retryable: false },
+          );
+        }
+        log.info("kubernetes home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
+      } catch (error) {
+        packed.tar.destroy();
+        await this.discardStaging(tag, sent);
+        throw error;
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** After a failed import: stop what still extracts, then remove its staging folder (best effort). */
+  private async discardStaging(tag: string, sent: { kill(): Promise<void> } | undefined): Promise<void> {
+    const signal = AbortSignal.timeout(10_000);
+    try {
+      await sent?.kill();
+      await runPodCommand(this.commandHost, {
+        argv: ["sh", "-c", DISCARD_STAGING, "discard-staging", this.workspacePath, tag],
+        workingDir: "/",
+        maxOutputBytes: 4096,
+        signal,
+      });
+    } catch {
+      // The pod or the connection is gone; the next import removes the folder.
+    }
+  }
+
+  /** Runs a command, refusing a handle whose pod this process deleted. */
+  private async run(command: Omit<PodCommand, "signal">, context: OpContext, what: string): Promise<ExecResult> {
+    this.refuseDeleted();
+    return runPodCommand(this.commandHost, { ...command, signal: signalOf(context, what) });
+  }
+
+  /** The home's files through this call's context, so its abort and deadline reach the helper commands. */
+  private async home<T>(ctx: OpContext | undefined, what: string, work: (home: PodHome) => Promise<T>): Promise<T> {
+    const context = checkOpContext(ctx);
+    throwIfDone(context, what);
+    return work(
+      new PodHome(this.workspacePath, (argv, options) =>
+        this.run({ argv, workingDir: this.workspacePath, ...options }, context, what),
+      ),
+    );
+  }
+
+  private async read(context: OpContext, what: string): Promise<V1Pod> {
+    this.refuseDeleted();
+    try {
+      const pod = await abortable(
+        this.host.core.readNamespacedPod({ name: this.podName, namespace: this.host.namespace }),
+        signalOf(context, what),
+      );
+      if (!podIsAlive(pod)) throw this.goneError();
+      return pod;
+    } catch (error) {
+      if (apiStatus(error) === 404) throw this.goneError();
+      throw kubernetesApiFailure(error, what, this.host.namespace);
+    }
+  }
+
+  private async podAlive(): Promise<boolean> {
+    try {
+      const pod = await this.host.core.readNamespacedPod({ name: this.podName, namespace: this.host.namespace });
+      return podIsAlive(pod);
+    } catch (error) {
+      if (apiStatus(error) === 404) return false;
+      throw error;
+    }
+  }
+
+  private refuseDeleted(): void {
+    if (this.deleted) throw this.goneError();
+  }
+
+  private goneError(): AgentComputerError {
+    return new AgentComputerError(
+      "PROVIDER_GONE",
+      `The pod behind ${this.ref} no longer exists (stopped, deleted or evicted); provision a replacement and restore its home.`,
+    );
+  }
+}
+
+/** Rejects with the signal's reason when it fires first; the request itself is left to finish. */
+export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function text(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString("utf8").trim().slice(0, 500);
+}

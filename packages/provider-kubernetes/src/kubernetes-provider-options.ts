@@ -1,0 +1,83 @@
+import { KubeConfig } from "@kubernetes/client-node";
+import { z } from "zod";
+
+const QUANTITY = /^(\d+(\.\d+)?|\.\d+)(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+const LABEL_NAME = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** A Kubernetes label key: an optional DNS-subdomain prefix, a slash, a name of at most 63 characters. */
+export function isLabelKey(key: string): boolean {
+  const slash = key.lastIndexOf("/");
+  const name = slash < 0 ? key : key.slice(slash + 1);
+  const prefix = slash < 0 ? undefined : key.slice(0, slash);
+  if (!LABEL_NAME.test(name)) return false;
+  return prefix === undefined || (prefix.length <= 253 && DNS_SUBDOMAIN.test(prefix));
+}
+
+/** A Kubernetes label value: at most 63 characters of letters, digits, `-`, `_`, `.`. */
+export function isLabelValue(value: string): boolean {
+  return value.length <= 63 && LABEL_VALUE.test(value);
+}
+
+const labelsSchema = z.record(
+  z.string().refine(isLabelKey, "a Kubernetes label key ([prefix/]name, name at most 63 characters)"),
+  z.string().refine(isLabelValue, "a Kubernetes label value (at most 63 letters, digits, - _ .)"),
+);
+
+export const kubernetesProviderOptionsSchema = z.object({
+  /**
+   * How to reach the API server: a KubeConfig, or kubeconfig text (YAML or
+   * JSON). Default: `KubeConfig.loadFromDefault()` (KUBECONFIG, ~/.kube/config,
+   * or the pod's service account when running in the cluster).
+   */
+  kubeConfig: z.union([z.instanceof(KubeConfig), z.string().min(1)]).optional(),
+  /** The namespace computer pods live in; it must exist (KUBERNETES_SANDBOX_NAMESPACE). */
+  namespace: z
+    .string()
+    .max(63)
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a namespace name (lowercase letters, digits, -)"),
+  /**
+   * The computer image (KUBERNETES_SANDBOX_COMPUTER_IMAGE; default
+   * `computerImageRef()` of desktop-runtime). Nodes must be able to pull
+   * it: push it to your registry and pin a digest in production.
+   */
+  image: z.string().min(1).optional(),
+  /** CPU limit as a quantity, such as "2" or "500m" (KUBERNETES_SANDBOX_CPU_LIMIT). */
+  cpuLimit: z.string().regex(QUANTITY, 'a CPU quantity such as "2" or "500m"').optional(),
+  /** Memory limit as a quantity, such as "4Gi" (KUBERNETES_SANDBOX_MEMORY_LIMIT). */
+  memoryLimit: z.string().regex(QUANTITY, 'a memory quantity such as "4Gi"').optional(),
+  /** A RuntimeClass such as "kata" or "gvisor" for a VM or user-space kernel boundary. */
+  runtimeClassName: z.string().max(253).regex(DNS_SUBDOMAIN, "a RuntimeClass name").optional(),
+  /** Extra labels on every pod (KUBERNETES_SANDBOX_POD_LABELS, a JSON object of strings). */
+  podLabels: labelsSchema.default({}),
+  /** Extra annotations on every pod (KUBERNETES_SANDBOX_POD_ANNOTATIONS, a JSON object of strings). */
+  podAnnotations: z.record(z.string().min(1).max(316), z.string()).default({}),
+  /** How long a new pod has to become Ready before it is deleted and provision fails TIMEOUT. */
+  readyTimeoutMs: z.number().int().positive().default(120_000),
+  /**
+   * Where the home lives inside the pod. A folder below the image user's
+   * home, not that home itself, because an import swaps the whole folder by
+   * renaming it and uid 1000 may rename only inside a folder it owns.
+   */
+  workspacePath: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._/-]*\/[A-Za-z0-9._-]+$/, "an absolute path below a folder, without a trailing slash")
+    .default("/home/computer/workspace"),
+  /** Most desktops active at once per computer when the spec does not say (0 = no limit). */
+  screenLimit: z.number().int().nonnegative().default(0),
+  /** Seconds a stopped pod has to exit before it is killed (default 5). */
+  terminationGracePeriodSeconds: z.number().int().nonnegative().default(5),
+  /** Size of the pod's memory-backed /dev/shm (Chromium needs about 1 GiB). */
+  shmSizeLimit: z.string().regex(QUANTITY, 'a quantity such as "1Gi"').default("1Gi"),
+  /** The container's name inside each pod. */
+  containerName: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+    .default("computer"),
+  /** Where an import stages and checks the archive on this host before sending it (default: the OS temp folder). */
+  stagingDir: z.string().min(1).optional(),
+});
+
+export type KubernetesProviderOptions = z.input<typeof kubernetesProviderOptionsSchema>;
+export type ResolvedKubernetesProviderOptions = z.output<typeof kubernetesProviderOptionsSchema>;

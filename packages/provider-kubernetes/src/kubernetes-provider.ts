@@ -1,0 +1,301 @@
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import {
+  AgentComputerError,
+  type ComputerSpec,
+  checkOpContext,
+  computerSpecSchema,
+  type ListFilter,
+  listFilterSchema,
+  loggerOf,
+  type Machine,
+  type OpContext,
+  type ProviderCapabilities,
+  type ProviderRef,
+  parseInput,
+  providerRefId,
+  type SandboxProvider,
+  signalOf,
+  throwIfDone,
+} from "@agent-computer/core";
+import { computerImageRef } from "@agent-computer/desktop-runtime";
+import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
+import { computerPodManifest } from "./computer-pod-manifest.js";
+import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
+import { abortable, KubernetesMachine, podIsAlive } from "./kubernetes-machine.js";
+import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
+import { kubernetesOptionsFromEnv } from "./kubernetes-options-from-env.js";
+import {
+  isLabelKey,
+  isLabelValue,
+  type KubernetesProviderOptions,
+  kubernetesProviderOptionsSchema,
+} from "./kubernetes-provider-options.js";
+import { PodExecSession } from "./pod-exec-session.js";
+
+/**
+ * No desktop yet (the shared LinuxDesktopRuntime has not landed); stop
+ * deletes the pod (the saved home is the persistence boundary); the home is
+ * copied in and out, not mounted; pods do not bill while running.
+ */
+export const KUBERNETES_CAPABILITIES: ProviderCapabilities = {
+  desktop: false,
+  multiScreen: false,
+  pageBrowser: false,
+  terminal: false,
+  billsWhileRunning: false,
+  stopKeepsMachine: false,
+  mountedHome: false,
+};
+
+/** `<namespace>/<pod name>`, both DNS labels. */
+const POD_REF = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/;
+/** How often a new pod is read while waiting for Ready (no watch: the Role grants only get). */
+const READY_POLL_MS = 200;
+
+/**
+ * Computers as pods (DESIGN §9): one pod per computer in a namespace that
+ * must exist, from the computer image, as uid 1000 without the API's
+ * credentials; commands, files and the home through `pods/exec`. Settings
+ * come from `options`, then from `KUBERNETES_SANDBOX_*` variables.
+ */
+export function kubernetesProvider(
+  options: Partial<KubernetesProviderOptions> = {},
+  env: Record<string, string | undefined> = process.env,
+): SandboxProvider {
+  const merged = { ...kubernetesOptionsFromEnv(env), ...withoutUndefined(options) };
+  if (merged.namespace === undefined) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      'Invalid KubernetesProviderOptions: at "namespace": required; pass it or set KUBERNETES_SANDBOX_NAMESPACE.',
+    );
+  }
+  const parsed = parseInput(kubernetesProviderOptionsSchema, merged, "KubernetesProviderOptions");
+  const kubeConfig = loadKubeConfig(parsed.kubeConfig);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const namespace = parsed.namespace;
+  const defaultImage = parsed.image ? Promise.resolve(parsed.image) : computerImageRef();
+  let protocol: Promise<string> | undefined;
+
+  const host: KubernetesMachineHost = {
+    kubeConfig,
+    core,
+    namespace,
+    containerName: parsed.containerName,
+    terminationGracePeriodSeconds: parsed.terminationGracePeriodSeconds,
+    stagingRoot: parsed.stagingDir ?? tmpdir(),
+    execProtocol(pod) {
+      // One probe per provider: the API server picks v5 when it can, else v4.
+      protocol ??= probeProtocol(kubeConfig, { namespace, name: pod, container: parsed.containerName });
+      protocol.catch(() => {
+        protocol = undefined;
+      });
+      return protocol;
+    },
+  };
+
+  const deletePod = (name: string) =>
+    core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 }).then(
+      () => undefined,
+      () => undefined,
+    );
+
+  /** Waits until the pod is Ready; says why not when it cannot be. */
+  const waitReady = async (name: string, signal: AbortSignal, timeoutMs: number): Promise<V1Pod> => {
+    const until = Date.now() + timeoutMs;
+    let waitingFor = "the pod to be scheduled";
+    for (;;) {
+      let pod: V1Pod;
+      try {
+        pod = await abortable(core.readNamespacedPod({ name, namespace }), signal);
+      } catch (error) {
+        if (apiStatus(error) === 404) {
+          throw new AgentComputerError("UNAVAILABLE", `The pod ${namespace}/${name} disappeared while starting.`);
+        }
+        throw kubernetesApiFailure(error, `read pod ${namespace}/${name}`, namespace);
+      }
+      if (!podIsAlive(pod)) {
+        const reason = pod.status?.reason ?? pod.status?.phase ?? "deleted";
+        throw new AgentComputerError(
+          "UNAVAILABLE",
+          `The pod ${namespace}/${name} ended before it was ready (${reason}${pod.status?.message ? `: ${pod.status.message}` : ""}).`,
+        );
+      }
+      if (pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) return pod;
+      const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
+      if (waiting?.reason)
+        waitingFor = `${waiting.reason}${waiting.message ? `: ${waiting.message.slice(0, 200)}` : ""}`;
+      else if (pod.status?.phase === "Running") waitingFor = "the readiness probe";
+      if (Date.now() >= until) {
+        throw new AgentComputerError(
+          "TIMEOUT",
+          `The pod ${namespace}/${name} was not ready within ${timeoutMs} ms (still waiting for ${waitingFor}); it was deleted. Check the image can be pulled and the node has room, or raise readyTimeoutMs.`,
+          { details: { waitingFor } },
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(READY_POLL_MS, Math.max(0, until - Date.now()))));
+      if (signal.aborted) throw signal.reason;
+    }
+  };
+
+  const machineOf = (pod: V1Pod): KubernetesMachine =>
+    new KubernetesMachine(
+      host,
+      pod.metadata?.name as string,
+      pod.metadata?.annotations?.[COMPUTER_POD_LABELS.workspacePath] ?? parsed.workspacePath,
+    );
+
+  return {
+    specificationVersion: "v1",
+    kind: "kubernetes",
+    capabilities: KUBERNETES_CAPABILITIES,
+
+    async provision(spec: ComputerSpec, ctx?: OpContext): Promise<Machine> {
+      const resolved = parseInput(computerSpecSchema, spec, "ComputerSpec");
+      for (const [key, value] of Object.entries(resolved.labels)) {
+        if (!isLabelKey(key) || !isLabelValue(value)) {
+          throw new AgentComputerError(
+            "INVALID_ARGUMENT",
+            `Invalid ComputerSpec: at "labels.${key}": Kubernetes takes label keys of [prefix/]name (name at most 63 characters) and values of at most 63 letters, digits, - _ .`,
+          );
+        }
+      }
+      const context = checkOpContext(ctx);
+      throwIfDone(context, "provision");
+      const signal = signalOf(context, "provision");
+      const image = resolved.image ?? (await defaultImage);
+      const name = podNameFor(resolved.homeKey);
+      const manifest = computerPodManifest(
+        name,
+        { ...resolved, screenLimit: spec.screenLimit === undefined ? parsed.screenLimit : resolved.screenLimit },
+        image,
+        parsed,
+      );
+      try {
+        await abortable(core.createNamespacedPod({ namespace, body: manifest }), signal);
+      } catch (error) {
+        // An abort may land after the server created the pod.
+        if (signal.aborted) void deletePod(name);
+        throw kubernetesApiFailure(error, `create pod ${namespace}/${name}`, namespace);
+      }
+      try {
+        await waitReady(name, signal, parsed.readyTimeoutMs);
+      } catch (error) {
+        await deletePod(name);
+        throw AgentComputerError.is(error) ? error : kubernetesApiFailure(error, "wait for the pod", namespace);
+      }
+      const ref: ProviderRef = `kubernetes:${namespace}/${name}`;
+      loggerOf(context).info("kubernetes machine provisioned", { ref, homeKey: resolved.homeKey, image });
+      return new KubernetesMachine(host, name, parsed.workspacePath);
+    },
+
+    async reconnect(ref: ProviderRef, ctx?: OpContext): Promise<Machine | "gone"> {
+      const id = providerRefId(ref, "kubernetes");
+      const match = POD_REF.exec(id);
+      if (!match) {
+        throw new AgentComputerError(
+          "INVALID_ARGUMENT",
+          "Invalid kubernetes ref: expected kubernetes:<namespace>/<pod name>, as provision returns.",
+        );
+      }
+      const [, refNamespace, , name] = match as unknown as [string, string, string, string];
+      if (refNamespace !== namespace) {
+        throw new AgentComputerError(
+          "INVALID_ARGUMENT",
+          `The ref ${ref} is in namespace "${refNamespace}" but this provider works in "${namespace}"; reconnect with a provider for that namespace.`,
+        );
+      }
+      const context = checkOpContext(ctx);
+      throwIfDone(context, "reconnect");
+      const signal = signalOf(context, "reconnect");
+      let pod: V1Pod;
+      try {
+        pod = await abortable(core.readNamespacedPod({ name, namespace }), signal);
+      } catch (error) {
+        if (apiStatus(error) === 404) return "gone";
+        throw kubernetesApiFailure(error, `reconnect ${ref}`, namespace);
+      }
+      // Not one of ours, being deleted, finished or evicted: never drive it.
+      if (pod.metadata?.labels?.[COMPUTER_POD_LABELS.name] !== COMPUTER_APP_NAME) return "gone";
+      if (!podIsAlive(pod)) return "gone";
+      try {
+        await waitReady(name, signal, parsed.readyTimeoutMs);
+      } catch (error) {
+        if (AgentComputerError.is(error) && /ended before it was ready|disappeared/.test(error.message)) return "gone";
+        throw error;
+      }
+      return machineOf(pod);
+    },
+
+    async list(filter: ListFilter, ctx?: OpContext): Promise<ProviderRef[]> {
+      const { labels } = parseInput(listFilterSchema, filter, "ListFilter");
+      const context = checkOpContext(ctx);
+      throwIfDone(context, "list");
+      // No pod can carry a label Kubernetes would refuse, so such a filter matches nothing.
+      if (Object.entries(labels).some(([k, v]) => !isLabelKey(k) || !isLabelValue(v))) return [];
+      const selector = Object.entries({ ...labels, [COMPUTER_POD_LABELS.name]: COMPUTER_APP_NAME })
+        .map(([k, v]) => `${k}=${v}`)
+        .join(",");
+      try {
+        const found = await abortable(
+          core.listNamespacedPod({ namespace, labelSelector: selector }),
+          signalOf(context, "list"),
+        );
+        return found.items
+          .filter((pod) => !pod.metadata?.deletionTimestamp)
+          .sort(
+            (a, b) =>
+              (a.metadata?.creationTimestamp?.valueOf() ?? 0) - (b.metadata?.creationTimestamp?.valueOf() ?? 0) ||
+              (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""),
+          )
+          .map((pod) => `kubernetes:${namespace}/${pod.metadata?.name}` as const);
+      } catch (error) {
+        throw kubernetesApiFailure(error, `list pods in ${namespace}`, namespace);
+      }
+    },
+  };
+}
+
+/** `ac-<home key, lowercased, at most 40>-<8 hex>`: a DNS label, unique enough that 409 means a real clash. */
+function podNameFor(homeKey: string): string {
+  const slug = homeKey
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 40)
+    .replace(/-+$/, "");
+  return `ac-${slug || "home"}-${randomBytes(4).toString("hex")}`;
+}
+
+function loadKubeConfig(source: KubeConfig | string | undefined): KubeConfig {
+  if (source instanceof KubeConfig) return source;
+  const config = new KubeConfig();
+  try {
+    if (source === undefined) config.loadFromDefault();
+    else config.loadFromString(source);
+  } catch (error) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `Invalid kubeConfig: ${source === undefined ? "the default kubeconfig (KUBECONFIG, ~/.kube/config or the in-cluster service account) could not be loaded" : "the kubeconfig text could not be parsed"} (${(error as Error).message.slice(0, 200)}).`,
+    );
+  }
+  if (!config.getCurrentCluster()) {
+    throw new AgentComputerError("INVALID_ARGUMENT", "Invalid kubeConfig: it names no current cluster.");
+  }
+  return config;
+}
+
+async function probeProtocol(
+  kubeConfig: KubeConfig,
+  pod: { namespace: string; name: string; container: string },
+): Promise<string> {
+  const session = await PodExecSession.open(kubeConfig, pod, ["true"], { stdin: false, onOutput: () => true });
+  await session.ended;
+  session.close();
+  return session.protocol;
+}
+
+function withoutUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

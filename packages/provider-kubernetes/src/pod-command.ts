@@ -1,0 +1,243 @@
+import { randomUUID } from "node:crypto";
+import type { Readable } from "node:stream";
+import { AgentComputerError, type ExecResult, type OutputListener } from "@agent-computer/core";
+import type { PodCommandHost } from "./pod-command-host.js";
+import { describeEnd, type PodExecEnd, PodExecSession, STDIN_CHUNK, V5_CHANNEL } from "./pod-exec-session.js";
+
+/** A command to run in a pod through `pods/exec`. */
+export interface PodCommand {
+  argv: string[];
+  /** Absolute, inside the pod. */
+  workingDir: string;
+  env?: Record<string, string>;
+  stdin?: Uint8Array | Readable;
+  timeoutMs?: number;
+  /** Cap on each of stdout and stderr kept (Infinity keeps all). */
+  maxOutputBytes: number;
+  onOutput?: OutputListener;
+  /**
+   * Takes stdout instead of keeping it (the export's stream); return false
+   * to pause the connection until `resume` is called.
+   */
+  stdoutSink?: (chunk: Buffer, resume: () => void) => boolean;
+  /** Fires on the caller's abort or deadline; its reason is what we throw. */
+  signal: AbortSignal;
+}
+
+/**
+ * Every command carries this variable with a fresh id. Children inherit it,
+ * also ones that start their own session or process group, so a kill finds
+ * the whole tree by reading /proc/<pid>/environ inside the pod. Exec has no
+ * kill verb of its own: closing the connection leaves the process running.
+ */
+const MARKER = "AGENT_COMPUTER_EXEC";
+
+// Two passes: a process forked while the first pass ran is caught by the second.
+const KILL_TREE = `for pass in 1 2; do for p in /proc/[0-9]*; do
+  grep -qzx "${MARKER}=$1" "$p/environ" 2>/dev/null && kill -KILL "\${p#/proc/}" 2>/dev/null
+done; done; true`;
+
+// Exec has no working directory or environment parameters: a small sh
+// prologue sets both, then replaces itself with the command.
+const PROLOGUE = `cd -- "$1" || exit 126; shift; n=$1; shift
+while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n - 1)); done
+exec "$@"`;
+
+// Under v4 stdin cannot end while output still flows, so stdin travels as
+// frames (4-byte big-endian length, then bytes; length 0 is the end) and
+// this decoder in the pod feeds the command and closes its stdin.
+const UNFRAME = `import struct, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE)
+r = sys.stdin.buffer
+while True:
+    h = r.read(4)
+    if len(h) < 4:
+        break
+    n = struct.unpack(">I", h)[0]
+    if n == 0:
+        break
+    d = r.read(n)
+    try:
+        p.stdin.write(d)
+    except BrokenPipeError:
+        break
+    if len(d) < n:
+        break
+try:
+    p.stdin.close()
+except BrokenPipeError:
+    pass
+c = p.wait()
+sys.exit(c if c >= 0 else 128 - c)`;
+
+/** A command started in a pod. */
+export interface StartedPodCommand {
+  /** Resolves with the result; rejects with ABORTED or UNAVAILABLE (the pod or connection went away). */
+  readonly result: Promise<ExecResult>;
+  /** SIGKILLs the command's whole process tree in the pod. */
+  kill(): Promise<void>;
+}
+
+/** Runs `command` in the pod and waits for it. */
+export async function runPodCommand(host: PodCommandHost, command: PodCommand): Promise<ExecResult> {
+  return (await startPodCommand(host, command)).result;
+}
+
+/**
+ * Starts `command` in the pod: stdout and stderr kept as bytes up to the
+ * cap, exit code from the status channel. A timeout or an abort kills the
+ * whole process tree inside the pod (not only the connection).
+ */
+export async function startPodCommand(host: PodCommandHost, command: PodCommand): Promise<StartedPodCommand> {
+  const started = performance.now();
+  const marker = randomUUID();
+  const withStdin = command.stdin !== undefined;
+  const protocol = withStdin ? await host.execProtocol() : V5_CHANNEL;
+  const framed = withStdin && protocol !== V5_CHANNEL;
+  const env = Object.entries({ ...command.env, [MARKER]: marker }).map(([k, v]) => `${k}=${v}`);
+  const argv = [
+    "/bin/sh",
+    "-c",
+    PROLOGUE,
+    "agent-computer-exec",
+    command.workingDir,
+    String(env.length),
+    ...env,
+    ...(framed ? ["python3", "-c", UNFRAME] : []),
+    ...command.argv,
+  ];
+
+  const outputs = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
+  const kept = { stdout: 0, stderr: 0 };
+  let truncated = false;
+  let session: PodExecSession | undefined;
+  const resume = () => session?.resumeOutput();
+  const onOutput = (name: "stdout" | "stderr", payload: Buffer): boolean => {
+    command.onOutput?.(name, new Uint8Array(payload));
+    if (name === "stdout" && command.stdoutSink) return command.stdoutSink(payload, resume);
+    const room = command.maxOutputBytes - kept[name];
+    if (room <= 0) {
+      truncated = true;
+      return true;
+    }
+    const take = Math.min(room, payload.length);
+    if (take < payload.length) truncated = true;
+    outputs[name].push(take === payload.length ? payload : payload.subarray(0, take));
+    kept[name] += take;
+    return true;
+  };
+
+  try {
+    session = await PodExecSession.open(host.kubeConfig, host.pod, argv, { stdin: withStdin, onOutput });
+  } catch (error) {
+    // A refused exec on a pod that is gone (404, or a pod being deleted) is PROVIDER_GONE.
+    if (!(await host.podAlive().catch(() => true))) throw host.goneError();
+    throw error;
+  }
+  const live = session;
+  if (framed && live.canCloseStdin) throw new Error("framing chosen for a v5 connection");
+
+  let killing: Promise<void> | undefined;
+  const kill = () => {
+    killing ??= runPodCommand(host, {
+      argv: ["sh", "-c", KILL_TREE, "kill-tree", marker],
+      workingDir: "/",
+      maxOutputBytes: 4096,
+      signal: new AbortController().signal,
+    }).then(() => undefined);
+    return killing;
+  };
+
+  let stdinFailure: unknown;
+  if (withStdin) {
+    void pumpStdin(live, command.stdin as Uint8Array | Readable, framed).catch((error: unknown) => {
+      // The command ended first (it did not read all its input): not a failure.
+      if (live.hasEnded && AgentComputerError.is(error, "UNAVAILABLE")) return;
+      stdinFailure = error;
+      void kill().catch(() => {});
+    });
+  }
+
+  let timedOut = false;
+  const timer =
+    command.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          void kill().catch(() => {});
+        }, command.timeoutMs);
+  const aborted = new Promise<"aborted">((resolve) => {
+    if (command.signal.aborted) resolve("aborted");
+    else command.signal.addEventListener("abort", () => resolve("aborted"), { once: true });
+  });
+
+  const finish = async (end: PodExecEnd): Promise<ExecResult> => {
+    if (timedOut) await killing?.catch(() => {});
+    // A command killed by a signal, a failed exec or a cut connection: the
+    // pod itself may have gone (deleted, evicted). Only then is it worth a
+    // look, so an ordinary exit costs no extra API call.
+    const suspicious = end.kind !== "exited" || (end.exitCode >= 128 && !timedOut);
+    if (suspicious && !(await host.podAlive().catch(() => true))) {
+      throw new AgentComputerError(
+        "UNAVAILABLE",
+        "The pod went away while the command ran (deleted or evicted); reconnect to learn that it is gone, then provision a replacement and restore the home.",
+        { details: { end: end.kind } },
+      );
+    }
+    if (end.kind !== "exited" && !timedOut) {
+      throw new AgentComputerError("UNAVAILABLE", `The command's exec connection broke: ${describeEnd(end)}.`, {
+        details: { end: end.kind },
+      });
+    }
+    return {
+      exitCode: timedOut || end.kind !== "exited" ? null : end.exitCode,
+      stdout: new Uint8Array(Buffer.concat(outputs.stdout)),
+      stderr: new Uint8Array(Buffer.concat(outputs.stderr)),
+      timedOut,
+      truncated,
+      durationMs: performance.now() - started,
+    };
+  };
+
+  const result = (async (): Promise<ExecResult> => {
+    try {
+      const outcome = await Promise.race([live.ended, aborted]);
+      if (outcome === "aborted") {
+        await kill().catch(() => {});
+        live.close();
+        throw command.signal.reason ?? new AgentComputerError("ABORTED", "The command was aborted.");
+      }
+      live.close();
+      if (stdinFailure !== undefined) throw stdinFailure;
+      return await finish(outcome);
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  })();
+
+  return { result, kill };
+}
+
+/** Writes the command's stdin: plain then v5's close frame, or length-framed under v4. */
+async function pumpStdin(session: PodExecSession, input: Uint8Array | Readable, framed: boolean): Promise<void> {
+  const write = async (chunk: Uint8Array) => {
+    if (!framed) return session.writeStdin(chunk);
+    for (let offset = 0; offset < chunk.length; offset += STDIN_CHUNK) {
+      const part = chunk.subarray(offset, offset + STDIN_CHUNK);
+      const frame = Buffer.allocUnsafe(part.length + 4);
+      frame.writeUInt32BE(part.length, 0);
+      frame.set(part, 4);
+      await session.writeStdin(frame);
+    }
+  };
+  if (input instanceof Uint8Array) {
+    if (input.length > 0) await write(input);
+  } else {
+    for await (const chunk of input) {
+      const bytes = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Uint8Array);
+      if (bytes.length > 0) await write(bytes);
+    }
+  }
+  if (framed) await session.writeStdin(Buffer.alloc(4));
+  else await session.closeStdin();
+}
