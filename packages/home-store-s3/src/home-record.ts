@@ -1,0 +1,16 @@
+/**
+ * What an object home store needs to know about a home, kept with the
+ * computer record (DESIGN §6, §8) and not in the bucket: the bucket cannot
+ * compare-and-set, the state store can.
+ */
+export interface HomeRecord {
+  readonly homeKey: string;
+  /** Names the home's objects (`homes/<storage-id>/...`) and binds its sealed checkpoints. */
+  readonly storageId: string;
+  /** The committed revision; 0 before the first checkpoint. Only a fenced commit moves it. */
+  readonly revision: number;
+  /** The home's data key wrapped by the space's content key; absent until the first checkpoint makes one. */
+  readonly wrappedDataKey?: string;
+  /** The record's version, for the compare-and-set of `setWrappedDataKey`. */
+  readonly version: number;
+}

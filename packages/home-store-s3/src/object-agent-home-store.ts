@@ -1,0 +1,833 @@
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { PassThrough, type Readable } from "node:stream";
+import {
+  AgentComputerError,
+  checkOpContext,
+  type Machine,
+  type OpContext,
+  parseInput,
+  signalOf,
+  throwIfDone,
+} from "@agent-computer/core";
+import {
+  type AgentHomeStore,
+  type HomeCheckpoint,
+  type HomeCheckpointRequest,
+  type HomeRestoreRequest,
+  type HomeSource,
+  type HomeTarget,
+  openCheckpoint,
+  packHome,
+  type RestoreLimits,
+  recoverInterruptedRestore,
+  restoreHome,
+  type StagedHome,
+  sealCheckpoint,
+  stageHome,
+} from "@agent-computer/core/checkpoint";
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListMultipartUploadsCommand,
+  type ListMultipartUploadsCommandOutput,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
+import PQueue from "p-queue";
+import { z } from "zod";
+import type { HomeKeyring } from "./home-keyring.js";
+import type { HomeReconcileResult } from "./home-reconcile-result.js";
+import type { HomeRecord } from "./home-record.js";
+import type { HomeRecords } from "./home-records.js";
+import type { HomeStoreStage } from "./home-store-stage.js";
+import type { ObjectAgentHomeStoreOptions } from "./object-agent-home-store-options.js";
+
+const MIB = 1024 * 1024;
+/** Names the pointer object that says which attempt won a revision. */
+const COMMITTED = "committed";
+
+const homeKeySchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a home key of letters, digits, '.', '_' and '-' (at most 128)");
+// A storage id becomes a segment of object keys: the same alphabet, nothing that could climb out.
+const storageIdPattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+const machineSchema = z.custom<Machine>(
+  (v) =>
+    typeof (v as Machine)?.files?.exportWorkspace === "function" &&
+    typeof (v as Machine)?.files?.importWorkspace === "function",
+  { message: "expected a Machine with files.exportWorkspace and files.importWorkspace" },
+);
+const placeSchema = z.union([
+  z.object({ machine: machineSchema }).strict(),
+  z.object({ dir: z.string().min(1) }).strict(),
+  z.object({ mounted: z.literal(true) }).strict(),
+]);
+const checkpointRequestSchema = z.object({
+  homeKey: homeKeySchema,
+  source: placeSchema,
+  commit: z
+    .custom<(next: number) => Promise<void>>((v) => typeof v === "function", { message: "expected a function" })
+    .optional(),
+  ctx: z.unknown().optional(),
+});
+const restoreRequestSchema = z.object({ homeKey: homeKeySchema, target: placeSchema, ctx: z.unknown().optional() });
+const limitsSchema = z
+  .object({
+    maxTotalBytes: z.number().int().positive().optional(),
+    maxEntries: z.number().int().positive().optional(),
+    maxFileBytes: z.number().int().positive().optional(),
+    maxPathLength: z.number().int().positive().optional(),
+    maxDepth: z.number().int().positive().optional(),
+  })
+  .strict();
+const optionsSchema = z
+  .object({
+    s3: z.custom<S3Client | object>((v) => typeof v === "object" && v !== null, {
+      message: "expected an S3Client or an S3ClientConfig",
+    }),
+    bucket: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, "a bucket name (3 to 63 of a-z, 0-9, '.', '-')"),
+    prefix: z
+      .string()
+      .regex(/^([A-Za-z0-9._-]+\/)*$/, "empty, or segments of letters, digits, '.', '_', '-' each ending in '/'")
+      .refine((v) => !v.split("/").some((segment) => segment === "." || segment === ".."), {
+        message: "no '.' or '..' segments",
+      })
+      .optional(),
+    dataDir: z.string().min(1),
+    keyring: z.custom<HomeKeyring>(
+      (v) => typeof (v as HomeKeyring)?.wrap === "function" && typeof (v as HomeKeyring)?.unwrap === "function",
+      { message: "expected a HomeKeyring with wrap and unwrap" },
+    ),
+    records: z.custom<HomeRecords>(
+      (v) =>
+        typeof (v as HomeRecords)?.read === "function" &&
+        typeof (v as HomeRecords)?.setWrappedDataKey === "function" &&
+        typeof (v as HomeRecords)?.advanceRevision === "function" &&
+        typeof (v as HomeRecords)?.list === "function",
+      { message: "expected HomeRecords with read, setWrappedDataKey, advanceRevision and list" },
+    ),
+    limits: limitsSchema.optional(),
+    // S3 itself needs 5 MiB parts; smaller ones are for servers without that rule (tests).
+    partBytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(5 * 1024 * MIB)
+      .optional(),
+    partConcurrency: z.number().int().min(1).max(64).optional(),
+    abandonAfterMs: z.number().int().nonnegative().optional(),
+    onStage: z.custom<(event: HomeStoreStage) => void>((v) => typeof v === "function").optional(),
+  })
+  .strict();
+
+/** The cache's marker: which stored revision `DATA_DIR/homes/<home-key>` holds. */
+interface CacheMarker extends HomeCheckpoint {
+  readonly storageId: string;
+}
+
+/** One object under `homes/`, as the key names it. */
+interface StoredObject {
+  readonly key: string;
+  readonly storageId: string;
+  readonly revision: number;
+  /** The attempt id, or "committed" for a revision's pointer. */
+  readonly name: string;
+  readonly lastModified: number;
+}
+
+/**
+ * A home store whose source of truth is an S3-compatible bucket (DESIGN §8).
+ *
+ * A checkpoint packs the home, checks it into a staging folder of the cache
+ * while sealing it (64 KiB AES-256-GCM segments bound to the storage id and
+ * revision) under the home's data key and streaming it as a multipart upload
+ * to `homes/<storage-id>/<revision>/<attempt>`; then the commit hook (the
+ * fenced compare-and-set on the computer record) decides; then the winner
+ * writes `homes/<storage-id>/<revision>/committed` naming its attempt and
+ * deletes older objects. Each attempt has a fresh random id, so a retry or a
+ * paused worker's late upload never overwrites an object: only the commit
+ * decides which one is current. `DATA_DIR/homes/<home-key>` is a cache,
+ * brought up to the committed revision before every read.
+ */
+export class ObjectAgentHomeStore implements AgentHomeStore {
+  /** Absolute DATA_DIR. */
+  readonly dataDir: string;
+  readonly bucket: string;
+  readonly prefix: string;
+  private readonly s3: S3Client;
+  private readonly keyring: HomeKeyring;
+  private readonly records: HomeRecords;
+  private readonly limits: RestoreLimits;
+  private readonly partBytes: number;
+  private readonly partConcurrency: number;
+  private readonly abandonAfterMs: number;
+  private readonly onStage: ((event: HomeStoreStage) => void | Promise<void>) | undefined;
+  private readonly queues = new Map<string, PQueue>();
+
+  constructor(options: ObjectAgentHomeStoreOptions) {
+    const parsed = parseInput(optionsSchema, options, "ObjectAgentHomeStoreOptions");
+    this.s3 = options.s3 instanceof S3Client ? options.s3 : new S3Client(options.s3);
+    this.bucket = parsed.bucket;
+    this.prefix = parsed.prefix ?? "";
+    this.dataDir = resolve(parsed.dataDir);
+    this.keyring = options.keyring;
+    this.records = options.records;
+    this.limits = parsed.limits ?? {};
+    this.partBytes = parsed.partBytes ?? 8 * MIB;
+    this.partConcurrency = parsed.partConcurrency ?? 4;
+    this.abandonAfterMs = parsed.abandonAfterMs ?? 60 * 60 * 1000;
+    this.onStage = options.onStage;
+  }
+
+  /** The cache folder of a home (what a mounted-home provider mounts). */
+  homeDir(homeKey: string): string {
+    return join(this.dataDir, "homes", parseInput(homeKeySchema, homeKey, "home key"));
+  }
+
+  checkpoint(request: HomeCheckpointRequest): Promise<HomeCheckpoint> {
+    const parsed = parseInput(checkpointRequestSchema, request, "HomeCheckpointRequest");
+    const ctx = checkOpContext(parsed.ctx);
+    return this.serially(parsed.homeKey, () =>
+      this.takeCheckpoint(parsed.homeKey, parsed.source as HomeSource, parsed.commit, ctx),
+    );
+  }
+
+  restore(request: HomeRestoreRequest): Promise<HomeCheckpoint | undefined> {
+    const parsed = parseInput(restoreRequestSchema, request, "HomeRestoreRequest");
+    const ctx = checkOpContext(parsed.ctx);
+    return this.serially(parsed.homeKey, () => this.restoreLatest(parsed.homeKey, parsed.target as HomeTarget, ctx));
+  }
+
+  /** Brings the cache up to the committed revision first, so this may download the home. */
+  latest(homeKey: string): Promise<HomeCheckpoint | undefined> {
+    const key = parseInput(homeKeySchema, homeKey, "home key");
+    return this.serially(key, async () => publicOf(await this.syncCache(key, {})));
+  }
+
+  /**
+   * Deletes every object of the home and its cache. The revision stays on the
+   * computer record, so the next checkpoint continues the count.
+   */
+  delete(homeKey: string): Promise<void> {
+    const key = parseInput(homeKeySchema, homeKey, "home key");
+    return this.serially(key, async () => {
+      const record = await this.records.read(key);
+      if (record !== undefined) {
+        const objects = await this.listObjects(`${this.homesPrefix()}${checkedStorageId(record)}/`);
+        await this.deleteKeys(objects.map((o) => o.key));
+      }
+      await rm(this.homeDir(key), { recursive: true, force: true });
+      await recoverInterruptedRestore(this.homeDir(key));
+      await rm(this.markerPath(key), { force: true });
+    });
+  }
+
+  /**
+   * Deletes what no live home needs: objects of storage ids no computer owns
+   * (deleted computers), revisions below a home's committed one (left by a
+   * crash between commit and clean-up), attempts that lost the committed
+   * revision, and attempts above it older than `abandonAfterMs` (a crash
+   * before commit). Never an object of a committed revision's winner. With
+   * `dryRun`, only reports.
+   */
+  async reconcile(options: { dryRun?: boolean } = {}): Promise<HomeReconcileResult> {
+    const { dryRun = false } = parseInput(
+      z.object({ dryRun: z.boolean().optional() }).strict(),
+      options,
+      "reconcile options",
+    );
+    // Records first, objects second: an object uploaded after this listing is younger than any grace period.
+    const owners = new Map<string, HomeRecord>();
+    for await (const record of this.records.list()) {
+      if (storageIdPattern.test(record.storageId)) owners.set(record.storageId, record);
+    }
+    const objects = await this.listObjects(this.homesPrefix());
+    const now = Date.now();
+    const winners = new Map<string, string>();
+    for (const o of objects) {
+      const owner = owners.get(o.storageId);
+      if (owner !== undefined && o.revision === owner.revision && o.name === COMMITTED) {
+        const attempt = await this.readPointer(o.key);
+        if (attempt !== undefined) winners.set(o.storageId, attempt);
+      }
+    }
+    const removed: { key: string; reason: "unowned" | "superseded" | "abandoned" }[] = [];
+    const kept: string[] = [];
+    for (const o of objects) {
+      const owner = owners.get(o.storageId);
+      if (owner === undefined) removed.push({ key: o.key, reason: "unowned" });
+      else if (o.revision < owner.revision) removed.push({ key: o.key, reason: "superseded" });
+      else if (o.revision === owner.revision) {
+        const winner = winners.get(o.storageId);
+        // Without a pointer the winner is unknown: keep every candidate of the committed revision.
+        if (winner !== undefined && o.name !== COMMITTED && o.name !== winner)
+          removed.push({ key: o.key, reason: "superseded" });
+        else kept.push(o.key);
+      } else if (now - o.lastModified >= this.abandonAfterMs) removed.push({ key: o.key, reason: "abandoned" });
+      else kept.push(o.key);
+    }
+    if (!dryRun) {
+      await this.deleteKeys(removed.map((r) => r.key));
+      await this.abortAbandonedUploads(now);
+    }
+    return { dryRun, examined: objects.length, removed, kept };
+  }
+
+  private async takeCheckpoint(
+    homeKey: string,
+    source: HomeSource,
+    commit: ((next: number) => Promise<void>) | undefined,
+    ctx: OpContext,
+  ): Promise<HomeCheckpoint> {
+    throwIfDone(ctx, "checkpoint");
+    const record = await this.recordOf(homeKey);
+    const storageId = checkedStorageId(record);
+    const dataKey = await this.dataKeyOf(record);
+    const next = record.revision + 1;
+    const attempt = randomBytes(12).toString("hex");
+    const objectKey = this.objectKey(storageId, next, attempt);
+    const home = this.homeDir(homeKey);
+    await recoverInterruptedRestore(home);
+    await this.emit({ stage: "packing", homeKey, revision: next });
+
+    const signal = signalOf(ctx, "checkpoint");
+    let resume: (() => Promise<void>) | undefined;
+    let tar: AsyncIterable<Uint8Array> & { destroy(error?: Error): void };
+    let packStats: Promise<{ files: number; bytes: number }> | undefined;
+    if ("machine" in source) {
+      // Browsers rewrite their profiles while they run; pause them for a consistent export.
+      resume = await source.machine.quiesceDesktops?.(ctx);
+      try {
+        tar = await source.machine.files.exportWorkspace(ctx);
+      } catch (error) {
+        await resume?.();
+        throw error;
+      }
+    } else {
+      const dir = "mounted" in source ? home : source.dir;
+      if ("dir" in source && resolve(source.dir) === home)
+        throw new AgentComputerError(
+          "INVALID_ARGUMENT",
+          `The source folder is the store's own copy of "${homeKey}"; use { mounted: true } for a mounted home.`,
+        );
+      if ("mounted" in source) await mkdir(home, { recursive: true });
+      const packed = packHome(dir);
+      tar = packed.tar;
+      packStats = packed.stats;
+    }
+
+    // Stopping the archive early (a failed upload, an abort) must not become an uncaught 'error' event when
+    // the staging has not started reading it yet; the reader still sees the error.
+    (tar as unknown as Partial<Readable>).on?.("error", () => {});
+    const hash = createHash("sha256");
+    // The sealer reads from `sealed`; the cache's staging (when there is one) drives the archive.
+    const plain = new PassThrough({ highWaterMark: MIB });
+    const sealed = sealCheckpoint(plain, { dataKey, storageId, revision: next });
+    const onAbort = () => {
+      tar.destroy(signal.reason as Error);
+      sealed.destroy(signal.reason as Error);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    let staged: StagedHome | undefined;
+    let uploadedBytes: number;
+    try {
+      const uploading = this.upload(objectKey, sealed, homeKey, next);
+      // A mounted home is the cache itself: nothing to stage, its pack stats describe it.
+      const feeding =
+        "mounted" in source
+          ? feed(tar, plain, hash).then(() => undefined)
+          : stageHome(teeInto(tar, plain, hash), home, this.limits);
+      const [stagedResult, bytes] = await Promise.all([
+        feeding.catch((error: unknown) => {
+          sealed.destroy(error as Error);
+          throw error;
+        }),
+        uploading.catch((error: unknown) => {
+          tar.destroy(error as Error);
+          plain.destroy(error as Error);
+          throw error;
+        }),
+      ]);
+      staged = stagedResult;
+      uploadedBytes = bytes;
+    } catch (error) {
+      await staged?.discard();
+      throw error;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      await resume?.();
+    }
+    await this.emit({ stage: "uploaded", homeKey, revision: next, objectKey, bytes: uploadedBytes });
+
+    try {
+      throwIfDone(ctx, "checkpoint");
+      await this.emit({ stage: "committing", homeKey, revision: next });
+      if (commit) await commit(next);
+      else await this.records.advanceRevision({ homeKey, expectedRevision: record.revision, next });
+    } catch (error) {
+      // The fence said no (or the caller gave up): this attempt's object is nobody's.
+      await staged?.discard();
+      await this.deleteKeys([objectKey]).catch(() => {});
+      throw error;
+    }
+
+    await this.emit({ stage: "cleaning-up", homeKey, revision: next });
+    // Only the winner of `next` gets here, so only it writes the pointer.
+    // Best effort from here on: the revision is committed, and a reader without the pointer takes the only candidate.
+    await this.put(this.objectKey(storageId, next, COMMITTED), attempt).catch(() => {});
+    const stats = staged ? staged.stats : await (packStats as Promise<{ files: number; bytes: number }>);
+    const checkpoint: CacheMarker = {
+      homeKey,
+      storageId,
+      revision: next,
+      createdAt: Date.now(),
+      bytes: stats.bytes,
+      files: stats.files,
+      digest: `sha256:${hash.digest("hex")}`,
+      mounted: "mounted" in source,
+    };
+    if (staged) await staged.swapIn();
+    await this.writeMarker(checkpoint);
+    // Older revisions and losing attempts of this one; a failure here leaves work for the reconciler, not a wrong home.
+    const leftovers = (await this.listObjects(`${this.homesPrefix()}${storageId}/`)).filter(
+      (o) => o.revision < next || (o.revision === next && o.name !== attempt && o.name !== COMMITTED),
+    );
+    await this.deleteKeys(leftovers.map((o) => o.key)).catch(() => {});
+    return publicOf(checkpoint) as HomeCheckpoint;
+  }
+
+  private async restoreLatest(
+    homeKey: string,
+    target: HomeTarget,
+    ctx: OpContext,
+  ): Promise<HomeCheckpoint | undefined> {
+    throwIfDone(ctx, "restore");
+    const latest = await this.syncCache(homeKey, ctx);
+    if (latest === undefined) return undefined;
+    const home = this.homeDir(homeKey);
+    // A mounted home already is the cache folder, now at the committed revision.
+    if ("mounted" in target) return publicOf(latest);
+    if ("dir" in target) {
+      if (resolve(target.dir) === home)
+        throw new AgentComputerError("INVALID_ARGUMENT", "The target folder is the store's own copy of the home.");
+      await restoreHome(packHome(home).tar, target.dir, this.limits);
+    } else await target.machine.files.importWorkspace(packHome(home).tar, ctx);
+    return publicOf(latest);
+  }
+
+  /**
+   * Makes `DATA_DIR/homes/<home-key>` the committed revision: a no-op when
+   * the marker already says so, else a download, opened and checked into a
+   * staging folder and swapped in whole (the previous cache stays on any
+   * failure). Undefined when the home has no checkpoint (or it was deleted).
+   */
+  private async syncCache(homeKey: string, ctx: OpContext): Promise<CacheMarker | undefined> {
+    const record = await this.recordOf(homeKey);
+    if (record.revision === 0) return undefined;
+    const storageId = checkedStorageId(record);
+    const home = this.homeDir(homeKey);
+    await recoverInterruptedRestore(home);
+    const marker = await this.readMarker(homeKey);
+    if (marker?.storageId === storageId && marker.revision === record.revision) return marker;
+    const object = await this.currentObject(storageId, record.revision);
+    if (object === undefined) return undefined;
+    const dataKey = await this.dataKeyOf(record);
+    await this.emit({ stage: "downloading", homeKey, revision: record.revision, objectKey: object.key });
+    const body = await this.get(object.key, signalOf(ctx, "restore"));
+    const hash = createHash("sha256");
+    const stats = await restoreHome(
+      tap(openCheckpoint(body, { dataKey, storageId, revision: record.revision }), hash),
+      home,
+      this.limits,
+    );
+    const synced: CacheMarker = {
+      homeKey,
+      storageId,
+      revision: record.revision,
+      createdAt: object.lastModified,
+      bytes: stats.bytes,
+      files: stats.files,
+      digest: `sha256:${hash.digest("hex")}`,
+      mounted: false,
+    };
+    await this.writeMarker(synced);
+    return synced;
+  }
+
+  /** The committed revision's object: the pointer's attempt, else the only candidate. */
+  private async currentObject(storageId: string, revision: number): Promise<StoredObject | undefined> {
+    const candidates = await this.listObjects(`${this.homesPrefix()}${storageId}/${revision}/`);
+    const attempts = candidates.filter((o) => o.name !== COMMITTED && o.revision === revision);
+    const pointer = candidates.find((o) => o.name === COMMITTED);
+    if (pointer !== undefined) {
+      const winner = await this.readPointer(pointer.key);
+      const found = attempts.find((o) => o.name === winner);
+      if (found) return found;
+    }
+    if (attempts.length <= 1) return attempts[0];
+    // Only a losing writer that crashed after a winner that crashed before its pointer leaves this.
+    throw new AgentComputerError(
+      "CHECKPOINT_CORRUPT",
+      `Revision ${revision} of home storage "${storageId}" has ${attempts.length} candidate objects and no committed pointer; ` +
+        "delete the ones that are not current (see the README, 'Object layout').",
+      { details: { storageId, revision, candidates: attempts.map((o) => o.key) } },
+    );
+  }
+
+  private async recordOf(homeKey: string): Promise<HomeRecord> {
+    const record = await this.records.read(homeKey);
+    if (record === undefined)
+      throw new AgentComputerError(
+        "NOT_FOUND",
+        `No computer owns home "${homeKey}" (never created, or deleted); its objects, if any, are unreadable and the reconciler removes them.`,
+        { details: { homeKey } },
+      );
+    return record;
+  }
+
+  /** The home's data key; the first checkpoint makes one and stores it wrapped with the record. */
+  private async dataKeyOf(record: HomeRecord): Promise<Uint8Array> {
+    if (record.wrappedDataKey !== undefined) return this.keyring.unwrap(record.wrappedDataKey, record.storageId);
+    const dataKey = randomBytes(32);
+    const wrappedDataKey = await this.keyring.wrap(dataKey, record.storageId);
+    try {
+      await this.records.setWrappedDataKey({
+        homeKey: record.homeKey,
+        expectedVersion: record.version,
+        wrappedDataKey,
+      });
+      return dataKey;
+    } catch (error) {
+      if (!AgentComputerError.is(error, "CONFLICT")) throw error;
+      // Another writer stored the first key: use theirs.
+      const current = await this.recordOf(record.homeKey);
+      if (current.wrappedDataKey === undefined || current.storageId !== record.storageId) throw error;
+      return this.keyring.unwrap(current.wrappedDataKey, current.storageId);
+    }
+  }
+
+  /**
+   * Streams `body` as a multipart upload, `partConcurrency` parts in flight,
+   * so memory stays near `partBytes` x (`partConcurrency` + 1) whatever the
+   * home's size. On any failure the upload is aborted and no object appears.
+   */
+  private async upload(key: string, body: Readable, homeKey: string, revision: number): Promise<number> {
+    const created = await this.call("starting an upload", () =>
+      this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key })),
+    );
+    const uploadId = created.UploadId as string;
+    const parts: { ETag: string; PartNumber: number }[] = [];
+    const inFlight = new Set<Promise<void>>();
+    let bytes = 0;
+    let partNumber = 0;
+    try {
+      for await (const part of partsOf(body, this.partBytes)) {
+        partNumber++;
+        bytes += part.length;
+        await this.emit({ stage: "uploading", homeKey, revision, part: partNumber, bytes });
+        const number = partNumber;
+        const sending: Promise<void> = this.call(`uploading part ${number}`, () =>
+          this.s3.send(
+            new UploadPartCommand({
+              Bucket: this.bucket,
+              Key: key,
+              UploadId: uploadId,
+              PartNumber: number,
+              Body: part,
+              ContentLength: part.length,
+            }),
+          ),
+        ).then((result) => {
+          parts[number - 1] = { ETag: result.ETag as string, PartNumber: number };
+          inFlight.delete(sending);
+        });
+        // Failures surface through Promise.race/all below; this only keeps Node from calling them unhandled.
+        sending.catch(() => {});
+        inFlight.add(sending);
+        if (inFlight.size >= this.partConcurrency) await Promise.race(inFlight);
+      }
+      await Promise.all(inFlight);
+      await this.call("completing an upload", () =>
+        this.s3.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: this.bucket,
+            Key: key,
+            UploadId: uploadId,
+            MultipartUpload: { Parts: parts },
+          }),
+        ),
+      );
+      return bytes;
+    } catch (error) {
+      body.destroy();
+      await Promise.allSettled(inFlight);
+      await this.s3
+        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }))
+        .catch(() => {});
+      throw error;
+    }
+  }
+
+  private async get(key: string, signal: AbortSignal): Promise<Readable> {
+    const result = await this.call("downloading a checkpoint", () =>
+      this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: signal }),
+    );
+    return result.Body as Readable;
+  }
+
+  private async put(key: string, text: string): Promise<void> {
+    await this.call("writing a revision pointer", () =>
+      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: text })),
+    );
+  }
+
+  private async readPointer(key: string): Promise<string | undefined> {
+    try {
+      const result = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      return (await result.Body?.transformToString())?.trim();
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw this.unavailable("reading a revision pointer", error);
+    }
+  }
+
+  private async listObjects(prefix: string): Promise<StoredObject[]> {
+    const found: StoredObject[] = [];
+    let token: string | undefined;
+    const homes = this.homesPrefix();
+    do {
+      const page = await this.call("listing objects", () =>
+        this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token })),
+      );
+      for (const item of page.Contents ?? []) {
+        const key = item.Key as string;
+        // Keys this store did not write are not its to delete.
+        const match = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\/([1-9][0-9]*)\/([0-9a-f]{24}|committed)$/.exec(
+          key.slice(homes.length),
+        );
+        if (!key.startsWith(homes) || match === null) continue;
+        found.push({
+          key,
+          storageId: match[1] as string,
+          revision: Number(match[2]),
+          name: match[3] as string,
+          lastModified: item.LastModified?.getTime() ?? 0,
+        });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token !== undefined);
+    return found;
+  }
+
+  private async deleteKeys(keys: readonly string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      const batch = keys.slice(i, i + 1000);
+      const result = await this.call("deleting objects", () =>
+        this.s3.send(
+          new DeleteObjectsCommand({
+            Bucket: this.bucket,
+            Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+          }),
+        ),
+      );
+      if (result.Errors?.length)
+        throw new AgentComputerError(
+          "UNAVAILABLE",
+          `The bucket "${this.bucket}" refused to delete ${result.Errors.length} object(s) (${result.Errors[0]?.Code}); run the reconciler again later.`,
+        );
+    }
+  }
+
+  /** Multipart uploads left by a killed checkpoint hold storage until aborted; not every server can list them. */
+  private async abortAbandonedUploads(now: number): Promise<void> {
+    let listed: ListMultipartUploadsCommandOutput;
+    try {
+      listed = await this.s3.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: this.homesPrefix() }));
+    } catch {
+      // s3rver answers NotImplemented; a bucket lifecycle rule (AbortIncompleteMultipartUpload) covers real S3 too.
+      return;
+    }
+    for (const upload of listed.Uploads ?? []) {
+      if (now - (upload.Initiated?.getTime() ?? now) < this.abandonAfterMs) continue;
+      await this.s3
+        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: upload.Key, UploadId: upload.UploadId }))
+        .catch(() => {});
+    }
+  }
+
+  /** Runs one bucket call; anything but our own errors becomes UNAVAILABLE without the SDK's request details. */
+  private async call<T>(what: string, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      if (error instanceof AgentComputerError) throw error;
+      throw this.unavailable(what, error);
+    }
+  }
+
+  private unavailable(what: string, error: unknown): AgentComputerError {
+    const e = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+    if (e?.name === "AbortError")
+      return new AgentComputerError("ABORTED", `The home store stopped ${what}: the operation was aborted.`);
+    // Only the error's name and status: SDK errors can carry request details that do not belong in logs.
+    const status = e?.$metadata?.httpStatusCode;
+    return new AgentComputerError(
+      "UNAVAILABLE",
+      `The bucket "${this.bucket}" failed while ${what}: ${e?.code ?? e?.name ?? "unknown error"}${status ? ` (HTTP ${status})` : ""}. Check the endpoint, credentials and bucket, then retry.`,
+      { details: { bucket: this.bucket, status } },
+    );
+  }
+
+  private homesPrefix(): string {
+    return `${this.prefix}homes/`;
+  }
+
+  private objectKey(storageId: string, revision: number, name: string): string {
+    return `${this.homesPrefix()}${storageId}/${revision}/${name}`;
+  }
+
+  private async emit(event: HomeStoreStage): Promise<void> {
+    await this.onStage?.(event);
+  }
+
+  private serially<T>(homeKey: string, work: () => Promise<T>): Promise<T> {
+    let queue = this.queues.get(homeKey);
+    if (queue === undefined) {
+      queue = new PQueue({ concurrency: 1 });
+      this.queues.set(homeKey, queue);
+    }
+    return queue.add(work) as Promise<T>;
+  }
+
+  private markerPath(homeKey: string): string {
+    return join(this.dataDir, "home-revisions", `${homeKey}.json`);
+  }
+
+  /** An unreadable marker only costs a download, so it counts as none. */
+  private async readMarker(homeKey: string): Promise<CacheMarker | undefined> {
+    try {
+      const marker = JSON.parse(await readFile(this.markerPath(homeKey), "utf8")) as CacheMarker;
+      return typeof marker.revision === "number" && typeof marker.storageId === "string" ? marker : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Written to a temporary file and renamed, so a crash leaves the old or the new marker. */
+  private async writeMarker(marker: CacheMarker): Promise<void> {
+    const path = this.markerPath(marker.homeKey);
+    await mkdir(join(this.dataDir, "home-revisions"), { recursive: true });
+    const temporary = `${path}.${process.pid}.tmp`;
+    await writeFile(temporary, `${JSON.stringify(marker)}\n`);
+    await rename(temporary, path);
+  }
+}
+
+function checkedStorageId(record: HomeRecord): string {
+  if (!storageIdPattern.test(record.storageId))
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `The storage id of home "${record.homeKey}" cannot name objects: use letters, digits, '.', '_' and '-' (at most 128).`,
+    );
+  return record.storageId;
+}
+
+function publicOf(marker: CacheMarker | undefined): HomeCheckpoint | undefined {
+  if (marker === undefined) return undefined;
+  const { storageId: _storageId, ...checkpoint } = marker;
+  return checkpoint;
+}
+
+function isMissing(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === "NoSuchKey" || e?.name === "NotFound" || e?.$metadata?.httpStatusCode === 404;
+}
+
+/** Cuts a stream into parts of exactly `size` bytes (the last one shorter), one copy per part. */
+async function* partsOf(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Buffer> {
+  let chunks: Buffer[] = [];
+  let filled = 0;
+  for await (const chunk of source) {
+    let rest = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    while (filled + rest.length >= size) {
+      const take = size - filled;
+      chunks.push(rest.subarray(0, take));
+      yield Buffer.concat(chunks, size);
+      rest = rest.subarray(take);
+      chunks = [];
+      filled = 0;
+    }
+    if (rest.length > 0) {
+      // Copied: the sealer reuses its slabs once a chunk is consumed.
+      chunks.push(Buffer.from(rest));
+      filled += rest.length;
+    }
+  }
+  if (filled > 0) yield Buffer.concat(chunks, filled);
+}
+
+/** Hashes what passes through. */
+async function* tap(
+  source: AsyncIterable<Uint8Array>,
+  hash: ReturnType<typeof createHash>,
+): AsyncGenerator<Uint8Array> {
+  for await (const chunk of source) {
+    hash.update(chunk);
+    yield chunk;
+  }
+}
+
+/**
+ * Hands each chunk of the archive both to the staging (the iterator's
+ * consumer) and to the sealer, waiting for the sealer to drain so the
+ * slower of upload and staging sets the pace and nothing piles up.
+ */
+async function* teeInto(
+  source: AsyncIterable<Uint8Array>,
+  sink: PassThrough,
+  hash: ReturnType<typeof createHash>,
+): AsyncGenerator<Uint8Array> {
+  for await (const chunk of source) {
+    hash.update(chunk);
+    await write(sink, chunk);
+    yield chunk;
+  }
+  sink.end();
+}
+
+async function feed(
+  source: AsyncIterable<Uint8Array>,
+  sink: PassThrough,
+  hash: ReturnType<typeof createHash>,
+): Promise<void> {
+  for await (const chunk of source) {
+    hash.update(chunk);
+    await write(sink, chunk);
+  }
+  sink.end();
+}
+
+function write(sink: PassThrough, chunk: Uint8Array): Promise<void> {
+  if (sink.destroyed) return Promise.reject(sink.errored ?? new Error("the upload stopped"));
+  if (sink.write(chunk)) return Promise.resolve();
+  return new Promise((resolveDrain, reject) => {
+    const done = (error?: Error) => {
+      sink.off("drain", onDrain);
+      sink.off("close", onClose);
+      if (error) reject(error);
+      else resolveDrain();
+    };
+    const onDrain = () => done();
+    const onClose = () => done(sink.errored ?? new Error("the upload stopped"));
+    sink.once("drain", onDrain);
+    sink.once("close", onClose);
+  });
+}
