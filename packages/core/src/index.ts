@@ -52,14 +52,26 @@ export { LocalHome } from "./home/local-home.js";
 // The computer runtime: team and private computers for bots (DESIGN §2, §6, §8, §9).
 export {
   BotRun,
+  COMPUTER_LABEL,
   type ComputerEvent,
+  type ComputerOperation,
+  ComputerOperations,
+  type ComputerOperationsOptions,
   ComputerRuntime,
   type ComputerRuntimeOptions,
   createComputerRuntime,
+  DEPLOYMENT_LABEL,
+  InProcessOperationQueue,
+  OPERATION_INTERRUPT_AFTER_MS,
+  type OperationKind,
+  type OperationQueue,
+  type OperationStage,
+  type OperationStatus,
+  type ReconcileOptions,
+  type ReconcileReport,
   type RuntimeSettings,
   runtimeSettingsFromEnv,
 } from "./runtime/index.js";
 // Tools (DESIGN §10).
-export { callTool, defineTool, type ToolDefinition } from "./tools/tool-definition.js";
-export type { ToolContent, ToolResult } from "./tools/tool-result.js";
+export * from "./tools/index.js";
 export { parseInput } from "./validation/parse-input.js";

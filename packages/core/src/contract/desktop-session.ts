@@ -17,6 +17,12 @@ export interface DesktopSession {
   act(actions: DesktopAction[], ctx?: OpContext): Promise<ActOutcome>;
   /** Where the provider has `capabilities.pageBrowser`. */
   readonly pageBrowser?: PageBrowser;
+  /**
+   * Starts a program on this desktop (its window opens on the bot's
+   * display), without waiting for it to exit. Where absent, opening files
+   * and launching apps are UNSUPPORTED.
+   */
+  launch?(argv: string[], ctx?: OpContext): Promise<void>;
   /** A capability for a person to watch or control this desktop. */
   screenEndpoint(mode: "view" | "control", ctx?: OpContext): Promise<ScreenEndpoint>;
   terminalEndpoint?(ctx?: OpContext): Promise<TerminalEndpoint>;

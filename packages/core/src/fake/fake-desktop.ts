@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { z } from "zod";
 import type { ActionResult, ActOutcome } from "../contract/act-outcome.js";
 import {
   type DesktopAction,
@@ -16,6 +17,8 @@ import { encodePng } from "./png.js";
 /** What the fake screen shows; every visible change alters the frame. */
 interface FakeScreenState {
   cursor: { x: number; y: number };
+  /** Programs launched on this desktop, newest last; the newest has focus. */
+  windows: string[];
   typed: string;
   keys: string[];
   clicks: number;
@@ -37,6 +40,7 @@ export interface FakeDesktopHooks {
 export class FakeDesktop implements DesktopSession {
   private readonly state: FakeScreenState = {
     cursor: { x: 0, y: 0 },
+    windows: [],
     typed: "",
     keys: [],
     clicks: 0,
@@ -62,7 +66,7 @@ export class FakeDesktop implements DesktopSession {
       height: this.height,
       cursor: { ...this.state.cursor },
       frameHash: createHash("sha256").update(png).digest("hex"),
-      windowTitle: `Fake desktop of ${this.botId}`,
+      windowTitle: this.state.windows.at(-1) ?? `Fake desktop of ${this.botId}`,
       takenAt: Date.now(),
     };
   }
@@ -93,6 +97,13 @@ export class FakeDesktop implements DesktopSession {
       }
     }
     return { ok: !failed, results };
+  }
+
+  /** Opens a "window" titled after the program and its argument: the frame changes. */
+  async launch(argv: string[], ctx?: OpContext): Promise<void> {
+    const program = parseInput(z.array(z.string().min(1)).min(1), argv, "launch argv");
+    this.assertUsable(ctx);
+    this.state.windows.push(program.map((part) => part.split("/").at(-1)).join(" "));
   }
 
   async screenEndpoint(_mode: "view" | "control", _ctx?: OpContext): Promise<ScreenEndpoint> {
@@ -172,7 +183,7 @@ export class FakeDesktop implements DesktopSession {
     const rgb = new Uint8Array(width * height * 3).fill(0xe8);
     const s = this.state;
     const digest = createHash("sha256")
-      .update(JSON.stringify([s.typed, s.keys, s.clicks, s.scroll]))
+      .update(JSON.stringify([s.windows, s.typed, s.keys, s.clicks, s.scroll]))
       .digest();
     const band = Math.min(24, height);
     for (let y = 0; y < band; y++) {

@@ -121,6 +121,14 @@ function fencedDesktop(
       return session.release(withLease(ctx));
     },
   };
+  if (session.launch) {
+    // Opening a window changes the screen: fenced like an action.
+    const launch = session.launch.bind(session);
+    wrapped.launch = async (argv, ctx) => {
+      await check();
+      return launch(argv, withLease(ctx));
+    };
+  }
   if (session.terminalEndpoint) {
     const terminal = session.terminalEndpoint.bind(session);
     wrapped.terminalEndpoint = async (ctx) => {

@@ -12,8 +12,10 @@ import type { ComputerSlot } from "./computer-slot.js";
 export interface BotRunHost {
   readonly leases: LeaseEngine;
   readonly leaseTtlMs: number;
-  ensureMachine(slot: ComputerSlot): Promise<Machine>;
+  /** `verify`: ask the provider even if the machine was seen alive a moment ago. */
+  ensureMachine(slot: ComputerSlot, options?: { verify?: boolean }): Promise<Machine>;
   touch(slot: ComputerSlot): void;
+  takeoverRequested(slot: ComputerSlot, run: BotRun, reason: string): void;
   runEnded(slot: ComputerSlot, run: BotRun, outcome: "completed" | "failed"): Promise<void>;
 }
 
@@ -33,6 +35,7 @@ export class BotRun {
   private heartbeat: ReturnType<typeof setInterval> | undefined;
   private desktopSession: DesktopSession | undefined;
   private ended = false;
+  private takeoverWaiters: (() => void)[] = [];
 
   constructor(
     readonly runId: string,
@@ -56,7 +59,9 @@ export class BotRun {
    */
   async machine(): Promise<Machine> {
     if (this.ended) throw new AgentComputerError("CONFLICT", `Run ${this.runId} has ended; start a new run.`);
-    const raw = await this.host.ensureMachine(this.slot);
+    // A run's first call always asks the provider: the machine another run saw
+    // a moment ago may have been destroyed since.
+    const raw = await this.host.ensureMachine(this.slot, { verify: !this.lease });
     if (!this.lease) {
       this.lease = await this.acquire();
       this.heartbeat = setInterval(() => void this.renew(), Math.max(50, this.host.leaseTtlMs / 3));
@@ -76,6 +81,37 @@ export class BotRun {
     }
     this.desktopSession = await machine.openDesktop(this.botId, undefined, options);
     return this.desktopSession;
+  }
+
+  /**
+   * Asks a person to take over this bot's screen and waits until they have
+   * released it: meanwhile the run is `waiting_takeover`, so the runtime
+   * accepts their takeover; afterwards it is `active` again.
+   */
+  async requestTakeover(reason: string, signal?: AbortSignal): Promise<void> {
+    if (this.ended) throw new AgentComputerError("CONFLICT", `Run ${this.runId} has ended; start a new run.`);
+    this.state = "waiting_takeover";
+    this.host.takeoverRequested(this.slot, this, reason);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => reject(new AgentComputerError("ABORTED", "The takeover request was aborted."));
+        if (signal?.aborted) return onAbort();
+        signal?.addEventListener("abort", onAbort, { once: true });
+        this.takeoverWaiters.push(() => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        });
+      });
+    } finally {
+      this.state = "active";
+    }
+  }
+
+  /** @internal The runtime calls this when a person released this bot's screen. */
+  takeoverEnded(): void {
+    const waiters = this.takeoverWaiters;
+    this.takeoverWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   /**

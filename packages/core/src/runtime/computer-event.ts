@@ -10,7 +10,8 @@ export interface ComputerEvent {
     | "replaced" // the previous machine was gone or of another kind
     | "checkpointing" // the home was saved under a new revision
     | "checkpoint-deferred" // a run ended while other bots still work; the last one saves
-    | "suspending"; // the computer was stopped (idle, active limit, or asked)
+    | "suspending" // the computer was stopped (idle, active limit, or asked)
+    | "takeover-requested"; // a bot asks a person to take over its screen
   readonly computerId: string;
   /** Milliseconds since the epoch, by the runtime's clock. */
   readonly at: number;

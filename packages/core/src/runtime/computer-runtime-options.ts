@@ -4,6 +4,7 @@ import type { SandboxProvider } from "../contract/sandbox-provider.js";
 import type { AgentHomeStore } from "../home-store/agent-home-store.js";
 import type { StateStore } from "../lease/state-store.js";
 import type { ComputerEvent } from "./computer-event.js";
+import type { ComputerOperationsOptions } from "./computer-operations-options.js";
 
 /** Options of `createComputerRuntime`. Environment variables fill what is absent. */
 export interface ComputerRuntimeOptions {
@@ -29,6 +30,15 @@ export interface ComputerRuntimeOptions {
   leaseTtlMs?: number;
   /** The wall clock for idle accounting and events; inject one in tests. */
   clock?: () => number;
+  /**
+   * Names this deployment of the runtime: every machine it provisions carries
+   * the label `agent-computer.deployment=<deployment>`, and the reconciler
+   * touches only machines with it. Runtimes sharing one state store and
+   * provider need different names. Default "default".
+   */
+  deployment?: string;
+  /** Update and recovery operations: their queue and whether this runtime works on them. */
+  operations?: ComputerOperationsOptions;
   /** Receives every lifecycle event. */
   onEvent?: (event: ComputerEvent) => void;
 }

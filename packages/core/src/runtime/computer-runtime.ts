@@ -14,14 +14,26 @@ import { LeaseEngine } from "../lease/lease-engine.js";
 import { parseInput } from "../validation/parse-input.js";
 import { BotRun, type BotRunHost } from "./bot-run.js";
 import type { ComputerEvent } from "./computer-event.js";
+import { ComputerOperations } from "./computer-operations.js";
 import type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
 import type { ComputerSlot } from "./computer-slot.js";
+import { DeploymentLedger } from "./deployment-ledger.js";
+import type { OperationHost, StageRunner } from "./operation-host.js";
+import { reconcileComputers } from "./reconcile-computers.js";
+import type { ReconcileOptions } from "./reconcile-options.js";
+import type { ReconcileReport } from "./reconcile-report.js";
 import { runtimeSettingsFromEnv } from "./runtime-settings.js";
 
 type StretchEnd = NonNullable<ComputerRecord["runs"][number]["endReason"]>;
 const MAX_STRETCH_RECORDS = 50;
 /** A machine found alive this recently is handed out without asking the provider again. */
 const LIVENESS_MS = 1000;
+/** The label that ties a machine to the runtime deployment that made it (what the reconciler lists by). */
+export const DEPLOYMENT_LABEL = "agent-computer.deployment";
+/** The label that names a machine's computer. */
+export const COMPUTER_LABEL = "agent-computer.computer-id";
+/** Runs straight through: bring-up records no stages. */
+const noStages: StageRunner = (_name, work) => work();
 
 const idSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, "letters, digits, _ and -, up to 64");
 const startRunSchema = z.object({
@@ -31,6 +43,7 @@ const startRunSchema = z.object({
   private: z.boolean().default(false),
   runId: z.string().min(1).max(128).optional(),
 });
+const deleteBotSchema = z.object({ workspaceId: idSchema, botId: idSchema });
 const takeoverSchema = z.object({
   computerId: z.string().min(1),
   botId: idSchema,
@@ -52,6 +65,15 @@ const takeoverSchema = z.object({
 export class ComputerRuntime implements BotRunHost {
   readonly leases: LeaseEngine;
   readonly leaseTtlMs: number;
+  /** Update and recovery of computers, as durable background operations. */
+  readonly operations: ComputerOperations;
+  /** This runtime's name on the machines it makes (see `ComputerRuntimeOptions.deployment`). */
+  readonly deployment: string;
+  private readonly ledger: DeploymentLedger;
+  /** Computers this process runs an operation on: idle suspension leaves them alone. */
+  private readonly operating = new Set<string>();
+  /** Computer ids known to be in the deployment's index already. */
+  private readonly indexed = new Set<string>();
   private readonly provider: SandboxProvider;
   private readonly homeStore: AgentHomeStore;
   private readonly logger: Logger;
@@ -78,6 +100,12 @@ export class ComputerRuntime implements BotRunHost {
       maxActiveMs: parsed.maxActiveMs ?? env.maxActiveMs,
     };
     if (options.onEvent) this.listeners.add(options.onEvent);
+    this.deployment = parsed.deployment;
+    this.ledger = new DeploymentLedger(options.stateStore, this.deployment);
+    this.operations = new ComputerOperations(this.operationHost(), this.ledger, {
+      logger: this.logger,
+      ...options.operations,
+    });
   }
 
   /** Subscribes to lifecycle events; returns the unsubscribe function. */
@@ -129,6 +157,8 @@ export class ComputerRuntime implements BotRunHost {
     this.touch(slot);
     for (const held of slot.takeovers)
       if (held.token === lease.token && held.key === lease.key) slot.takeovers.delete(held);
+    // The bot that asked for help resumes.
+    for (const run of slot.runs) if (run.botId === lease.botId && run.state === "waiting_takeover") run.takeoverEnded();
     if (slot.checkpointPending && slot.runs.size === 0 && slot.takeovers.size === 0)
       await this.checkpoint(slot, "takeover-ended");
   }
@@ -142,6 +172,7 @@ export class ComputerRuntime implements BotRunHost {
         `Stop the bots first: ${slot.runs.size} run(s) use computer "${computerId}".`,
       );
     }
+    await this.refuseIfReserved(slot.computerId, "stop");
     await this.suspend(slot, "stopped");
   }
 
@@ -155,6 +186,8 @@ export class ComputerRuntime implements BotRunHost {
     const suspended: string[] = [];
     for (const slot of this.slots.values()) {
       if (!slot.machine || slot.runs.size > 0 || slot.takeovers.size > 0) continue;
+      // An update or recovery holds the computer: it is not idle, it is being repaired.
+      if (this.operating.has(slot.computerId) || (await this.leases.getReservation(slot.computerId))) continue;
       const { idleMs, maxActiveMs } = this.settings;
       if (idleMs > 0 && now - slot.lastActivityAt >= idleMs) {
         await this.suspend(slot, "idle");
@@ -172,12 +205,136 @@ export class ComputerRuntime implements BotRunHost {
     return suspended;
   }
 
+  /**
+   * Deletes a bot: its folder `bots/<bot-id>` and browser profile
+   * `.browser-profiles/<bot-id>` on the workspace's Team Computer (saved
+   * at once, so a later restore does not bring them back), and its Private
+   * Computer if it has one. BOT_BUSY while the bot runs. Run history is
+   * the app's: keep it and clear the bot there.
+   */
+  async deleteBot(input: { workspaceId: string; botId: string }): Promise<{ privateComputerDeleted: boolean }> {
+    const { workspaceId, botId } = parseInput(deleteBotSchema, input, "deleteBot input");
+    const teamId = this.computerIdFor({ workspaceId, botId });
+    if (await this.leases.getComputer(teamId)) {
+      const slot = this.slotOf(teamId, true);
+      if ([...slot.runs].some((run) => run.botId === botId))
+        throw new AgentComputerError("BOT_BUSY", `Stop bot "${botId}" first: it runs on computer "${teamId}".`);
+      // The bot's execution lease keeps any other process from driving it while its files go.
+      let lease: Lease;
+      try {
+        lease = await this.leases.acquireExecution({
+          computerId: teamId,
+          botId,
+          holder: `bot-deletion-${randomUUID()}`,
+          ttlMs: this.leaseTtlMs,
+        });
+      } catch (error) {
+        if (!AgentComputerError.is(error, "LEASE_HELD") || (await this.leases.getReservation(teamId))) throw error;
+        throw new AgentComputerError("BOT_BUSY", `Stop bot "${botId}" first: a run drives it on "${teamId}".`, {
+          cause: error,
+        });
+      }
+      try {
+        const machine = this.leases.fenced(await this.ensureMachine(slot), lease);
+        const removed = await machine.exec({
+          argv: ["rm", "-rf", "--", `bots/${botId}`, `.browser-profiles/${botId}`],
+        });
+        if (removed.exitCode !== 0) {
+          throw new AgentComputerError("UNAVAILABLE", `Could not remove bot "${botId}"'s files on "${teamId}".`, {
+            details: { exitCode: removed.exitCode },
+          });
+        }
+        await this.checkpoint(slot, "bot-deleted");
+      } finally {
+        await this.leases.release(lease).catch(() => {});
+      }
+    }
+    const privateId = this.computerIdFor({ workspaceId, botId, private: true });
+    const privateComputerDeleted = await this.deleteComputer(privateId);
+    return { privateComputerDeleted };
+  }
+
+  /**
+   * Deletes a computer for good: destroys its machine, closes its stretch
+   * as `deleted`, deletes its record and its home (`homeStore.delete`).
+   * Runs under a computer-wide reservation: LEASE_HELD while an operation
+   * holds the computer, BOT_BUSY while runs of this process use it.
+   * Returns false when there was no such computer.
+   */
+  async deleteComputer(computerId: string): Promise<boolean> {
+    const id = parseInput(z.string().min(1).max(256), computerId, "computerId");
+    const record = await this.leases.getComputer(id);
+    if (!record) return false;
+    const slot = this.slotOf(id, id.startsWith("team-"));
+    if (slot.runs.size > 0)
+      throw new AgentComputerError("BOT_BUSY", `Stop the bots first: ${slot.runs.size} run(s) use computer "${id}".`);
+    // "stop" is the closest purpose the lease engine has: deletion stops the computer for good.
+    const reservation = await this.leases.reserve({
+      computerId: id,
+      holder: `deletion-${randomUUID()}`,
+      purpose: "stop",
+    });
+    try {
+      await slot.lifecycle.add(async () => {
+        const current = (await this.leases.getComputer(id)) ?? record;
+        const machine = await this.machineOf(slot, current);
+        await machine?.destroy();
+        slot.machine = undefined;
+        await this.closeStretch(id, "deleted");
+        const last = await this.leases.getComputer(id);
+        if (last) await this.leases.deleteComputer({ computerId: id, expectedVersion: last.version });
+        // After the record: a crash here leaves a home no record owns (object stores' reconciler removes those).
+        await this.homeStore.delete(current.homeKey);
+        await this.ledger.removeComputer(id);
+        this.indexed.delete(id);
+      });
+    } finally {
+      await this.leases.release(reservation).catch(() => {});
+    }
+    this.slots.delete(id);
+    return true;
+  }
+
+  /**
+   * One reconciler pass over this deployment (see `reconcileComputers`):
+   * marks interrupted operations, republishes missed enqueues, destroys
+   * orphan machines after `orphanGraceMs`, and closes the open stretch of
+   * records whose machine is gone as `reconciled`. Run it periodically.
+   */
+  async reconcile(options: ReconcileOptions = {}): Promise<ReconcileReport> {
+    return reconcileComputers(
+      {
+        provider: this.provider,
+        leases: this.leases,
+        ledger: this.ledger,
+        operations: this.operations,
+        deploymentLabels: { [DEPLOYMENT_LABEL]: this.deployment },
+        computerLabel: COMPUTER_LABEL,
+        forgetGoneMachine: (record) => this.forgetGoneMachine(record),
+      },
+      options,
+    );
+  }
+
   /** @internal Used by runs: the computer's machine, started, reconnected or replaced. */
-  async ensureMachine(slot: ComputerSlot): Promise<Machine> {
+  async ensureMachine(slot: ComputerSlot, options: { verify?: boolean } = {}): Promise<Machine> {
     return (await slot.lifecycle.add(async () => {
-      if (slot.machine && performance.now() - slot.checkedAt < LIVENESS_MS) return slot.machine;
+      const recent = performance.now() - slot.checkedAt < LIVENESS_MS;
+      if (slot.machine && recent && !options.verify) return slot.machine;
+      // Nothing starts, reconnects or replaces a computer another process is repairing.
+      await this.refuseIfReserved(slot.computerId, "start");
       return this.bringUp(slot);
     })) as Machine;
+  }
+
+  /** @internal */
+  takeoverRequested(slot: ComputerSlot, run: BotRun, reason: string): void {
+    this.emit("takeover-requested", slot, performance.now(), { botId: run.botId, reason: reason.slice(0, 500) });
+  }
+
+  /** What the provider's computers can do; tools offer themselves by it. */
+  get capabilities(): SandboxProvider["capabilities"] {
+    return this.provider.capabilities;
   }
 
   /** @internal */
@@ -199,6 +356,68 @@ export class ComputerRuntime implements BotRunHost {
       return;
     }
     await this.checkpoint(slot, `run-${outcome}`);
+  }
+
+  private operationHost(): OperationHost {
+    return {
+      leases: this.leases,
+      providerKind: this.provider.kind,
+      underOperation: async (computerId, work) => {
+        const slot = this.slotOf(computerId, computerId.startsWith("team-"));
+        this.operating.add(computerId);
+        try {
+          return (await slot.lifecycle.add(() => work(slot))) as Awaited<ReturnType<typeof work>>;
+        } finally {
+          this.operating.delete(computerId);
+        }
+      },
+      activeRuns: (computerId) => this.slots.get(computerId)?.runs.size ?? 0,
+      currentMachine: (slot, record) => this.machineOf(slot, record),
+      checkpointLive: async (slot, machine, reason) => {
+        slot.machine = machine;
+        await this.checkpointNow(slot, reason);
+        return (await this.leases.getComputer(slot.computerId))?.revision ?? 0;
+      },
+      replaceMachine: (slot, record, stage) => this.replace(slot, record, "replaced", stage),
+    };
+  }
+
+  /** The machine behind the record's ref (this process's handle when it has one); undefined when gone. */
+  private async machineOf(slot: ComputerSlot, record: ComputerRecord): Promise<Machine | undefined> {
+    if (record.providerRef === null || record.providerKind !== this.provider.kind) return undefined;
+    if (slot.machine?.ref === record.providerRef) return slot.machine;
+    const found = await this.provider.reconnect(record.providerRef as `${string}:${string}`);
+    return found === "gone" ? undefined : found;
+  }
+
+  /** The reconciler found the record's machine gone: forget its ref and close the stretch. */
+  private async forgetGoneMachine(record: ComputerRecord): Promise<void> {
+    const runs = [...record.runs];
+    const last = runs.at(-1);
+    if (last && last.endedAt === undefined)
+      runs[runs.length - 1] = { ...last, endedAt: this.clock(), endReason: "reconciled" };
+    await this.leases.updateComputer({
+      computerId: record.computerId,
+      expectedVersion: record.version,
+      changes: { providerRef: null, runs },
+    });
+    const slot = this.slots.get(record.computerId);
+    if (slot?.machine?.ref === record.providerRef) {
+      slot.machine = undefined;
+      slot.stretchStartedAt = undefined;
+    }
+  }
+
+  private async refuseIfReserved(computerId: string, what: string): Promise<void> {
+    const reserved = await this.leases.getReservation(computerId);
+    if (!reserved) return;
+    throw new AgentComputerError(
+      "LEASE_HELD",
+      reserved.status === "interrupted"
+        ? `Cannot ${what} computer "${computerId}": it stays reserved for an interrupted ${reserved.purpose} until its owner releases it (releaseInterrupted with workersStopped: true).`
+        : `Cannot ${what} computer "${computerId}": it is reserved for ${reserved.purpose}; retry when that finishes.`,
+      { details: { computerId, purpose: reserved.purpose, status: reserved.status, id: reserved.id } },
+    );
   }
 
   private slotOf(computerId: string, team: boolean): ComputerSlot {
@@ -245,17 +464,37 @@ export class ComputerRuntime implements BotRunHost {
       } else previousEnd = "replaced";
     }
 
+    return this.replace(slot, record, previousEnd, noStages);
+  }
+
+  /**
+   * Provisions a machine with the configured provider and image, restores
+   * the latest checkpoint into it and switches the record to it. Bring-up
+   * and the update and recovery operations share this path.
+   */
+  private async replace(
+    slot: ComputerSlot,
+    record: ComputerRecord,
+    previousEnd: StretchEnd | undefined,
+    stage: StageRunner,
+  ): Promise<Machine> {
     const started = performance.now();
-    const machine = await this.provider.provision(this.specFor(slot));
+    const machine = await stage("provisioning", () => this.provider.provision(this.specFor(slot)));
     this.emit("provisioning", slot, started, { providerKind: this.provider.kind });
     try {
       const restoring = performance.now();
-      const restored = await this.homeStore.restore({
-        homeKey: slot.homeKey,
-        target: this.provider.capabilities.mountedHome ? { mounted: true } : { machine },
+      const restored = await stage("restoring", async () => {
+        const latest = await this.homeStore.restore({
+          homeKey: slot.homeKey,
+          target: this.provider.capabilities.mountedHome ? { mounted: true } : { machine },
+        });
+        return { revision: latest?.revision ?? 0 };
       });
-      if (restored) this.emit("restoring", slot, restoring, { revision: restored.revision });
-      await this.openStretch(record, machine.ref, previousEnd);
+      if (restored.revision > 0) this.emit("restoring", slot, restoring, { revision: restored.revision });
+      await stage("switching", async () => {
+        await this.openStretch(record, machine.ref, previousEnd);
+        return { fromKind: record.providerKind, toKind: this.provider.kind };
+      });
     } catch (error) {
       // Nothing may use a machine whose home was not restored.
       await machine.destroy().catch(() => {});
@@ -275,6 +514,11 @@ export class ComputerRuntime implements BotRunHost {
   }
 
   private async recordOf(slot: ComputerSlot): Promise<ComputerRecord> {
+    // Indexed before the record exists, so the reconciler can find every record this deployment made.
+    if (!this.indexed.has(slot.computerId)) {
+      await this.ledger.addComputer(slot.computerId);
+      this.indexed.add(slot.computerId);
+    }
     const existing = await this.leases.getComputer(slot.computerId);
     if (existing) return existing;
     try {
@@ -327,7 +571,7 @@ export class ComputerRuntime implements BotRunHost {
       ...(this.spec?.image ? { image: this.spec.image } : {}),
       ...(this.spec?.resources ? { resources: this.spec.resources } : {}),
       screenLimit: slot.team ? this.settings.screenLimit : 0,
-      labels: { ...this.spec?.labels, "agent-computer.computer-id": slot.computerId },
+      labels: { ...this.spec?.labels, [DEPLOYMENT_LABEL]: this.deployment, [COMPUTER_LABEL]: slot.computerId },
     };
   }
 
@@ -445,6 +689,11 @@ const runtimeOptionsSchema = z.object({
   idleMs: z.number().int().nonnegative().optional(),
   maxActiveMs: z.number().int().nonnegative().optional(),
   leaseTtlMs: z.number().int().min(100).default(60_000),
+  deployment: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, "letters, digits, . _ and -, up to 63")
+    .default("default"),
+  operations: z.object({}).passthrough().optional(),
   clock: z.custom<() => number>((v) => typeof v === "function", { message: "expected a function" }).optional(),
   onEvent: z.custom((v) => typeof v === "function", { message: "expected a function" }).optional(),
 });

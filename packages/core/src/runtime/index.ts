@@ -1,5 +1,15 @@
 export { BotRun } from "./bot-run.js";
 export type { ComputerEvent } from "./computer-event.js";
-export { ComputerRuntime, createComputerRuntime } from "./computer-runtime.js";
+export type { ComputerOperation } from "./computer-operation.js";
+export { ComputerOperations, OPERATION_INTERRUPT_AFTER_MS } from "./computer-operations.js";
+export type { ComputerOperationsOptions } from "./computer-operations-options.js";
+export { COMPUTER_LABEL, ComputerRuntime, createComputerRuntime, DEPLOYMENT_LABEL } from "./computer-runtime.js";
 export type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
+export { InProcessOperationQueue } from "./in-process-operation-queue.js";
+export type { OperationKind } from "./operation-kind.js";
+export type { OperationQueue } from "./operation-queue.js";
+export type { OperationStage } from "./operation-stage.js";
+export type { OperationStatus } from "./operation-status.js";
+export type { ReconcileOptions } from "./reconcile-options.js";
+export type { ReconcileReport } from "./reconcile-report.js";
 export { type RuntimeSettings, runtimeSettingsFromEnv } from "./runtime-settings.js";

@@ -1,0 +1,18 @@
+/**
+ * One real lifecycle step of an operation, as a UI shows it: no estimated
+ * percentages, only what was actually done and how it ended.
+ */
+export interface OperationStage {
+  readonly name:
+    | "checkpointing" // update: the live home saved before teardown
+    | "provisioning" // a new machine made with the configured provider and image
+    | "restoring" // the last saved workspace put into it
+    | "switching" // the computer record now points at the new machine
+    | "removing-old"; // the previous machine destroyed
+  readonly status: "running" | "done" | "skipped" | "failed";
+  /** By the state store's clock. */
+  readonly startedAt: number;
+  readonly endedAt?: number;
+  /** Secret-free facts: revision, refs' kinds, why it was skipped. */
+  readonly detail?: Readonly<Record<string, string | number | boolean>>;
+}

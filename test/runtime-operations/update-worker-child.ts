@@ -1,0 +1,34 @@
+// Child process of the worker-crash test: a runtime whose worker takes an
+// update of the given computer. Its provider hangs when the update asks for
+// the new machine, as a stuck engine call would; the parent kills this
+// process (SIGKILL) while it hangs there, heartbeating.
+import { createComputerRuntime, type SandboxProvider } from "@agent-computer/core";
+import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
+import { createFakeProvider } from "@agent-computer/core/fake";
+import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+
+const [root, dataDir, stateFile, computerId] = process.argv.slice(2) as [string, string, string, string];
+const fake = createFakeProvider({ root });
+const provider: SandboxProvider = {
+  specificationVersion: "v1",
+  kind: fake.kind,
+  capabilities: fake.capabilities,
+  reconnect: (ref, ctx) => fake.reconnect(ref, ctx),
+  list: (filter, ctx) => fake.list(filter, ctx),
+  provision: () => {
+    process.stdout.write("provisioning\n");
+    return new Promise(() => {});
+  },
+};
+const runtime = createComputerRuntime({
+  provider,
+  stateStore: SqliteLeaseStore.open({ path: stateFile }),
+  homeStore: new LocalAgentHomeStore({ dataDir }),
+  idleMs: 0,
+  deployment: "worker-crash",
+  operations: { heartbeatMs: 100, workerId: "child-worker" },
+});
+const operation = await runtime.operations.requestUpdate({ computerId, owner: "owner-1" });
+process.stdout.write(`operation ${operation.id}\n`);
+// A worker process lives until it is stopped; the runtime's own timers do not keep it up.
+setInterval(() => {}, 60_000);
