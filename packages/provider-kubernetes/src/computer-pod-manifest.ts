@@ -72,7 +72,9 @@ export function computerPodManifest(
         runAsGroup: COMPUTER_GID,
         runAsNonRoot: true,
         fsGroup: COMPUTER_GID,
-        seccompProfile: { type: "RuntimeDefault" },
+        seccompProfile: options.seccompLocalhostProfile
+          ? { type: "Localhost", localhostProfile: options.seccompLocalhostProfile }
+          : { type: "RuntimeDefault" },
       },
       containers: [
         {
@@ -89,7 +91,9 @@ export function computerPodManifest(
           securityContext: {
             allowPrivilegeEscalation: false,
             privileged: false,
-            capabilities: { drop: ["ALL"] },
+            // Chromium's sandbox chroots inside its own user namespace, which
+            // the bounding set must still allow; nothing else is kept.
+            capabilities: { drop: ["ALL"], add: ["SYS_CHROOT"] },
           },
           readinessProbe: {
             exec: { command: ["test", "-d", options.workspacePath] },

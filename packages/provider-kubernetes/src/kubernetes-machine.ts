@@ -6,6 +6,8 @@ import {
   AgentComputerError,
   checkOpContext,
   DEFAULT_MAX_OUTPUT_BYTES,
+  type DesktopOptions,
+  type DesktopSession,
   type ExecRequest,
   type ExecResult,
   execRequestSchema,
@@ -20,6 +22,7 @@ import {
   throwIfDone,
 } from "@agent-computer/core";
 import { packHome, stageHome } from "@agent-computer/core/checkpoint";
+import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type { V1Pod } from "@kubernetes/client-node";
 import { z } from "zod";
 import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
@@ -52,6 +55,8 @@ export class KubernetesMachine implements Machine {
   readonly files: MachineFiles;
   private readonly pod: PodAddress;
   private readonly commandHost: PodCommandHost;
+  /** The shared Linux desktop runtime, driven through this pod's exec. */
+  private readonly desktops: LinuxDesktopRuntime;
   /** Set by stop/destroy: the pod is deleted or on its way out, so the handle is spent. */
   private deleted = false;
   /** Imports into one pod run one after another: they share the staging names beside the home. */
@@ -61,8 +66,11 @@ export class KubernetesMachine implements Machine {
     private readonly host: KubernetesMachineHost,
     readonly podName: string,
     readonly workspacePath: string,
+    /** Active desktops allowed at once (0 = no cap), from the spec. */
+    screenLimit = 0,
   ) {
     this.ref = `kubernetes:${host.namespace}/${podName}`;
+    this.desktops = new LinuxDesktopRuntime(this, { screenLimit });
     this.pod = { namespace: host.namespace, name: podName, container: host.containerName };
     this.commandHost = {
       kubeConfig: host.kubeConfig,
@@ -125,6 +133,14 @@ export class KubernetesMachine implements Machine {
   }
 
   /** Deletes the pod: pods are not kept, the saved home is what persists (reconnect then gives "gone"). */
+  openDesktop(botId: string, ctx?: OpContext, opts?: DesktopOptions): Promise<DesktopSession> {
+    return this.desktops.openDesktop(botId, ctx, opts);
+  }
+
+  quiesceDesktops(ctx?: OpContext): Promise<() => Promise<void>> {
+    return this.desktops.quiesceDesktops(ctx);
+  }
+
   async stop(ctx?: OpContext): Promise<void> {
     await this.delete(ctx, "stop", this.host.terminationGracePeriodSeconds);
     loggerOf(checkOpContext(ctx)).info("kubernetes machine stopped (pod deleted)", { ref: this.ref });

@@ -68,6 +68,17 @@ export const kubernetesProviderOptionsSchema = z.object({
   screenLimit: z.number().int().nonnegative().default(0),
   /** Seconds a stopped pod has to exit before it is killed (default 5). */
   terminationGracePeriodSeconds: z.number().int().nonnegative().default(5),
+  /**
+   * A seccomp profile installed on the nodes (`localhostProfile`, relative to
+   * the kubelet's seccomp folder) for the computer pods. Chromium's sandbox
+   * needs the namespace calls that desktop-runtime's profile adds to the
+   * runtime default (`computerSeccompProfile()`); without it pods run with
+   * `RuntimeDefault` and desktops cannot start their browser.
+   */
+  seccompLocalhostProfile: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, "a relative file path")
+    .optional(),
   /** Size of the pod's memory-backed /dev/shm (Chromium needs about 1 GiB). */
   shmSizeLimit: z.string().regex(QUANTITY, 'a quantity such as "1Gi"').default("1Gi"),
   /** The container's name inside each pod. */

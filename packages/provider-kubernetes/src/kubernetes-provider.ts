@@ -35,13 +35,13 @@ import {
 import { PodExecSession } from "./pod-exec-session.js";
 
 /**
- * No desktop yet (the shared LinuxDesktopRuntime has not landed); stop
+ * Desktops through the shared LinuxDesktopRuntime over pods/exec; stop
  * deletes the pod (the saved home is the persistence boundary); the home is
  * copied in and out, not mounted; pods do not bill while running.
  */
 export const KUBERNETES_CAPABILITIES: ProviderCapabilities = {
-  desktop: false,
-  multiScreen: false,
+  desktop: true,
+  multiScreen: true,
   pageBrowser: false,
   terminal: false,
   billsWhileRunning: false,
@@ -144,6 +144,7 @@ export function kubernetesProvider(
       host,
       pod.metadata?.name as string,
       pod.metadata?.annotations?.[COMPUTER_POD_LABELS.workspacePath] ?? parsed.workspacePath,
+      Number(pod.metadata?.labels?.[COMPUTER_POD_LABELS.screenLimit] ?? parsed.screenLimit) || 0,
     );
 
   return {
@@ -166,12 +167,8 @@ export function kubernetesProvider(
       const signal = signalOf(context, "provision");
       const image = resolved.image ?? (await defaultImage);
       const name = podNameFor(resolved.homeKey);
-      const manifest = computerPodManifest(
-        name,
-        { ...resolved, screenLimit: spec.screenLimit === undefined ? parsed.screenLimit : resolved.screenLimit },
-        image,
-        parsed,
-      );
+      const screenLimit = spec.screenLimit === undefined ? parsed.screenLimit : resolved.screenLimit;
+      const manifest = computerPodManifest(name, { ...resolved, screenLimit }, image, parsed);
       try {
         await abortable(core.createNamespacedPod({ namespace, body: manifest }), signal);
       } catch (error) {
@@ -187,7 +184,7 @@ export function kubernetesProvider(
       }
       const ref: ProviderRef = `kubernetes:${namespace}/${name}`;
       loggerOf(context).info("kubernetes machine provisioned", { ref, homeKey: resolved.homeKey, image });
-      return new KubernetesMachine(host, name, parsed.workspacePath);
+      return new KubernetesMachine(host, name, parsed.workspacePath, screenLimit);
     },
 
     async reconnect(ref: ProviderRef, ctx?: OpContext): Promise<Machine | "gone"> {

@@ -10,8 +10,16 @@ else {
   defineProviderConformance({
     name: "kubernetes",
     createProvider: () =>
-      kubernetesProvider({ kubeConfig: env.fixture.kubeConfig(), namespace: TEST_NAMESPACE, image: env.image }, {}),
-    capabilities: { desktop: false, stopKeepsMachine: false, mountedHome: false },
+      kubernetesProvider(
+        {
+          kubeConfig: env.fixture.kubeConfig(),
+          namespace: TEST_NAMESPACE,
+          image: env.image,
+          seccompLocalhostProfile: "agent-computer/chromium.json",
+        },
+        {},
+      ),
+    capabilities: { desktop: true, multiScreen: true, stopKeepsMachine: false, mountedHome: false },
     timeouts: { testMs: 90_000, provisionMs: 120_000 },
   });
 }

@@ -36,6 +36,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
+import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import { KubeConfig } from "@kubernetes/client-node";
 import type Docker from "dockerode";
 import { WebSocket, WebSocketServer } from "ws";
@@ -336,7 +337,12 @@ export class KubernetesWireFixture {
           : undefined,
         Memory: container.resources?.limits?.memory ? quantityBytes(container.resources.limits.memory) : undefined,
         CapDrop: security.capabilities?.drop?.includes("ALL") ? ["ALL"] : undefined,
-        SecurityOpt: security.allowPrivilegeEscalation === false ? ["no-new-privileges:true"] : [],
+        CapAdd: security.capabilities?.add,
+        SecurityOpt: [
+          ...(security.allowPrivilegeEscalation === false ? ["no-new-privileges:true"] : []),
+          // A node that installed desktop-runtime's profile as a Localhost profile.
+          ...(security.seccompProfile?.type === "Localhost" ? [`seccomp=${computerSeccompProfile()}`] : []),
+        ],
         Privileged: security.privileged === true,
       },
     });
