@@ -1,90 +1,162 @@
-// The quickstart: a real computer where one can be had, a command, a file,
-// the bot's desktop as a PNG, the home exported, the computer destroyed, a
-// replacement on a NEW home key, the home imported, and the file found again.
+// The quickstart: a Team computer for two bots, driven through the same
+// tools a model calls (shell, files, desktop, page browser where offered),
+// a checkpoint at the end of their runs, the machine lost and replaced with
+// the home restored, and finally the home moved to a computer on a new key.
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import type { Machine } from "@agent-computer/core";
+import {
+  type BotRun,
+  ComputerToolSession,
+  callTool,
+  computerTools,
+  createComputerRuntime,
+  type Machine,
+  type ToolResult,
+  textOf,
+} from "@agent-computer/core";
+import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
+import { MemoryLeaseStore } from "@agent-computer/core/lease";
 import { chooseProvider } from "./choose-provider.js";
+import { moveHome } from "./move-home.js";
 import { stage } from "./stage.js";
 
 const outDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "out");
 
+/** The tools of one bot, called by name as a model would. */
+function toolsOf(run: BotRun, capabilities: ComputerToolSession["capabilities"]) {
+  const session = new ComputerToolSession({
+    run,
+    capabilities,
+    vision: true,
+    onActivity: (e) => console.log(`    activity ${e.botId} ${e.tool}: ${e.summary}${e.ok ? "" : " (failed)"}`),
+  });
+  const tools = computerTools(session);
+  return {
+    names: tools.map((t) => t.name),
+    async call(name: string, input: unknown): Promise<ToolResult> {
+      const tool = tools.find((t) => t.name === name);
+      if (!tool) throw new Error(`${name} is not offered here`);
+      const result = await callTool(tool, input, session);
+      if (result.isError) throw new Error(`${name} failed: ${textOf(result)}`);
+      return result;
+    },
+  };
+}
+
+async function saveScreenshot(result: ToolResult, file: string): Promise<string> {
+  const image = result.content.find((c) => c.type === "image");
+  if (!image || image.type !== "image") return "no new frame";
+  await writeFile(join(outDir, file), image.data);
+  return `saved out/${file}`;
+}
+
 async function main(): Promise<void> {
-  const provider = await chooseProvider(join(outDir, "quickstart-data"));
-  const run = Date.now().toString(36);
-  const spec = (homeKey: string) => ({ computerId: `quickstart-${run}`, homeKey, labels: { app: "quickstart" } });
+  await mkdir(outDir, { recursive: true });
+  const dataDir = join(outDir, "quickstart-data");
+  const provider = await chooseProvider(dataDir);
+  const runtime = createComputerRuntime({
+    provider,
+    stateStore: new MemoryLeaseStore(),
+    homeStore: new LocalAgentHomeStore({ dataDir }),
+    idleMs: 0,
+    onEvent: (e) => console.log(`    event ${e.type} (${e.durationMs} ms) ${JSON.stringify(e.detail)}`),
+  });
+  const workspaceId = `quickstart-${Date.now().toString(36)}`;
 
-  const machine: Machine = await stage("provision a computer", () => provider.provision(spec(`home-${run}-a`)));
-  console.log(`  ref ${machine.ref}, home ${machine.workspacePath}`);
+  const alpha = runtime.startRun({ workspaceId, botId: "alpha" });
+  const beta = runtime.startRun({ workspaceId, botId: "beta" });
+  const a = toolsOf(alpha, runtime.capabilities);
+  const b = toolsOf(beta, runtime.capabilities);
+  console.log(`  tools offered: ${a.names.join(", ")}`);
 
-  const uname = await stage("run a command", () => machine.exec({ shell: "uname -sm && echo hello from $(pwd)" }));
-  console.log(indent(new TextDecoder().decode(uname.stdout)));
-
-  const note = `Notes of the quickstart bot, written ${new Date().toISOString()}`;
-  await stage("write bots/quickstart/notes.txt", () =>
-    machine.files.write("bots/quickstart/notes.txt", new TextEncoder().encode(note)),
+  console.log(
+    textOf(
+      await stage("alpha: shell (starts the Team computer)", () => a.call("shell", { command: "uname -sm; pwd" })),
+    ),
   );
-  const read = await stage("read it back", () => machine.files.read("bots/quickstart/notes.txt"));
-  console.log(`  ${new TextDecoder().decode(read)}`);
+  await stage("alpha: write_file notes.txt", () =>
+    a.call("write_file", { path: "notes.txt", content: `alpha's notes, ${new Date().toISOString()}` }),
+  );
+  await stage("beta: write_file ../../shared/plan.md", () =>
+    b.call("write_file", { path: "../../shared/plan.md", content: "# Plan\n- export contacts\n" }),
+  );
+  console.log(
+    `  ${textOf(await stage("beta: list_files ../../shared", () => b.call("list_files", { path: "../../shared" })))}`,
+  );
 
-  if (machine.openDesktop) {
-    const desktop = await stage("open the bot's desktop", () => machine.openDesktop!("quickstart"));
-    await stage("click and type on it", () =>
-      desktop.act([
-        { type: "click", x: 120, y: 80 },
-        { type: "type", text: "hello desktop" },
-      ]),
-    );
-    const frame = await stage("observe the screen", () => desktop.observe());
-    await mkdir(outDir, { recursive: true });
-    const png = join(outDir, "quickstart-desktop.png");
-    await writeFile(png, frame.image!);
-    console.log(
-      `  ${frame.width}x${frame.height} PNG, frame ${frame.frameHash.slice(0, 12)}, saved to out/quickstart-desktop.png`,
-    );
-    await desktop.release();
+  if (a.names.includes("computer_act")) {
+    for (const [name, bot] of [
+      ["alpha", a],
+      ["beta", b],
+    ] as const) {
+      const acted = await stage(`${name}: computer_act (click, type) and the screen after`, () =>
+        bot.call("computer_act", {
+          actions: [
+            { type: "click", x: 200, y: 150 },
+            { type: "type", text: `hello from ${name}` },
+          ],
+        }),
+      );
+      console.log(`  ${textOf(acted).split("\n").at(-1)} ${await saveScreenshot(acted, `quickstart-${name}.png`)}`);
+    }
   } else {
-    console.log("- this provider has no desktop; skipping the screenshot");
+    console.log("- this provider has no desktop; no screenshots");
   }
 
-  const archive = await stage("export the workspace", async () => collect(await machine.files.exportWorkspace()));
-  console.log(`  ${archive.length} bytes of tar`);
-  await stage("destroy the computer", () => machine.destroy());
+  if (b.names.includes("browser_navigate")) {
+    const port = 8700 + Math.floor(Math.random() * 200);
+    await stage("beta: write_file site/index.html", () =>
+      b.call("write_file", {
+        path: "site/index.html",
+        content: `<title>Contacts</title><h1>Contacts</h1><button onclick="this.textContent='Exported 3 contacts'">Export</button>`,
+      }),
+    );
+    await stage("beta: shell serves it inside the computer", () =>
+      b.call("shell", {
+        command: `(python3 -m http.server ${port} --bind 127.0.0.1 --directory site >/dev/null 2>&1 &) && sleep 1`,
+      }),
+    );
+    const page = textOf(
+      await stage("beta: browser_navigate (a text snapshot, no screenshot)", () =>
+        b.call("browser_navigate", { url: `http://127.0.0.1:${port}/` }),
+      ),
+    );
+    console.log(
+      page
+        .split("\n")
+        .map((line) => `  | ${line}`)
+        .join("\n"),
+    );
+    const ref = /(e\d+) button "Export"/.exec(page)?.[1];
+    if (ref) {
+      const clicked = textOf(
+        await stage(`beta: browser_act click ${ref}`, () => b.call("browser_act", { ref, action: "click" })),
+      );
+      console.log(
+        `  ${clicked.split("\n")[0]} ${/Exported 3 contacts/.test(clicked) ? "(the page now says: Exported 3 contacts)" : ""}`,
+      );
+    }
+  }
 
-  let replacement = await stage("provision a replacement on a new home key", () =>
-    provider.provision(spec(`home-${run}-b`)),
+  await stage("alpha ends its run (deferred: beta still works)", () => alpha.end("completed"));
+  await stage("beta ends its run (the last one saves)", () => beta.end("completed"));
+
+  const computerId = runtime.computerIdFor({ workspaceId, botId: "alpha" });
+  const record = await runtime.leases.getComputer(computerId);
+  await stage("lose the machine (destroyed behind the runtime's back)", async () => {
+    const machine = (await provider.reconnect(record!.providerRef as `${string}:${string}`)) as Machine;
+    await machine.destroy();
+  });
+  const again = runtime.startRun({ workspaceId, botId: "alpha" });
+  const restored = await stage("alpha: read_file notes.txt (replacement + restore first)", () =>
+    toolsOf(again, runtime.capabilities).call("read_file", { path: "notes.txt" }),
   );
-  if (provider.capabilities.mountedHome)
-    await stage("stop it (a mounted home imports while stopped)", () => replacement.stop());
-  await stage("import the workspace", () => replacement.files.importWorkspace(toStream(archive)));
-  if (provider.capabilities.mountedHome) {
-    const again = await stage("reconnect", () => provider.reconnect(replacement.ref));
-    if (again === "gone") throw new Error("the replacement vanished");
-    replacement = again;
-  }
-  const restored = await stage("read the restored file", () => replacement.files.read("bots/quickstart/notes.txt"));
-  await replacement.destroy();
-  console.log(`\nRestored file content: ${new TextDecoder().decode(restored)}`);
-}
+  await again.end("completed");
+  console.log(`  revision ${(await runtime.leases.getComputer(computerId))?.revision}, restored: ${textOf(restored)}`);
 
-async function collect(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk));
-  return Buffer.concat(chunks);
-}
-
-function toStream(bytes: Buffer) {
-  return Readable.from([bytes]);
-}
-
-function indent(text: string): string {
-  return text
-    .trimEnd()
-    .split("\n")
-    .map((line) => `  ${line}`)
-    .join("\n");
+  const moved = await moveHome(provider, runtime, computerId);
+  console.log(`\nRestored file content: ${moved}`);
 }
 
 main().catch((error) => {

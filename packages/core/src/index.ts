@@ -38,7 +38,11 @@ export {
   signalOf,
   throwIfDone,
 } from "./contract/op-context.js";
-export type { PageBrowser, PageElement, PageSnapshot } from "./contract/page-browser.js";
+export type { PageActOutcome } from "./contract/page-act-outcome.js";
+export { type PageAction, pageActionSchema } from "./contract/page-action.js";
+export type { PageBrowser } from "./contract/page-browser.js";
+export type { PageElement } from "./contract/page-element.js";
+export type { PageSnapshot } from "./contract/page-snapshot.js";
 export { type ProviderCapabilities, providerCapabilitiesSchema } from "./contract/provider-capabilities.js";
 export { makeProviderRef, type ProviderRef, providerRefId } from "./contract/provider-ref.js";
 export type { SandboxProvider } from "./contract/sandbox-provider.js";
@@ -49,6 +53,8 @@ export { AgentComputerError, type AgentComputerErrorOptions } from "./errors/age
 export { ERROR_CODES, type ErrorCode, RETRYABLE_BY_DEFAULT } from "./errors/error-code.js";
 // A home that is a folder of this host (fake and mounted-home providers).
 export { LocalHome } from "./home/local-home.js";
+// The page browser machinery (DESIGN §5).
+export * from "./page-browser/index.js";
 // The computer runtime: team and private computers for bots (DESIGN §2, §6, §8, §9).
 export {
   BotRun,

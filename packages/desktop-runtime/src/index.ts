@@ -8,6 +8,10 @@ export {
 export { LinuxDesktopSession, type LinuxDesktopTarget } from "./desktop/linux-desktop-session.js";
 export type { LinuxObservation } from "./desktop/linux-observation.js";
 export { type LinuxObserveOptions, linuxObserveOptionsSchema } from "./desktop/linux-observe-options.js";
+export { type BrowseRunner, LinuxPageBrowser } from "./desktop/linux-page-browser.js";
+// Home files through any provider's command channel, resolved inside the machine.
+export { ExecHomeFiles } from "./home/exec-home-files.js";
+export type { HomeScriptRunner } from "./home/home-script-runner.js";
 // The computer image (DESIGN §4): its tag, its sandbox settings, and its build.
 export { buildComputerImage } from "./image/build-computer-image.js";
 export type { BuildComputerImageOptions } from "./image/build-computer-image-options.js";

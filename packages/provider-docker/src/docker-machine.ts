@@ -20,12 +20,11 @@ import {
   throwIfDone,
 } from "@agent-computer/core";
 import { packHome, restoreHome } from "@agent-computer/core/checkpoint";
-import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import { ExecHomeFiles, LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
 import { z } from "zod";
 import { giveHomeToComputer } from "./computer-home-owner.js";
 import { runContainerCommand } from "./container-command.js";
-import { ContainerHome } from "./container-home.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
 
@@ -214,12 +213,12 @@ export class DockerMachine implements Machine {
   private async home<T>(
     ctx: OpContext | undefined,
     what: string,
-    work: (home: ContainerHome) => Promise<T>,
+    work: (home: ExecHomeFiles) => Promise<T>,
   ): Promise<T> {
     const context = checkOpContext(ctx);
     throwIfDone(context, what);
     return work(
-      new ContainerHome(this.workspacePath, (argv, options) =>
+      new ExecHomeFiles(this.workspacePath, (argv, options) =>
         this.run({ argv, workingDir: this.workspacePath, ...options }, context, what),
       ),
     );

@@ -35,7 +35,7 @@ import { engineFailure, engineStatus } from "./engine-failure.js";
 export const DOCKER_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
   multiScreen: true,
-  pageBrowser: false,
+  pageBrowser: true,
   terminal: false,
   billsWhileRunning: false,
   stopKeepsMachine: true,

@@ -22,7 +22,7 @@ import {
   throwIfDone,
 } from "@agent-computer/core";
 import { packHome, stageHome } from "@agent-computer/core/checkpoint";
-import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import { ExecHomeFiles, LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type { V1Pod } from "@kubernetes/client-node";
 import { z } from "zod";
 import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
@@ -30,7 +30,6 @@ import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
 import type { PodAddress } from "./pod-address.js";
 import { type PodCommand, runPodCommand, startPodCommand } from "./pod-command.js";
 import type { PodCommandHost } from "./pod-command-host.js";
-import { PodHome } from "./pod-home.js";
 import { DISCARD_STAGING, EXPORT_HOME, STAGE_HOME, SWAP_HOME, WORKSPACE_EXIT } from "./pod-workspace-scripts.js";
 
 const readOptionsSchema = z.object({ maxBytes: z.number().int().positive().optional() });
@@ -336,11 +335,15 @@ export class KubernetesMachine implements Machine {
   }
 
   /** The home's files through this call's context, so its abort and deadline reach the helper commands. */
-  private async home<T>(ctx: OpContext | undefined, what: string, work: (home: PodHome) => Promise<T>): Promise<T> {
+  private async home<T>(
+    ctx: OpContext | undefined,
+    what: string,
+    work: (home: ExecHomeFiles) => Promise<T>,
+  ): Promise<T> {
     const context = checkOpContext(ctx);
     throwIfDone(context, what);
     return work(
-      new PodHome(this.workspacePath, (argv, options) =>
+      new ExecHomeFiles(this.workspacePath, (argv, options) =>
         this.run({ argv, workingDir: this.workspacePath, ...options }, context, what),
       ),
     );

@@ -1,4 +1,5 @@
 export { decodePngSize } from "./decode-png.js";
+export { definePageBrowserConformance, type PageBrowserConformanceOptions } from "./define-page-browser-conformance.js";
 export { defineProviderConformance, type ProviderConformanceOptions } from "./define-provider-conformance.js";
 export {
   checkFencingHistory,
@@ -10,3 +11,4 @@ export {
   runLeaseContention,
   type StateStoreConformanceOptions,
 } from "./define-state-store-conformance.js";
+export { PAGE_FIXTURES } from "./page-fixtures.js";

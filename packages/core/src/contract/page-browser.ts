@@ -1,35 +1,20 @@
 import type { OpContext } from "./op-context.js";
-
-/** One interactive element of a page snapshot. */
-export interface PageElement {
-  /** `e1`, `e2`, ...: valid only for the snapshot that made it. */
-  readonly ref: string;
-  readonly role: string;
-  readonly name: string;
-  /** Password values are always masked. */
-  readonly value?: string;
-}
-
-/** Bounded text of a page and at most 80 interactive elements. */
-export interface PageSnapshot {
-  readonly snapshotId: string;
-  readonly url: string;
-  readonly title: string;
-  readonly text: string;
-  readonly elements: readonly PageElement[];
-  /** Elements that did not fit, so a model knows to scroll or narrow. */
-  readonly omittedElements: number;
-}
+import type { PageActOutcome } from "./page-act-outcome.js";
+import type { PageAction } from "./page-action.js";
+import type { PageSnapshot } from "./page-snapshot.js";
 
 /**
- * The page-level browser of a bot's desktop (DESIGN §5). A ref whose element
- * was replaced is refused with STALE_REF, never retargeted.
+ * The page-level browser of a bot's desktop (DESIGN §5): the bot's visible
+ * tab read as text and driven by element refs. A ref whose element was
+ * replaced or removed is refused with STALE_REF, never retargeted; frames,
+ * shadow-DOM-only controls and unsupported interactions are UNSUPPORTED
+ * with a pointer to the desktop tools.
  */
 export interface PageBrowser {
+  /** Loads `url` in the bot's tab, waits for the load (bounded), and snapshots it. */
   navigate(url: string, ctx?: OpContext): Promise<PageSnapshot>;
+  /** Reads the page; its refs replace those of any earlier snapshot. */
   snapshot(ctx?: OpContext): Promise<PageSnapshot>;
-  act(
-    action: { kind: "click" | "fill" | "select" | "press"; ref: string; value?: string },
-    ctx?: OpContext,
-  ): Promise<PageSnapshot>;
+  /** Acts on one element of the latest snapshot, then snapshots the page again. */
+  act(action: PageAction, ctx?: OpContext): Promise<PageActOutcome>;
 }

@@ -9,8 +9,10 @@ import {
 import type { DesktopSession } from "../contract/desktop-session.js";
 import type { Observation } from "../contract/observation.js";
 import { checkOpContext, type OpContext, throwIfDone } from "../contract/op-context.js";
+import type { PageBrowser } from "../contract/page-browser.js";
 import type { ScreenEndpoint } from "../contract/screen-endpoint.js";
 import { AgentComputerError } from "../errors/agent-computer-error.js";
+import { EmulatorPageBrowser } from "../page-browser/emulator-page-browser.js";
 import { parseInput } from "../validation/parse-input.js";
 import { encodePng } from "./png.js";
 
@@ -47,6 +49,8 @@ export class FakeDesktop implements DesktopSession {
     scroll: { x: 0, y: 0 },
   };
   private released = false;
+  /** The emulator (DESIGN §5): loopback HTTP pages in an in-process DOM, created on first use. */
+  private emulator: EmulatorPageBrowser | undefined;
 
   constructor(
     readonly botId: string,
@@ -55,6 +59,27 @@ export class FakeDesktop implements DesktopSession {
     private readonly height: number,
     private readonly hooks: FakeDesktopHooks,
   ) {}
+
+  get pageBrowser(): PageBrowser {
+    const browser = () => {
+      this.emulator ??= new EmulatorPageBrowser();
+      return this.emulator;
+    };
+    return {
+      navigate: (url, ctx) => {
+        this.assertUsable(ctx);
+        return browser().navigate(url, ctx);
+      },
+      snapshot: (ctx) => {
+        this.assertUsable(ctx);
+        return browser().snapshot(ctx);
+      },
+      act: (action, ctx) => {
+        this.assertUsable(ctx);
+        return browser().act(action, ctx);
+      },
+    };
+  }
 
   async observe(ctx?: OpContext, opts: { includeImage?: boolean } = {}): Promise<Observation> {
     this.assertUsable(ctx);
@@ -116,6 +141,8 @@ export class FakeDesktop implements DesktopSession {
   async release(_ctx?: OpContext): Promise<void> {
     if (this.released) return;
     this.released = true;
+    await this.emulator?.close();
+    this.emulator = undefined;
     this.hooks.onRelease();
   }
 

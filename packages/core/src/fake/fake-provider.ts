@@ -31,13 +31,13 @@ const fakeProviderOptionsSchema = z.object({
 export type FakeProviderOptions = z.input<typeof fakeProviderOptionsSchema>;
 
 /**
- * Desktop yes (drawn in memory); page browser, terminal and live screens
- * arrive with their issues. Stop keeps the machine; the home is private.
+ * Desktop yes (drawn in memory) with the emulator as its page browser;
+ * terminal and live screens arrive with their issues. Stop keeps the machine; the home is private.
  */
 export const FAKE_DEFAULT_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
   multiScreen: true,
-  pageBrowser: false,
+  pageBrowser: true,
   terminal: false,
   billsWhileRunning: false,
   stopKeepsMachine: true,

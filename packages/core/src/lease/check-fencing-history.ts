@@ -10,8 +10,18 @@ import type { FencingViolation } from "./fencing-violation.js";
  * - in the resource's own order, accepted actions never go back to an older
  *   token (two holders' actions overlapped).
  * Returns no violations for a safe history.
+ *
+ * `clockToleranceMs` (default 0) is for stores that read their clock in a
+ * round trip before the commit (PostgreSQL): a grant's time can then be a
+ * little earlier than the commit that made it, so the time-based rules
+ * (token order, fenced-out, expired) allow that much. The overlap rule uses
+ * the resource's own order, no clock, and allows nothing.
  */
-export function checkFencingHistory(events: readonly FencingEvent[]): FencingViolation[] {
+export function checkFencingHistory(
+  events: readonly FencingEvent[],
+  options: { clockToleranceMs?: number } = {},
+): FencingViolation[] {
+  const tolerance = options.clockToleranceMs ?? 0;
   const violations: FencingViolation[] = [];
   const byKey = new Map<string, FencingEvent[]>();
   for (const e of events) {
@@ -19,11 +29,11 @@ export function checkFencingHistory(events: readonly FencingEvent[]): FencingVio
     list.push(e);
     byKey.set(e.key, list);
   }
-  for (const [key, list] of byKey) violations.push(...checkKey(key, list));
+  for (const [key, list] of byKey) violations.push(...checkKey(key, list, tolerance));
   return violations;
 }
 
-function checkKey(key: string, events: readonly FencingEvent[]): FencingViolation[] {
+function checkKey(key: string, events: readonly FencingEvent[], tolerance: number): FencingViolation[] {
   const out: FencingViolation[] = [];
   const holderOf = new Map<number, string>();
   const grantedAt = new Map<number, number>();
@@ -43,7 +53,7 @@ function checkKey(key: string, events: readonly FencingEvent[]): FencingViolatio
   for (let i = 1; i < grants.length; i++) {
     const [prevToken, prevAt] = grants[i - 1] as [number, number];
     const [token, at] = grants[i] as [number, number];
-    if (at < prevAt)
+    if (at + tolerance < prevAt)
       out.push({
         rule: "token-order",
         key,
@@ -58,7 +68,7 @@ function checkKey(key: string, events: readonly FencingEvent[]): FencingViolatio
       out.push({ rule: "unknown-token", key, message: `${where}: that token was never granted to it` });
       continue;
     }
-    const newer = grants.find(([token, at]) => token > act.token && at <= act.at);
+    const newer = grants.find(([token, at]) => token > act.token && at + tolerance <= act.at);
     if (newer) {
       out.push({
         rule: "fenced-out-accepted",
@@ -67,7 +77,7 @@ function checkKey(key: string, events: readonly FencingEvent[]): FencingViolatio
       });
     }
     const expiresAt = expiry.get(act.token) ?? Number.NEGATIVE_INFINITY;
-    if (act.at >= expiresAt)
+    if (act.at >= expiresAt + tolerance)
       out.push({ rule: "expired-accepted", key, message: `${where} was accepted although it expired at ${expiresAt}` });
   }
 

@@ -15,14 +15,17 @@ export interface ComputerToolSessionOptions {
   vision: boolean;
   /** Receives a `computer.command` event for every mutating call. */
   onActivity?: (event: ActivityEvent) => void;
-  /** Desktop applications `launch_app` may start, by name (default: the image's browser and terminal). */
+  /** Desktop applications `launch_app` may start, by name, as argv with `{home}` and `{bot}` filled in (default: the image's browser). */
   apps?: Readonly<Record<string, readonly string[]>>;
 }
 
-/** Apps the computer image declares. */
+/**
+ * Apps the computer image declares, as argv; `{home}` and `{bot}` stand for
+ * the home's path in the machine and the bot's id. The browser opens a new
+ * window of the bot's own Chromium (its profile), never a second profile.
+ */
 export const DEFAULT_DESKTOP_APPS: Readonly<Record<string, readonly string[]>> = {
-  browser: ["chromium"],
-  terminal: ["xterm"],
+  browser: ["chromium", "--user-data-dir={home}/.browser-profiles/{bot}", "--new-window"],
 };
 
 /**

@@ -42,6 +42,7 @@ describe("computer tools", () => {
   it("offers desktop tools only with a desktop, and screenshot tools only to a model with vision", async () => {
     const names = async (o: { vision?: boolean; desktop?: boolean }) => (await setup(o)).tools.map((t) => t.name);
     const all = ["shell", "read_file", "write_file", "list_files", "attach_file"];
+    const page = ["browser_navigate", "browser_snapshot", "browser_act"];
     expect(await names({})).toEqual([
       ...all,
       "computer_observe",
@@ -49,8 +50,9 @@ describe("computer tools", () => {
       "open_path",
       "launch_app",
       "request_takeover",
+      ...page,
     ]);
-    expect(await names({ vision: false })).toEqual([...all, "open_path", "launch_app", "request_takeover"]);
+    expect(await names({ vision: false })).toEqual([...all, "open_path", "launch_app", "request_takeover", ...page]);
     expect(await names({ desktop: false })).toEqual(all);
   });
 
@@ -142,7 +144,7 @@ describe("computer tools", () => {
     expect(textOf(await call("computer_observe", {}))).toMatch(/active window "xdg-open report.pdf"/);
     expect(textOf(await call("open_path", { path: "missing.pdf" }))).toMatch(/^NOT_FOUND/);
     expect(textOf(await call("launch_app", { name: "browser" }))).toMatch(/Started browser/);
-    expect(textOf(await call("computer_observe", {}))).toMatch(/active window "chromium"/);
+    expect(textOf(await call("computer_observe", {}))).toMatch(/active window "chromium alpha --new-window"/);
     expect(textOf(await call("launch_app", { name: "solitaire" }))).toMatch(/^INVALID_ARGUMENT: .*"name"/);
   });
 

@@ -1,72 +1,16 @@
-import { performance } from "node:perf_hooks";
 import { z } from "zod";
 import { desktopActionBatchSchema } from "../contract/desktop-action.js";
 import type { Observation } from "../contract/observation.js";
 import { AgentComputerError } from "../errors/agent-computer-error.js";
+import { browserTools } from "./browser-tools.js";
 import type { ComputerToolSession } from "./computer-tool-session.js";
-import { redactSecrets } from "./redact-secrets.js";
-import { defineTool, type ToolDefinition } from "./tool-definition.js";
+import { type ComputerTool, computerTool, recorded, textResult } from "./recorded-call.js";
 import type { ToolContent, ToolResult } from "./tool-result.js";
 
-/** A tool of this set: its context is the session of one (computer, bot). */
-export type ComputerTool = ToolDefinition<z.ZodType, ComputerToolSession>;
-
-/** `defineTool` with the context fixed to the tool session. */
-const computerTool = <S extends z.ZodType>(definition: ToolDefinition<S, ComputerToolSession>) =>
-  defineTool(definition) as unknown as ComputerTool;
-
 const OUTPUT_TAIL_BYTES = 8 * 1024;
-const ACTIVITY_TAIL_CHARS = 400;
 const READ_DEFAULT_BYTES = 256 * 1024;
 const ATTACH_MAX_BYTES = 10 * 1024 * 1024;
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-const text = (value: string): ToolResult => ({ content: [{ type: "text", text: value }] });
-
-/**
- * Runs a mutating tool and reports it as a `computer.command` activity
- * event, failures included. The summary and output are redacted.
- */
-async function recorded(
-  session: ComputerToolSession,
-  tool: string,
-  summary: string,
-  work: () => Promise<{ result: ToolResult; outputTail?: string; ok?: boolean }>,
-): Promise<ToolResult> {
-  const started = performance.now();
-  try {
-    const { result, outputTail, ok } = await work();
-    session.record({
-      tool,
-      summary: redactSecrets(summary),
-      ...(outputTail ? { outputTail: redactSecrets(outputTail).slice(-ACTIVITY_TAIL_CHARS) } : {}),
-      ok: ok ?? true,
-      durationMs: Math.round(performance.now() - started),
-    });
-    return result;
-  } catch (error) {
-    const e = AgentComputerError.is(error) ? error : new AgentComputerError("UNAVAILABLE", String(error));
-    session.record({
-      tool,
-      summary: redactSecrets(summary),
-      ok: false,
-      error: { code: e.code, message: redactSecrets(e.message) },
-      durationMs: Math.round(performance.now() - started),
-    });
-    throw desktopAware(error);
-  }
-}
-
-/** A person's control of the screen, told to the model as what to do about it. */
-function desktopAware(error: unknown): unknown {
-  if (AgentComputerError.is(error, "FENCED_OUT") && /person controls/.test(error.message)) {
-    return new AgentComputerError(
-      "FENCED_OUT",
-      "A person is controlling this screen right now. Wait and try again later, or ask them with request_takeover; do not fight them for the mouse.",
-      { cause: error },
-    );
-  }
-  return error;
-}
 
 /** Frame metadata, and the image only when it differs from the last one the model saw. */
 function frameContent(session: ComputerToolSession, frame: Observation): ToolContent[] {
@@ -118,7 +62,7 @@ const shell = computerTool({
         stdout ? `stdout:\n${stdout}` : "stdout: (empty)",
         stderr ? `stderr:\n${stderr}` : "",
       ].filter(Boolean);
-      return { result: text(body.join("\n")), outputTail: `${stdout}${stderr}`, ok: result.exitCode === 0 };
+      return { result: textResult(body.join("\n")), outputTail: `${stdout}${stderr}`, ok: result.exitCode === 0 };
     }),
 });
 
@@ -143,9 +87,9 @@ const readFile = computerTool({
     const size = entries.find((e) => e.path === path)?.size;
     const bytes = await machine.files.read(path, undefined, { maxBytes: Math.max(size ?? 0, 1) });
     const shown = bytes.slice(0, input.maxBytes);
-    if (shown.includes(0)) return text(`${input.path} is a binary file of ${bytes.length} bytes.`);
+    if (shown.includes(0)) return textResult(`${input.path} is a binary file of ${bytes.length} bytes.`);
     const more = bytes.length > input.maxBytes ? `\n[... ${bytes.length - input.maxBytes} more bytes not shown]` : "";
-    return text(`${decode(shown)}${more}`);
+    return textResult(`${decode(shown)}${more}`);
   },
 });
 
@@ -160,7 +104,7 @@ const writeFile = computerTool({
     return recorded(session, "write_file", `wrote ${input.path} (${bytes.length} bytes)`, async () => {
       const machine = await session.run.machine();
       await machine.files.write(session.homePath(input.path), bytes);
-      return { result: text(`Wrote ${bytes.length} bytes to ${input.path}.`) };
+      return { result: textResult(`Wrote ${bytes.length} bytes to ${input.path}.`) };
     });
   },
 });
@@ -174,8 +118,8 @@ const listFiles = computerTool({
   async handler(input, session) {
     const machine = await session.run.machine();
     const entries = await machine.files.list(session.homePath(input.path));
-    if (entries.length === 0) return text(`${input.path} is empty.`);
-    return text(
+    if (entries.length === 0) return textResult(`${input.path} is empty.`);
+    return textResult(
       entries
         .map((e) => (e.type === "directory" ? `${e.name}/` : `${e.name}  (${e.type}, ${e.size} bytes)`))
         .join("\n"),
@@ -309,7 +253,7 @@ const openPath = computerTool({
       const desktop = await session.desktop();
       if (!desktop.launch) throw new AgentComputerError("UNSUPPORTED", "This desktop cannot open files.");
       await desktop.launch(["xdg-open", `${machine.workspacePath}/${path}`]);
-      return { result: text(`Opened ${input.path} on your screen; take a screenshot to see it.`) };
+      return { result: textResult(`Opened ${input.path} on your screen; take a screenshot to see it.`) };
     }),
 });
 
@@ -322,10 +266,13 @@ function launchApp(apps: Readonly<Record<string, readonly string[]>>): ComputerT
     mutating: true,
     handler: (input, session) =>
       recorded(session, "launch_app", `launch ${input.name}`, async () => {
+        const machine = await session.run.machine();
         const desktop = await session.desktop();
         if (!desktop.launch) throw new AgentComputerError("UNSUPPORTED", "This desktop cannot launch applications.");
-        await desktop.launch([...(apps[input.name] as readonly string[])]);
-        return { result: text(`Started ${input.name}; take a screenshot to see it.`) };
+        const fill = (part: string) =>
+          part.replaceAll("{home}", machine.workspacePath).replaceAll("{bot}", session.run.botId);
+        await desktop.launch((apps[input.name] as readonly string[]).map(fill));
+        return { result: textResult(`Started ${input.name}; take a screenshot to see it.`) };
       }),
   });
 }
@@ -344,7 +291,7 @@ const requestTakeover = computerTool({
       session.lastFrameHash = undefined;
       session.lastAct = undefined;
       return {
-        result: text("The person has finished and released the screen. Take a screenshot before you continue."),
+        result: textResult("The person has finished and released the screen. Take a screenshot before you continue."),
       };
     }),
 });
@@ -354,11 +301,13 @@ const requestTakeover = computerTool({
  * desktop tools where the provider has a desktop, screenshot tools only for
  * a model with vision.
  */
+export type { ComputerTool };
+
 export function computerTools(session: ComputerToolSession): ComputerTool[] {
   const tools: ComputerTool[] = [shell, readFile, writeFile, listFiles, attachFile];
   if (session.capabilities.desktop) {
     if (session.vision) tools.push(observe, act);
-    tools.push(openPath, launchApp(session.apps), requestTakeover);
+    tools.push(openPath, launchApp(session.apps), requestTakeover, ...browserTools(session));
   }
   return tools;
 }

@@ -3,7 +3,9 @@
 // stdout (act: one JSON line per action, then a summary), so the host side
 // parses one format whatever the provider.
 import { readFileSync } from "node:fs";
-import { desktopActionBatchSchema } from "@agent-computer/core";
+import { join } from "node:path";
+import { AgentComputerError, desktopActionBatchSchema, PageSession } from "@agent-computer/core";
+import { CdpPageEngine } from "./cdp-page-engine.js";
 import { CliError } from "./cli-error.js";
 import { runActions } from "./desktop-actions.js";
 import {
@@ -18,10 +20,11 @@ import { look } from "./desktop-look.js";
 import { evaluate, navigate, onFirstPage } from "./desktop-page.js";
 import { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
+import { FileSnapshotMemory } from "./file-snapshot-memory.js";
 
 const BOT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const USAGE =
-  "usage: desktop start|stop|observe|act|page --bot ID [options] | desktop list|quiesce|resume (see the desktop-runtime README)";
+  "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume (see the desktop-runtime README)";
 
 function options(argv: string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -175,6 +178,35 @@ async function main(argv: string[]): Promise<number> {
         return expression ? evaluate(cdp, expression) : undefined;
       });
       print({ value: value ?? null });
+      return 0;
+    }
+    case "browse": {
+      // The page browser (DESIGN §5): navigate|snapshot|act, input as JSON on
+      // stdin so typed text (passwords) never shows in a process list.
+      const record = runningRecord(state, botOf(opts));
+      const op = opts.get("op");
+      let input: Record<string, unknown> = {};
+      if (op === "navigate" || op === "act") {
+        try {
+          input = JSON.parse(readFileSync(0, "utf8")) as Record<string, unknown>;
+        } catch {
+          throw new CliError("INVALID_ARGUMENT", `browse --op ${op} reads a JSON object on stdin.`);
+        }
+      }
+      const memory = new FileSnapshotMemory(join(state.dir, `page-${record.bot}.json`));
+      const result = await onFirstPage(record, async (cdp) => {
+        const session = new PageSession(new CdpPageEngine(cdp), memory);
+        try {
+          if (op === "navigate") return { snapshot: await session.navigate(String(input.url)) };
+          if (op === "snapshot") return { snapshot: await session.snapshot() };
+          if (op === "act") return { outcome: await session.act(input as never) };
+        } catch (error) {
+          if (AgentComputerError.is(error)) throw new CliError(error.code, error.message);
+          throw error;
+        }
+        throw new CliError("INVALID_ARGUMENT", "browse takes --op navigate|snapshot|act.");
+      });
+      print(result);
       return 0;
     }
     default:

@@ -18,6 +18,7 @@ import { z } from "zod";
 import { type DesktopCommandLine, runDesktopCommand } from "./desktop-command.js";
 import type { LinuxObservation } from "./linux-observation.js";
 import { type LinuxObserveOptions, linuxObserveOptionsSchema } from "./linux-observe-options.js";
+import { LinuxPageBrowser } from "./linux-page-browser.js";
 
 /** Where a session's commands go and how to run them. */
 export interface LinuxDesktopTarget {
@@ -37,6 +38,14 @@ const PAGE_TIMEOUT_MS = 30_000;
  */
 export class LinuxDesktopSession implements DesktopSession {
   private released = false;
+  /** The bot's visible Chromium tab as text and refs (DESIGN §5). */
+  readonly pageBrowser = new LinuxPageBrowser(async (op, input, ctx) => {
+    const context = this.usable(ctx);
+    const { summary } = await this.run(["browse", "--bot", this.botId, "--op", op], context, PAGE_TIMEOUT_MS, {
+      ...(input === undefined ? {} : { stdin: new TextEncoder().encode(JSON.stringify(input)) }),
+    });
+    return summary ?? {};
+  });
 
   constructor(
     private readonly target: LinuxDesktopTarget,
@@ -137,6 +146,27 @@ export class LinuxDesktopSession implements DesktopSession {
     if (expression !== undefined) args.push("--eval", expression);
     const { summary } = await this.run(args, context, PAGE_TIMEOUT_MS);
     return summary?.value ?? null;
+  }
+
+  /**
+   * Starts a program on this bot's display, detached, with no output kept:
+   * `launch(["xdg-open", path])` opens a file in its default application.
+   */
+  async launch(argv: string[], ctx?: OpContext): Promise<void> {
+    const program = parseInput(z.array(z.string().min(1)).min(1).max(64), argv, "launch argv");
+    const context = this.usable(ctx);
+    // Its own session and no inherited pipes, so the exec returns at once.
+    const result = await this.target.machine.exec(
+      {
+        argv: ["sh", "-c", 'exec setsid -f "$@" </dev/null >/dev/null 2>&1', "launch", ...program],
+        env: { DISPLAY: this.display },
+        timeoutMs: 15_000,
+      },
+      context,
+    );
+    if (result.exitCode !== 0) {
+      throw new AgentComputerError("UNAVAILABLE", `Could not start ${program[0]} on the desktop of ${this.botId}.`);
+    }
   }
 
   async screenEndpoint(_mode: "view" | "control", _ctx?: OpContext): Promise<ScreenEndpoint> {

@@ -1,11 +1,6 @@
 import type { Readable } from "node:stream";
 import { AgentComputerError, type ExecResult, type FileEntry, normalizeHomePath } from "@agent-computer/core";
-
-/** Runs a helper script inside the machine as the computer's user. */
-export type PodScriptRunner = (
-  argv: string[],
-  options: { stdin?: Uint8Array | Readable; maxOutputBytes: number },
-) => Promise<ExecResult>;
+import type { HomeScriptRunner } from "./home-script-runner.js";
 
 // Every script resolves the path INSIDE the machine (realpath follows the
 // machine's links, not the host's) and refuses anything outside the home.
@@ -42,17 +37,16 @@ const EXIT = { outside: 64, wrongType: 65, missing: 66, tooLarge: 67, parentIsFi
 const FILE_TYPES: Record<string, FileEntry["type"]> = { f: "file", d: "directory", l: "symlink" };
 
 /**
- * The home's files as the pod sees them, through `pods/exec`: paths are
- * checked lexically here, then resolved inside the pod, so a link planted
- * in the home cannot lead a read or write out of it. The scripts are the
- * ones provider-docker runs through the Engine exec API; providers do not
- * import each other, so both keep a copy until a shared exec-based home
- * lives in desktop-runtime.
+ * The home's files as the machine sees them, through the provider's own
+ * command channel (Docker's exec API, Kubernetes' pods/exec, ...): paths are
+ * checked lexically on the host, then resolved inside the machine, so a
+ * link planted in the home cannot lead a read or write out of it. Shared by
+ * every provider whose machines run the computer image.
  */
-export class PodHome {
+export class ExecHomeFiles {
   constructor(
     private readonly workspacePath: string,
-    private readonly run: PodScriptRunner,
+    private readonly run: HomeScriptRunner,
   ) {}
 
   async list(path: string): Promise<FileEntry[]> {

@@ -1,0 +1,270 @@
+/**
+ * The script the page browser runs inside a page: in an isolated world of
+ * the bot's Chromium (the page's own scripts cannot see or tamper with it)
+ * and in the emulator's in-process DOM. One source for both, so the real
+ * and the emulated browser list, name, mask and operate elements alike.
+ *
+ * It is a source string, not a function, because it is shipped over CDP as
+ * text and core is typed without the DOM library. Called as
+ * `script(command, target, window?)`; it never throws, answering
+ * `{ error: { code, message } }` instead, so errors cross CDP by value.
+ */
+export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
+  var w = win || globalThis;
+  var doc = w.document;
+  var INTERACTIVE = 'a[href],button,input,select,textarea,summary,iframe,frame,[role=button],[role=link],[role=checkbox],[role=radio],[role=switch],[role=tab],[role=menuitem],[role=option],[role=combobox],[role=textbox],[role=searchbox],[role=slider],[contenteditable=""],[contenteditable=true],[tabindex]:not([tabindex="-1"])';
+  var MASK = "••••••";
+  function clean(s, max) { s = String(s == null ? "" : s).replace(/\s+/g, " ").trim(); return s.length > max ? s.slice(0, max - 1) + "…" : s; }
+  function tag(el) { return String(el.tagName || "").toLowerCase(); }
+  function isPassword(el) { return tag(el) === "input" && String(el.type).toLowerCase() === "password"; }
+  function roleOf(el) {
+    var explicit = el.getAttribute("role");
+    if (explicit) return explicit.split(" ")[0];
+    var t = tag(el);
+    if (t === "a") return "link";
+    if (t === "button" || t === "summary") return "button";
+    if (t === "select") return el.multiple ? "listbox" : "combobox";
+    if (t === "textarea") return "textbox";
+    if (t === "iframe" || t === "frame") return "frame";
+    if (t === "input") {
+      var type = String(el.type || "text").toLowerCase();
+      if (type === "checkbox" || type === "radio") return type;
+      if (type === "button" || type === "submit" || type === "reset" || type === "image") return "button";
+      if (type === "range") return "slider";
+      if (type === "search") return "searchbox";
+      if (type === "number") return "spinbutton";
+      return "textbox";
+    }
+    if (el.isContentEditable || el.getAttribute("contenteditable") === "" || el.getAttribute("contenteditable") === "true") return "textbox";
+    return "generic";
+  }
+  function textOf(el) { return el.innerText !== undefined && el.innerText !== null && el.innerText !== "" ? el.innerText : el.textContent; }
+  function nameOf(el) {
+    var label = el.getAttribute("aria-label");
+    if (label) return clean(label, 120);
+    var by = el.getAttribute("aria-labelledby");
+    if (by) {
+      var parts = by.split(/\s+/).map(function (id) { var n = doc.getElementById(id); return n ? textOf(n) : ""; });
+      if (parts.join("").trim()) return clean(parts.join(" "), 120);
+    }
+    var t = tag(el);
+    if ((t === "input" || t === "select" || t === "textarea") && el.labels && el.labels.length) {
+      return clean(Array.prototype.map.call(el.labels, function (l) { return textOf(l); }).join(" "), 120);
+    }
+    if (t === "input") {
+      var type = String(el.type).toLowerCase();
+      if ((type === "submit" || type === "button" || type === "reset") && el.value) return clean(el.value, 120);
+      if (type === "image" && el.alt) return clean(el.alt, 120);
+    }
+    if (t !== "input" && t !== "select" && t !== "textarea" && t !== "iframe") {
+      var own = clean(textOf(el), 120);
+      if (own) return own;
+      var img = el.querySelector && el.querySelector("img[alt]");
+      if (img) return clean(img.getAttribute("alt"), 120);
+    }
+    return clean(el.getAttribute("placeholder") || el.getAttribute("title") || el.getAttribute("name") || "", 120);
+  }
+  function hidden(el, layout) {
+    for (var n = el; n && n.nodeType === 1; n = n.parentElement) {
+      if (n.hidden || n.getAttribute("aria-hidden") === "true") return true;
+      if (tag(n) === "input" && String(n.type).toLowerCase() === "hidden") return true;
+      var style = w.getComputedStyle ? w.getComputedStyle(n) : null;
+      if (style && (style.display === "none" || style.visibility === "hidden")) return true;
+      if (!layout && n.style && n.style.display === "none") return true;
+    }
+    if (!layout) return false;
+    var r = el.getBoundingClientRect();
+    return r.width === 0 && r.height === 0;
+  }
+  function box(el) {
+    var r = el.getBoundingClientRect();
+    return { x: Math.round(r.left), y: Math.round(r.top), width: Math.round(r.width), height: Math.round(r.height) };
+  }
+  function inViewport(b, layout) {
+    if (!layout) return true;
+    return b.x + b.width > 0 && b.y + b.height > 0 && b.x < w.innerWidth && b.y < w.innerHeight;
+  }
+  function shadowControls(el) {
+    var root = el.shadowRoot;
+    return !!(root && root.querySelector && root.querySelector(INTERACTIVE));
+  }
+  function describe(el, layout) {
+    var t = tag(el);
+    var b = box(el);
+    var d = { role: roleOf(el), name: nameOf(el), bbox: b, inViewport: inViewport(b, layout) };
+    if (t === "input" || t === "textarea") {
+      var type = String(el.type || "").toLowerCase();
+      if (type === "checkbox" || type === "radio") d.checked = !!el.checked;
+      else if (type !== "submit" && type !== "button" && type !== "reset" && type !== "image") d.value = isPassword(el) ? (el.value ? MASK : "") : clean(el.value, 200);
+    } else if (t === "select") {
+      var chosen = el.options[el.selectedIndex];
+      d.value = chosen ? clean(chosen.label || chosen.text, 120) : "";
+      d.options = Array.prototype.slice.call(el.options, 0, 25).map(function (o) { return clean(o.label || o.text, 60); });
+    } else if (el.isContentEditable) d.value = clean(el.textContent, 200);
+    var aria = el.getAttribute("aria-checked");
+    if (aria === "true" || aria === "false") d.checked = aria === "true";
+    if (el.disabled || el.getAttribute("aria-disabled") === "true") d.disabled = true;
+    var expanded = el.getAttribute("aria-expanded");
+    if (expanded === "true" || expanded === "false") d.expanded = expanded === "true";
+    if (t === "details" || (t === "summary" && el.parentElement && tag(el.parentElement) === "details")) d.expanded = !!(el.open || (el.parentElement && el.parentElement.open));
+    if (doc.activeElement === el) d.focused = true;
+    if (t === "iframe" || t === "frame") { d.unreachable = "frame"; if (!d.name) d.name = clean(el.getAttribute("src") || "", 80); }
+    else if (shadowControls(el)) d.unreachable = "shadow-dom";
+    return d;
+  }
+  function collect(cmd) {
+    var layout = cmd.layout !== false;
+    var seen = [];
+    var all = doc.querySelectorAll(INTERACTIVE);
+    for (var i = 0; i < all.length; i++) if (!hidden(all[i], layout)) seen.push(all[i]);
+    // Shadow hosts whose only controls live in their shadow tree.
+    var hosts = doc.querySelectorAll("*");
+    for (var j = 0; j < hosts.length; j++) if (hosts[j].shadowRoot && seen.indexOf(hosts[j]) < 0 && shadowControls(hosts[j]) && !hidden(hosts[j], layout)) seen.push(hosts[j]);
+    var described = seen.map(function (el, index) { return { el: el, d: describe(el, layout), index: index }; });
+    // Visible in the viewport first, then the rest, each in document order:
+    // a stable order that puts what a person sees at the top.
+    described.sort(function (a, b) {
+      if (a.d.inViewport !== b.d.inViewport) return a.d.inViewport ? -1 : 1;
+      var pos = a.el.compareDocumentPosition(b.el);
+      return pos & 4 ? -1 : pos & 2 ? 1 : a.index - b.index;
+    });
+    var kept = described.slice(0, cmd.maxElements);
+    var body = doc.body ? textOf(doc.body) : "";
+    var text = String(body || "").replace(/[ \t\f\v\r]+/g, " ").replace(/\s*\n\s*/g, "\n").trim();
+    return {
+      data: {
+        url: String(w.location.href),
+        title: clean(doc.title, 200),
+        text: text.slice(0, cmd.maxText),
+        textTruncated: text.length > cmd.maxText,
+        elements: kept.map(function (k) { return k.d; }),
+        omitted: described.length - kept.length,
+      },
+      nodes: kept.map(function (k) { return k.el; }),
+    };
+  }
+  function fire(el, type, init) {
+    var Ctor = type.indexOf("key") === 0 && w.KeyboardEvent ? w.KeyboardEvent : type.indexOf("mouse") === 0 && w.MouseEvent ? w.MouseEvent : w.Event;
+    var props = { bubbles: true, cancelable: true, composed: true };
+    for (var k in init || {}) props[k] = init[k];
+    return el.dispatchEvent(new Ctor(type, props));
+  }
+  function setValue(el, value) {
+    // Through the prototype's setter, so frameworks that track the value see the change.
+    var proto = tag(el) === "textarea" ? w.HTMLTextAreaElement : tag(el) === "select" ? w.HTMLSelectElement : w.HTMLInputElement;
+    var desc = proto && Object.getOwnPropertyDescriptor(proto.prototype, "value");
+    if (desc && desc.set) desc.set.call(el, value); else el.value = value;
+  }
+  function unsupported(message) { return { error: { code: "UNSUPPORTED", message: message + " Use computer_observe and computer_act on its bbox instead." } }; }
+  function editable(el) {
+    var t = tag(el);
+    if (t === "textarea") return true;
+    if (el.isContentEditable) return true;
+    if (t !== "input") return false;
+    var type = String(el.type || "text").toLowerCase();
+    return ["text", "search", "email", "url", "tel", "password", "number", ""].indexOf(type) >= 0;
+  }
+  function perform(el, cmd) {
+    if (!el || !el.isConnected || el.ownerDocument !== doc) return { error: { code: "STALE_REF", message: "stale" } };
+    var t = tag(el);
+    if (t === "iframe" || t === "frame") return unsupported("This element is a frame: its content is another document the page tools cannot reach.");
+    if (shadowControls(el) && !el.matches(INTERACTIVE)) return unsupported("This control lives in a shadow DOM the page tools do not enter.");
+    if (cmd.action !== "scroll_into_view" && cmd.action !== "hover" && (el.disabled || el.getAttribute("aria-disabled") === "true")) return { error: { code: "CONFLICT", message: "The element is disabled; do what enables it first, then snapshot again." } };
+    if (el.scrollIntoView && cmd.layout !== false) el.scrollIntoView({ block: "center", inline: "center" });
+    switch (cmd.action) {
+      case "scroll_into_view":
+        return { progress: ["scrolled into view"] };
+      case "hover":
+        fire(el, "mouseover"); fire(el, "mouseenter", { bubbles: false }); fire(el, "mousemove");
+        return { progress: ["hovered"] };
+      case "click":
+        if (el.focus) el.focus();
+        fire(el, "mousedown"); fire(el, "mouseup");
+        el.click();
+        return { progress: ["clicked"] };
+      case "check":
+      case "uncheck": {
+        var want = cmd.action === "check";
+        var type = t === "input" ? String(el.type).toLowerCase() : "";
+        var role = el.getAttribute("role");
+        if (type === "checkbox" || type === "radio") {
+          if (!want && type === "radio") return unsupported("A radio button cannot be unchecked; check another option of its group.");
+          if (!!el.checked !== want) el.click();
+          return !!el.checked === want ? { progress: [want ? "checked" : "unchecked"] } : { progress: ["clicked"], error: { code: "CONFLICT", message: "The page did not let the box change." } };
+        }
+        if (role === "checkbox" || role === "switch" || role === "radio") {
+          if ((el.getAttribute("aria-checked") === "true") !== want) el.click();
+          return { progress: ["clicked"] };
+        }
+        return unsupported("check works on checkboxes, radios and switches only.");
+      }
+      case "select": {
+        if (t !== "select") return unsupported("select works on <select> elements only; for custom dropdowns click the control, snapshot, and click the option.");
+        var wanted = String(cmd.value);
+        var options = Array.prototype.slice.call(el.options);
+        var match = options.filter(function (o) { return clean(o.label || o.text, 500) === clean(wanted, 500); })[0] || options.filter(function (o) { return o.value === wanted; })[0];
+        if (!match) return { error: { code: "INVALID_ARGUMENT", message: "No option is labelled or valued \"" + clean(wanted, 60) + "\"; options: " + options.slice(0, 25).map(function (o) { return clean(o.label || o.text, 40); }).join(", ") } };
+        if (match.disabled) return { error: { code: "CONFLICT", message: "That option is disabled." } };
+        if (el.focus) el.focus();
+        setValue(el, match.value);
+        match.selected = true;
+        fire(el, "input"); fire(el, "change");
+        return { progress: ["selected"] };
+      }
+      case "focus-for-typing": {
+        if (!editable(el)) return unsupported("fill and type work on text fields only.");
+        if (el.focus) el.focus();
+        if (cmd.clear) {
+          if (el.isContentEditable) el.textContent = ""; else setValue(el, "");
+          fire(el, "input");
+        }
+        return { progress: [cmd.clear ? "focused and cleared" : "focused"] };
+      }
+      case "type-chars": {
+        if (doc.activeElement !== el && el.focus) el.focus();
+        var chars = Array.from(String(cmd.value));
+        // A navigation the page starts while we type (an input handler that
+        // leaves) stops typing: the rest would land on a page that is going away.
+        if (w.navigation && !w.__agentPageWatch) {
+          w.__agentPageWatch = { navigated: false };
+          w.navigation.addEventListener("navigate", function () { w.__agentPageWatch.navigated = true; });
+        }
+        if (w.__agentPageWatch) w.__agentPageWatch.navigated = false;
+        var startHref = String(w.location.href);
+        for (var c = 0; c < chars.length; c++) {
+          if ((w.__agentPageWatch && w.__agentPageWatch.navigated) || String(w.location.href) !== startHref || !el.isConnected || el.ownerDocument !== w.document) return { progress: [], typed: c, navigated: true };
+          var ch = chars[c];
+          if (!fire(el, "keydown", { key: ch })) { fire(el, "keyup", { key: ch }); continue; }
+          fire(el, "keypress", { key: ch });
+          if (el.isContentEditable) el.textContent += ch; else setValue(el, String(el.value) + ch);
+          fire(el, "input", { data: ch, inputType: "insertText" });
+          fire(el, "keyup", { key: ch });
+        }
+        return { progress: [] , typed: chars.length };
+      }
+      case "finish-typing":
+        fire(el, "change");
+        return { progress: [] };
+      case "press": {
+        var key = String(cmd.value);
+        if (el.focus) el.focus();
+        var allowed = fire(el, "keydown", { key: key });
+        fire(el, "keyup", { key: key });
+        // Synthetic key events do nothing by default, so Enter in a form field submits as a browser would.
+        if (allowed && key === "Enter" && el.form && tag(el) === "input") {
+          if (el.form.requestSubmit) el.form.requestSubmit(); else el.form.submit();
+        } else if (allowed && (key === "Enter" || key === " ") && (t === "button" || t === "a")) el.click();
+        return { progress: ["pressed " + key] };
+      }
+    }
+    return unsupported("The action " + cmd.action + " is not supported.");
+  }
+  try {
+    if (command.op === "collect") return collect(command);
+    if (command.op === "perform") return perform(target, command);
+    if (command.op === "alive") return { alive: !!(target && target.isConnected && target.ownerDocument === doc) };
+    return { error: { code: "INVALID_ARGUMENT", message: "unknown page script op" } };
+  } catch (e) {
+    return { error: { code: "UNAVAILABLE", message: "The page script failed: " + String(e && e.message || e).slice(0, 200) } };
+  }
+})`;

@@ -1,0 +1,154 @@
+import { AgentComputerError, type CollectedPage, PAGE_SCRIPT, type PageEngine } from "@agent-computer/core";
+import type { CdpConnection } from "./cdp-connection.js";
+import { sleep } from "./process-status.js";
+
+interface RemoteObject {
+  objectId?: string;
+  value?: unknown;
+}
+interface CallResult {
+  result?: RemoteObject;
+  exceptionDetails?: { text?: string; exception?: { description?: string } };
+}
+
+/**
+ * The bot's visible Chromium tab as a `PageEngine`: the page script runs in
+ * an isolated world (the page's scripts can neither see nor fake it), and
+ * elements are named by backend node id, which dies with its node, so a
+ * re-rendered look-alike never inherits a ref.
+ */
+export class CdpPageEngine implements PageEngine<number> {
+  readonly layout = true;
+  private world: { loaderId: string; contextId: number; script: string } | undefined;
+
+  constructor(private readonly cdp: CdpConnection) {}
+
+  async load(url: string, timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    const result = (await this.cdp.call("Page.navigate", { url }, timeoutMs)) as { errorText?: string };
+    if (result.errorText) throw new AgentComputerError("UNAVAILABLE", `Could not load ${url}: ${result.errorText}.`);
+    this.world = undefined;
+    while (Date.now() < until) {
+      if ((await this.readyState()) === "complete") return;
+      await sleep(50);
+    }
+    throw new AgentComputerError(
+      "TIMEOUT",
+      `${url} did not finish loading within ${timeoutMs} ms; snapshot to see what did load.`,
+    );
+  }
+
+  async collect(command: Record<string, unknown>): Promise<{ page: CollectedPage; handles: number[] }> {
+    const world = await this.ensureWorld();
+    const answer = await this.callScript(world, [{ value: command }], false);
+    const objectId = answer.objectId as string;
+    const data = (
+      await this.on(objectId, "function () { return this.error ? { error: this.error } : this.data; }", true)
+    ).value as CollectedPage & { error?: { message?: string } };
+    if ("error" in data && data.error)
+      throw new AgentComputerError("UNAVAILABLE", `The page script failed: ${data.error.message}`);
+    const nodes = await this.on(objectId, "function () { return this.nodes; }", false);
+    const props = (await this.cdp.call("Runtime.getProperties", { objectId: nodes.objectId, ownProperties: true })) as {
+      result: { name: string; value?: RemoteObject }[];
+    };
+    const items = props.result
+      .filter((p) => /^\d+$/.test(p.name) && p.value?.objectId)
+      .sort((a, b) => Number(a.name) - Number(b.name));
+    const handles = await Promise.all(
+      items.map(async (p) => {
+        const described = (await this.cdp.call("DOM.describeNode", { objectId: p.value?.objectId })) as {
+          node: { backendNodeId: number };
+        };
+        return described.node.backendNodeId;
+      }),
+    );
+    await this.cdp.call("Runtime.releaseObject", { objectId }).catch(() => undefined);
+    return { page: data, handles };
+  }
+
+  async perform(handle: number, command: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const world = await this.ensureWorld();
+    let element: RemoteObject;
+    try {
+      element = (
+        (await this.cdp.call("DOM.resolveNode", { backendNodeId: handle, executionContextId: world.contextId })) as {
+          object: RemoteObject;
+        }
+      ).object;
+    } catch {
+      return { error: { code: "STALE_REF", message: "gone" } };
+    }
+    const answer = await this.callScript(world, [{ value: command }, { objectId: element.objectId }], true);
+    return answer.value as Record<string, unknown>;
+  }
+
+  identity(handle: number): number {
+    return handle;
+  }
+
+  async documentKey(): Promise<string> {
+    const frame = await this.mainFrame();
+    return `${frame.id}:${frame.loaderId}`;
+  }
+
+  async settle(): Promise<void> {
+    // Long enough for a navigation the action started to commit; then its load, bounded.
+    await sleep(150);
+    const until = Date.now() + 5000;
+    while (Date.now() < until && (await this.readyState()) !== "complete") await sleep(50);
+  }
+
+  private async readyState(): Promise<unknown> {
+    const r = (await this.cdp
+      .call("Runtime.evaluate", { expression: "document.readyState", returnByValue: true })
+      .catch(() => undefined)) as CallResult | undefined;
+    return r?.result?.value;
+  }
+
+  private async mainFrame(): Promise<{ id: string; loaderId: string }> {
+    const tree = (await this.cdp.call("Page.getFrameTree")) as {
+      frameTree: { frame: { id: string; loaderId: string } };
+    };
+    return tree.frameTree.frame;
+  }
+
+  private async ensureWorld(): Promise<{ loaderId: string; contextId: number; script: string }> {
+    const frame = await this.mainFrame();
+    if (this.world?.loaderId === frame.loaderId) return this.world;
+    const created = (await this.cdp.call("Page.createIsolatedWorld", {
+      frameId: frame.id,
+      worldName: "agent-computer-page-browser",
+    })) as { executionContextId: number };
+    const fn = (await this.cdp.call("Runtime.evaluate", {
+      expression: PAGE_SCRIPT,
+      contextId: created.executionContextId,
+    })) as CallResult;
+    if (!fn.result?.objectId) throw new AgentComputerError("UNAVAILABLE", "The page script did not load in the page.");
+    this.world = { loaderId: frame.loaderId, contextId: created.executionContextId, script: fn.result.objectId };
+    return this.world;
+  }
+
+  private async callScript(
+    world: { script: string },
+    args: RemoteObject[],
+    returnByValue: boolean,
+  ): Promise<RemoteObject> {
+    const r = (await this.cdp.call("Runtime.callFunctionOn", {
+      objectId: world.script,
+      functionDeclaration: "function (command, target) { return this(command, target); }",
+      arguments: args,
+      returnByValue,
+    })) as CallResult;
+    if (r.exceptionDetails) throw new AgentComputerError("UNAVAILABLE", "The page script threw in the page.");
+    return r.result ?? {};
+  }
+
+  private async on(objectId: string, functionDeclaration: string, returnByValue: boolean): Promise<RemoteObject> {
+    const r = (await this.cdp.call("Runtime.callFunctionOn", {
+      objectId,
+      functionDeclaration,
+      returnByValue,
+    })) as CallResult;
+    return r.result ?? {};
+  }
+}

@@ -1,0 +1,42 @@
+import {
+  type OpContext,
+  type PageAction,
+  type PageActOutcome,
+  type PageBrowser,
+  type PageSnapshot,
+  pageActionSchema,
+  parseInput,
+} from "@agent-computer/core";
+import { z } from "zod";
+
+/** Runs one `desktop browse` call in the computer and returns its summary line. */
+export type BrowseRunner = (
+  op: "navigate" | "snapshot" | "act",
+  input: unknown,
+  ctx: OpContext | undefined,
+) => Promise<Record<string, unknown>>;
+
+const urlSchema = z.string().url().max(8192);
+
+/**
+ * The page browser of a Linux desktop: each call is one `desktop browse`
+ * run through the machine's exec, which speaks CDP to the bot's Chromium on
+ * the computer's loopback, so no DevTools port is ever published.
+ */
+export class LinuxPageBrowser implements PageBrowser {
+  constructor(private readonly browse: BrowseRunner) {}
+
+  async navigate(url: string, ctx?: OpContext): Promise<PageSnapshot> {
+    const target = parseInput(urlSchema, url, "url");
+    return (await this.browse("navigate", { url: target }, ctx)).snapshot as PageSnapshot;
+  }
+
+  async snapshot(ctx?: OpContext): Promise<PageSnapshot> {
+    return (await this.browse("snapshot", undefined, ctx)).snapshot as PageSnapshot;
+  }
+
+  async act(action: PageAction, ctx?: OpContext): Promise<PageActOutcome> {
+    const request = parseInput(pageActionSchema, action, "page action");
+    return (await this.browse("act", request, ctx)).outcome as PageActOutcome;
+  }
+}
