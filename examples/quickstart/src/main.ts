@@ -46,7 +46,7 @@ function toolsOf(run: BotRun, capabilities: ComputerToolSession["capabilities"])
 
 async function saveScreenshot(result: ToolResult, file: string): Promise<string> {
   const image = result.content.find((c) => c.type === "image");
-  if (!image || image.type !== "image") return "no new frame";
+  if (image?.type !== "image") return "no new frame";
   await writeFile(join(outDir, file), image.data);
   return `saved out/${file}`;
 }

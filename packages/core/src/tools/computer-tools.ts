@@ -5,7 +5,7 @@ import { AgentComputerError } from "../errors/agent-computer-error.js";
 import { browserTools } from "./browser-tools.js";
 import type { ComputerToolSession } from "./computer-tool-session.js";
 import { type ComputerTool, computerTool, recorded, textResult } from "./recorded-call.js";
-import type { ToolContent, ToolResult } from "./tool-result.js";
+import type { ToolContent } from "./tool-result.js";
 
 const OUTPUT_TAIL_BYTES = 8 * 1024;
 const READ_DEFAULT_BYTES = 256 * 1024;
