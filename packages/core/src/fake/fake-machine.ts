@@ -91,8 +91,12 @@ export class FakeMachine implements Machine {
         maxOutputBytes: request.maxOutputBytes,
         onOutput: request.onOutput,
         signal: signalOf(context, "command"),
-        track: (pgid, running) =>
-          running ? this.state.processGroups.add(pgid) : this.state.processGroups.delete(pgid),
+        // A group outlives its command when the command left a background
+        // child (a server); keep it so stop and destroy still kill it.
+        track: (pgid, running) => {
+          if (running || groupAlive(pgid)) this.state.processGroups.add(pgid);
+          else this.state.processGroups.delete(pgid);
+        },
       });
     });
   }
@@ -227,5 +231,14 @@ export class FakeMachine implements Machine {
       "PROVIDER_GONE",
       `The machine ${this.ref} was destroyed; provision a replacement and restore its home.`,
     );
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -95,5 +96,25 @@ describe("fake provider", () => {
     const machine = await createFakeProvider().provision(spec);
     const desktop = await machine.openDesktop!("bot");
     await expect(desktop.screenEndpoint("view")).rejects.toMatchObject({ code: "UNSUPPORTED" });
+  });
+});
+
+describe("fake provider background processes", () => {
+  it("kills what a command left running in the background when the machine is destroyed", async () => {
+    const machine = await createFakeProvider().provision(spec);
+    await machine.exec({ shell: "(sleep 30 & echo $! > bg.pid) && sleep 0.2" });
+    const pid = Number(new TextDecoder().decode(await machine.files.read("bg.pid")));
+    // Running, as opposed to gone or a zombie no init process reaped yet.
+    const running = () => {
+      try {
+        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+      } catch {
+        return false;
+      }
+    };
+    expect(running()).toBe(true);
+    await machine.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(running()).toBe(false);
   });
 });

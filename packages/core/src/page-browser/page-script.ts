@@ -131,6 +131,12 @@ export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
     var kept = described.slice(0, cmd.maxElements);
     var body = doc.body ? textOf(doc.body) : "";
     var text = String(body || "").replace(/[ \t\f\v\r]+/g, " ").replace(/\s*\n\s*/g, "\n").trim();
+    // A select's options are listed with its element; in the page text they
+    // would be paid for twice (Chromium's innerText prints every option).
+    var optionLines = {};
+    var options = doc.querySelectorAll("select option");
+    for (var o = 0; o < options.length; o++) optionLines[String(options[o].textContent || "").trim()] = true;
+    if (options.length > 0) text = text.split("\n").filter(function (line) { return !optionLines[line.trim()]; }).join("\n");
     return {
       data: {
         url: String(w.location.href),

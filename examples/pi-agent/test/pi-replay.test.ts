@@ -1,0 +1,118 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ActivityEvent, createComputerRuntime, type SandboxProvider } from "@agent-computer/core";
+import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
+import { createFakeProvider } from "@agent-computer/core/fake";
+import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { dockerProvider } from "@agent-computer/provider-docker";
+import type { Context } from "@mariozechner/pi-ai";
+import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } from "@mariozechner/pi-ai";
+import { describe, expect, it } from "vitest";
+import {
+  dockerTestEnvironment,
+  reportMissingDocker,
+} from "../../../packages/provider-docker/test/docker-test-environment.js";
+import { createComputerAgent } from "../src/computer-agent.js";
+import { contactsCsv, contactsInText, contactsPage, randomContacts } from "../src/contacts-app.js";
+
+// A deterministic replay through real Pi: pi-agent-core's Agent with
+// pi-ai's scripted (faux) model. The model's turns are factories that read
+// the earlier tool results (the page's refs, the rows on the page) to decide
+// the next call, as a real model would; the contacts are random per run.
+
+/** The text of the latest tool result in the model's context. */
+function lastToolText(context: Context): string {
+  const result = [...context.messages].reverse().find((m) => m.role === "toolResult");
+  if (!result || result.role !== "toolResult") throw new Error("the model expected a tool result");
+  if (result.isError) throw new Error(`the tool failed: ${JSON.stringify(result.content)}`);
+  return result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
+}
+
+async function replay(provider: SandboxProvider, dataDir: string) {
+  const contacts = randomContacts();
+  const port = 8600 + Math.floor(Math.random() * 300);
+  const runtime = createComputerRuntime({
+    provider,
+    stateStore: new MemoryLeaseStore(),
+    homeStore: new LocalAgentHomeStore({ dataDir }),
+    idleMs: 0,
+  });
+  const run = runtime.startRun({ workspaceId: `pi-${Date.now().toString(36)}`, botId: "pi" });
+  const machine = await run.machine();
+  await machine.files.write(`${run.workdir}/site/index.html`, new TextEncoder().encode(contactsPage(contacts)));
+  await machine.exec({
+    shell: `(python3 -m http.server ${port} --bind 127.0.0.1 --directory site >/dev/null 2>&1 &) && sleep 1`,
+    cwd: run.workdir,
+  });
+
+  const faux = registerFauxProvider({ models: [{ id: "scripted-text", input: ["text"] }] });
+  faux.setResponses([
+    () => fauxAssistantMessage(fauxToolCall("browser_navigate", { url: `http://127.0.0.1:${port}/` })),
+    (context) => {
+      const ref = /(e\d+) button "Show contacts"/.exec(lastToolText(context))?.[1];
+      if (!ref) throw new Error("no Show contacts button in the snapshot");
+      return fauxAssistantMessage(fauxToolCall("browser_act", { ref, action: "click" }));
+    },
+    (context) => {
+      const rows = contactsInText(lastToolText(context));
+      return fauxAssistantMessage(fauxToolCall("write_file", { path: "contacts.csv", content: contactsCsv(rows) }));
+    },
+    () => fauxAssistantMessage(fauxToolCall("shell", { command: "tail -n +2 contacts.csv | wc -l" })),
+    (context) => {
+      const count = lastToolText(context).match(/stdout:\n\s*(\d+)/)?.[1];
+      return fauxAssistantMessage(fauxText(`Saved ${count} contacts to contacts.csv.`));
+    },
+  ]);
+  const activity: ActivityEvent[] = [];
+  try {
+    const agent = createComputerAgent({
+      run,
+      capabilities: runtime.capabilities,
+      model: faux.getModel(),
+      onActivity: (e) => activity.push(e),
+    });
+    await agent.prompt("Export the contacts of http://127.0.0.1 to contacts.csv.");
+    const csv = new TextDecoder().decode(await machine.files.read(`${run.workdir}/contacts.csv`));
+    const last = agent.state.messages.at(-1);
+    return { contacts, csv, activity, last, pending: faux.getPendingResponseCount() };
+  } finally {
+    faux.unregister();
+    await run.end("completed");
+    // Remove the machine (and the page server it runs) for good.
+    const computer = await runtime.leases.getComputer(run.computerId);
+    const left = await provider.reconnect(computer?.providerRef as `${string}:${string}`);
+    if (left !== "gone") await left.destroy();
+  }
+}
+
+function expectExported(result: Awaited<ReturnType<typeof replay>>) {
+  expect(result.pending).toBe(0);
+  expect(result.csv).toBe(contactsCsv(result.contacts));
+  expect(result.activity.map((e) => [e.tool, e.ok])).toEqual([
+    ["browser_navigate", true],
+    ["browser_act", true],
+    ["write_file", true],
+    ["shell", true],
+  ]);
+  expect(result.activity[2]?.summary).toBe(`wrote contacts.csv (${Buffer.byteLength(result.csv)} bytes)`);
+  expect(JSON.stringify(result.last)).toContain(`Saved ${result.contacts.length} contacts`);
+}
+
+describe("Pi agent replay on the fake provider", () => {
+  it("exports this run's random contacts through the page, file and shell tools", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "pi-replay-"));
+    expectExported(await replay(createFakeProvider(), dataDir));
+  }, 60_000);
+});
+
+const env = await dockerTestEnvironment();
+if (env.missing) reportMissingDocker("Pi agent replay on Docker", env.missing);
+else {
+  describe("Pi agent replay on Docker", () => {
+    it("exports this run's random contacts in the computer's real Chromium", async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "pi-replay-docker-"));
+      expectExported(await replay(dockerProvider({ docker: env.docker, image: env.image, dataDir }), dataDir));
+    }, 180_000);
+  });
+}

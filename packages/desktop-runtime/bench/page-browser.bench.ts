@@ -1,0 +1,212 @@
+// `npm run bench -- page-browser [--runs N] [--warmup N]`: what a model reads
+// from browser_snapshot beside Playwright's accessibility snapshot of the same
+// page, in the same headless Chromium, in the same run (issue 8).
+//
+// Three fixture pages (page-fixtures/: search results, a settings form, a
+// data table) are served on 127.0.0.1 by this script. For each page:
+// - ours: the in-computer helper's own engine (CdpPageEngine: the page script
+//   in an isolated world over CDP) under PageSession, rendered to the exact
+//   text the tool returns (renderPageSnapshot); the emulator's (happy-dom)
+//   snapshot of the same page is counted too, for reference;
+// - baseline: playwright-core's `page.locator("body").ariaSnapshot()`;
+// - both counted with js-tiktoken's o200k_base; a scripted task names the
+//   labels it needs and the run FAILS if our snapshot drops any of them, so a
+//   smaller snapshot cannot win by losing content;
+// - snapshot latency medians through runBench (unit ms).
+// Needs /usr/bin/chromium (or CHROMIUM_PATH) and a build of core.
+// PAGE_BENCH_PRINT=1 also prints both snapshots of each page.
+import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { PageSession, type SnapshotMemory } from "@agent-computer/core";
+import { benchOptionsFromArgv, runBench } from "@agent-computer/core/bench";
+import { EmulatorPageBrowser } from "@agent-computer/core/fake";
+import { getEncoding } from "js-tiktoken";
+import { chromium } from "playwright-core";
+// Not exported from core's entry: the tool's own renderer, so the count is
+// of exactly what browser_snapshot hands the model.
+import { renderPageSnapshot } from "../../core/src/tools/browser-tools.js";
+import type { CdpConnection } from "../computer/desktop/cdp-connection.js";
+import { CdpPageEngine } from "../computer/desktop/cdp-page-engine.js";
+
+const TOKENIZER = "o200k_base";
+const options = benchOptionsFromArgv();
+const write = (line: string) => process.stdout.write(`${line}\n`);
+const encoder = getEncoding(TOKENIZER);
+const tokens = (text: string) => encoder.encode(text).length;
+
+interface Fixture {
+  readonly file: string;
+  readonly task: string;
+  /** Every string the task needs to read or act on; our snapshot must keep each one. */
+  readonly labels: readonly string[];
+}
+
+const FIXTURES: readonly Fixture[] = [
+  {
+    file: "search-results.html",
+    task: "Find Wirecutter's top pick and its price, open that review, then go to results page 2",
+    labels: [
+      "noise cancelling headphones",
+      "The 3 Best Noise-Cancelling Headphones of 2025 | Reviews by Wirecutter",
+      "Sony WH-1000XM6",
+      "$449.99",
+      "Under $100",
+      "Which is better, Sony or Bose noise cancelling?",
+      "Next",
+      "Shopping",
+    ],
+  },
+  {
+    file: "settings-form.html",
+    task: "Change the display name, switch the time zone to Berlin, turn on weekly digest, turn off push notifications, save",
+    labels: [
+      "Display name",
+      "Dana Whitfield",
+      "Time zone",
+      "(UTC-05:00) Eastern Time",
+      "(UTC+01:00) Berlin",
+      "Weekly digest",
+      "Push notifications on mobile",
+      "Product news (managed by your organization)",
+      "Sync with system",
+      "Update profile",
+    ],
+  },
+  {
+    file: "data-table.html",
+    task: "Filter to overdue orders, read Granite Legal LLP's order number and total, select it and open its actions menu",
+    labels: [
+      "Filter orders",
+      "Overdue",
+      "Granite Legal LLP",
+      "#10477",
+      "$2,043.00",
+      "Select order #10477",
+      "Actions for order #10477",
+      "Showing 1–20 of 1,284 orders",
+    ],
+  },
+];
+
+// Loopback pages, served by this script.
+const fixtureDir = join(import.meta.dirname, "page-fixtures");
+const server = createServer((req, res) => {
+  const name = (req.url ?? "/").slice(1).split("?")[0] ?? "";
+  if (!FIXTURES.some((f) => f.file === name)) {
+    res.writeHead(404, { "content-type": "text/plain" }).end("Not found");
+    return;
+  }
+  readFile(join(fixtureDir, name), "utf8").then(
+    (html) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(html),
+    () => res.writeHead(500).end(),
+  );
+});
+await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+/** The latest snapshot in process, as the emulator keeps it (the helper keeps it in a file). */
+class LatestSnapshot implements SnapshotMemory<number> {
+  private latest: Awaited<ReturnType<SnapshotMemory<number>["load"]>>;
+  async load() {
+    return this.latest;
+  }
+  async save(snapshot: NonNullable<typeof this.latest>) {
+    this.latest = snapshot;
+  }
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+  headless: true,
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+const emulator = new EmulatorPageBrowser();
+const failures: string[] = [];
+const summary: string[] = [];
+
+try {
+  // The computer's screen size, so "in viewport first" and boxes are as on the desktop.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const cdpSession = await context.newCDPSession(page);
+  // CdpPageEngine only calls `call(method, params)`: Playwright's CDP session carries it.
+  const cdp = {
+    call: (method: string, params: Record<string, unknown> = {}) =>
+      cdpSession.send(method as Parameters<typeof cdpSession.send>[0], params as never),
+  } as unknown as CdpConnection;
+  const ours = new PageSession(new CdpPageEngine(cdp), new LatestSnapshot());
+  const oursText = async () => renderPageSnapshot(await ours.snapshot());
+  const ariaText = () => page.locator("body").ariaSnapshot();
+
+  write(`# page-browser: snapshot size per page (${TOKENIZER} tokens, Chromium ${browser.version()}, 1280x800)`);
+  for (const fixture of FIXTURES) {
+    const url = `${base}/${fixture.file}`;
+    await page.goto(url, { waitUntil: "load" });
+    const mine = await oursText();
+    const aria = await ariaText();
+    const emulated = renderPageSnapshot(await emulator.navigate(url));
+
+    const missing = (text: string) => fixture.labels.filter((label) => !text.includes(label));
+    const oursMissing = missing(mine);
+    const ariaMissing = missing(aria);
+    const emulatorMissing = missing(emulated);
+    if (oursMissing.length > 0) failures.push(`${fixture.file}: our snapshot lacks ${JSON.stringify(oursMissing)}`);
+    if (emulatorMissing.length > 0)
+      failures.push(`${fixture.file}: the emulator's snapshot lacks ${JSON.stringify(emulatorMissing)}`);
+
+    const t = { ours: tokens(mine), aria: tokens(aria), emulator: tokens(emulated) };
+    const n = fixture.labels.length;
+    write(`${fixture.file}: task "${fixture.task}"`);
+    write(
+      `  tokens: ours ${t.ours} | ariaSnapshot ${t.aria} | ratio ${(t.ours / t.aria).toFixed(3)} (lower is better)` +
+        ` | emulator (happy-dom, no layout) ${t.emulator}`,
+    );
+    write(
+      `  chars: ours ${mine.length} | ariaSnapshot ${aria.length}; task labels kept: ours ${n - oursMissing.length}/${n}` +
+        ` | ariaSnapshot ${n - ariaMissing.length}/${n}${ariaMissing.length ? ` (lacks ${JSON.stringify(ariaMissing)})` : ""}` +
+        ` | emulator ${n - emulatorMissing.length}/${n}`,
+    );
+    summary.push(
+      `${fixture.file.padEnd(20)} ours ${t.ours} vs ariaSnapshot ${t.aria} (${(t.ours / t.aria).toFixed(2)}x)`,
+    );
+    if (process.env.PAGE_BENCH_PRINT) write(`--- ours ---\n${mine}\n--- ariaSnapshot ---\n${aria}\n---`);
+
+    // Latency on this page, the page already loaded: one snapshot each, alternating.
+    const figures = await runBench(
+      `page-browser: ${fixture.file} snapshot latency (same page, same Chromium)`,
+      [
+        {
+          name: "snapshot",
+          unit: "ms",
+          subject: { label: "ours (isolated-world page script + render)", run: oursText },
+          baseline: { label: 'locator("body").ariaSnapshot()', run: ariaText },
+        },
+      ],
+      { warmup: 2, runs: 9, ...options, write },
+    );
+    const f = figures[0];
+    if (f)
+      summary[summary.length - 1] += ` | latency ${f.subject.median.toFixed(1)} vs ${f.baseline.median.toFixed(1)} ms`;
+  }
+
+  write("# page-browser: summary (o200k_base tokens)");
+  for (const line of summary) write(`  ${line}`);
+} finally {
+  await emulator.close().catch(() => {});
+  await browser.close().catch(() => {});
+  await new Promise((resolve) => server.close(resolve));
+}
+
+// After every page is measured, so one failure does not hide the others' figures.
+if (failures.length > 0) throw new Error(`A snapshot dropped what its task needs:\n${failures.join("\n")}`);
