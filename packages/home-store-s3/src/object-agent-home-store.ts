@@ -5,7 +5,6 @@ import { PassThrough, type Readable } from "node:stream";
 import {
   AgentComputerError,
   checkOpContext,
-  type Machine,
   type OpContext,
   parseInput,
   signalOf,
@@ -13,16 +12,20 @@ import {
 } from "@agent-computer/core";
 import {
   type AgentHomeStore,
+  homeCheckpointRequestSchema as checkpointRequestSchema,
   type HomeCheckpoint,
   type HomeCheckpointRequest,
   type HomeRestoreRequest,
   type HomeSource,
   type HomeTarget,
+  homeKeySchema,
   openCheckpoint,
   packHome,
   type RestoreLimits,
   recoverInterruptedRestore,
   restoreHome,
+  restoreLimitsSchema,
+  homeRestoreRequestSchema as restoreRequestSchema,
   type StagedHome,
   sealCheckpoint,
   stageHome,
@@ -53,41 +56,9 @@ const MIB = 1024 * 1024;
 /** Names the pointer object that says which attempt won a revision. */
 const COMMITTED = "committed";
 
-const homeKeySchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a home key of letters, digits, '.', '_' and '-' (at most 128)");
 // A storage id becomes a segment of object keys: the same alphabet, nothing that could climb out.
 const storageIdPattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-const machineSchema = z.custom<Machine>(
-  (v) =>
-    typeof (v as Machine)?.files?.exportWorkspace === "function" &&
-    typeof (v as Machine)?.files?.importWorkspace === "function",
-  { message: "expected a Machine with files.exportWorkspace and files.importWorkspace" },
-);
-const placeSchema = z.union([
-  z.object({ machine: machineSchema }).strict(),
-  z.object({ dir: z.string().min(1) }).strict(),
-  z.object({ mounted: z.literal(true) }).strict(),
-]);
-const checkpointRequestSchema = z.object({
-  homeKey: homeKeySchema,
-  source: placeSchema,
-  commit: z
-    .custom<(next: number) => Promise<void>>((v) => typeof v === "function", { message: "expected a function" })
-    .optional(),
-  ctx: z.unknown().optional(),
-});
-const restoreRequestSchema = z.object({ homeKey: homeKeySchema, target: placeSchema, ctx: z.unknown().optional() });
-const limitsSchema = z
-  .object({
-    maxTotalBytes: z.number().int().positive().optional(),
-    maxEntries: z.number().int().positive().optional(),
-    maxFileBytes: z.number().int().positive().optional(),
-    maxPathLength: z.number().int().positive().optional(),
-    maxDepth: z.number().int().positive().optional(),
-  })
-  .strict();
 const optionsSchema = z
   .object({
     s3: z.custom<S3Client | object>((v) => typeof v === "object" && v !== null, {
@@ -114,7 +85,7 @@ const optionsSchema = z
         typeof (v as HomeRecords)?.list === "function",
       { message: "expected HomeRecords with read, setWrappedDataKey, advanceRevision and list" },
     ),
-    limits: limitsSchema.optional(),
+    limits: restoreLimitsSchema.optional(),
     // S3 itself needs 5 MiB parts; smaller ones are for servers without that rule (tests).
     partBytes: z
       .number()

@@ -6,45 +6,21 @@ import { z } from "zod";
 import { packHome } from "../checkpoint/pack-home.js";
 import { recoverInterruptedRestore, restoreHome, stageHome } from "../checkpoint/restore-home.js";
 import { type RestoreLimits, restoreLimitsSchema } from "../checkpoint/restore-limits.js";
-import type { Machine } from "../contract/machine.js";
 import { checkOpContext, type OpContext, signalOf, throwIfDone } from "../contract/op-context.js";
 import { AgentComputerError } from "../errors/agent-computer-error.js";
 import { parseInput } from "../validation/parse-input.js";
 import type { AgentHomeStore } from "./agent-home-store.js";
 import type { HomeCheckpoint } from "./home-checkpoint.js";
 import type { HomeCheckpointRequest } from "./home-checkpoint-request.js";
+import {
+  homeCheckpointRequestSchema as checkpointRequestSchema,
+  homeKeySchema,
+  homeRestoreRequestSchema as restoreRequestSchema,
+} from "./home-request-schemas.js";
 import type { HomeRestoreRequest } from "./home-restore-request.js";
 import type { HomeSource } from "./home-source.js";
 import type { HomeTarget } from "./home-target.js";
 import type { LocalAgentHomeStoreOptions } from "./local-agent-home-store-options.js";
-
-const homeKeySchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a home key of letters, digits, '.', '_' and '-' (at most 128)");
-
-const machineSchema = z.custom<Machine>(
-  (v) =>
-    typeof (v as Machine)?.files?.exportWorkspace === "function" &&
-    typeof (v as Machine)?.files?.importWorkspace === "function",
-  { message: "expected a Machine with files.exportWorkspace and files.importWorkspace" },
-);
-
-const placeSchema = z.union([
-  z.object({ machine: machineSchema }).strict(),
-  z.object({ dir: z.string().min(1) }).strict(),
-  z.object({ mounted: z.literal(true) }).strict(),
-]);
-
-const checkpointRequestSchema = z.object({
-  homeKey: homeKeySchema,
-  source: placeSchema,
-  commit: z
-    .custom<(next: number) => Promise<void>>((v) => typeof v === "function", { message: "expected a function" })
-    .optional(),
-  ctx: z.unknown().optional(),
-});
-
-const restoreRequestSchema = z.object({ homeKey: homeKeySchema, target: placeSchema, ctx: z.unknown().optional() });
 
 const optionsSchema = z.object({ dataDir: z.string().min(1), limits: restoreLimitsSchema.optional() }).strict();
 
