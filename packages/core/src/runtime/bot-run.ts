@@ -16,6 +16,8 @@ export interface BotRunHost {
   ensureMachine(slot: ComputerSlot, options?: { verify?: boolean }): Promise<Machine>;
   touch(slot: ComputerSlot): void;
   takeoverRequested(slot: ComputerSlot, run: BotRun, reason: string): void;
+  /** Whether a person controls this bot's screen through the runtime now. */
+  screenHeld(slot: ComputerSlot, botId: string): boolean;
   runEnded(slot: ComputerSlot, run: BotRun, outcome: "completed" | "failed"): Promise<void>;
 }
 
@@ -46,6 +48,11 @@ export class BotRun {
 
   get computerId(): string {
     return this.slot.computerId;
+  }
+
+  /** A person controls this bot's screen now (a takeover through the runtime). */
+  get screenHeldByPerson(): boolean {
+    return this.host.screenHeld(this.slot, this.botId);
   }
 
   /** The bot's own folder, relative to the home: where its commands start. */

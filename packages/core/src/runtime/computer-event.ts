@@ -11,7 +11,9 @@ export interface ComputerEvent {
     | "checkpointing" // the home was saved under a new revision
     | "checkpoint-deferred" // a run ended while other bots still work; the last one saves
     | "suspending" // the computer was stopped (idle, active limit, or asked)
-    | "takeover-requested"; // a bot asks a person to take over its screen
+    | "takeover-requested" // a bot asks a person to take over its screen
+    | "takeover-started" // a person controls a bot's screen: its desktop actions are fenced out
+    | "takeover-ended"; // the person released it
   readonly computerId: string;
   /** Milliseconds since the epoch, by the runtime's clock. */
   readonly at: number;

@@ -145,6 +145,7 @@ export class ComputerRuntime implements BotRunHost {
     const lease = await this.leases.takeover({ ...parsed, run: run?.state ?? "idle" });
     slot.takeovers.add(lease);
     this.touch(slot);
+    this.emit("takeover-started", slot, performance.now(), { botId: parsed.botId });
     return lease;
   }
 
@@ -157,6 +158,7 @@ export class ComputerRuntime implements BotRunHost {
     this.touch(slot);
     for (const held of slot.takeovers)
       if (held.token === lease.token && held.key === lease.key) slot.takeovers.delete(held);
+    if (lease.botId !== undefined) this.emit("takeover-ended", slot, performance.now(), { botId: lease.botId });
     // The bot that asked for help resumes.
     for (const run of slot.runs) if (run.botId === lease.botId && run.state === "waiting_takeover") run.takeoverEnded();
     if (slot.checkpointPending && slot.runs.size === 0 && slot.takeovers.size === 0)
@@ -330,6 +332,11 @@ export class ComputerRuntime implements BotRunHost {
   /** @internal */
   takeoverRequested(slot: ComputerSlot, run: BotRun, reason: string): void {
     this.emit("takeover-requested", slot, performance.now(), { botId: run.botId, reason: reason.slice(0, 500) });
+  }
+
+  /** @internal */
+  screenHeld(slot: ComputerSlot, botId: string): boolean {
+    return [...slot.takeovers].some((lease) => lease.botId === botId);
   }
 
   /** What the provider's computers can do; tools offer themselves by it. */

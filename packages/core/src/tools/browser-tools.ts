@@ -112,6 +112,8 @@ const browserAct = computerTool({
 });
 
 /** The page tools (DESIGN §5, §10), offered where the provider has a page browser. */
-export function browserTools(session: ComputerToolSession): ComputerTool[] {
-  return session.capabilities.pageBrowser ? [browserNavigate, browserSnapshot, browserAct] : [];
+export function browserTools(session: ComputerToolSession, options: { screenHeld?: boolean } = {}): ComputerTool[] {
+  if (!session.capabilities.pageBrowser) return [];
+  // Navigating or acting would change a screen a person controls now.
+  return options.screenHeld ? [browserSnapshot] : [browserNavigate, browserSnapshot, browserAct];
 }

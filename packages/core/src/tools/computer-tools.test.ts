@@ -110,6 +110,30 @@ describe("computer tools", () => {
     expect(moved.content.some((c) => c.type === "image")).toBe(true);
   });
 
+  it("offers no screen-changing tools while a person controls the screen", async () => {
+    const { session, run, runtime } = await setup();
+    await run.machine();
+    run.state = "waiting_takeover";
+    const control = await runtime.takeover({
+      computerId: run.computerId,
+      botId: "alpha",
+      holder: "person",
+      ttlMs: 10_000,
+    });
+    expect(computerTools(session).map((t) => t.name)).toEqual([
+      "shell",
+      "read_file",
+      "write_file",
+      "list_files",
+      "attach_file",
+      "computer_observe",
+      "request_takeover",
+      "browser_snapshot",
+    ]);
+    await runtime.releaseTakeover(control);
+    expect(computerTools(session).map((t) => t.name)).toContain("computer_act");
+  });
+
   it("tells the model to wait or ask while a person controls the screen", async () => {
     const { call, run, runtime } = await setup();
     await call("computer_observe", {});

@@ -305,9 +305,12 @@ export type { ComputerTool };
 
 export function computerTools(session: ComputerToolSession): ComputerTool[] {
   const tools: ComputerTool[] = [shell, readFile, writeFile, listFiles, attachFile];
-  if (session.capabilities.desktop) {
-    if (session.vision) tools.push(observe, act);
-    tools.push(openPath, launchApp(session.apps), requestTakeover, ...browserTools(session));
-  }
+  if (!session.capabilities.desktop) return tools;
+  // While a person controls the screen, tools that would change it are not
+  // offered (and would fail FENCED_OUT); looking and asking still are.
+  const held = session.run.screenHeldByPerson;
+  if (session.vision) tools.push(observe, ...(held ? [] : [act]));
+  if (!held) tools.push(openPath, launchApp(session.apps));
+  tools.push(requestTakeover, ...browserTools(session, { screenHeld: held }));
   return tools;
 }

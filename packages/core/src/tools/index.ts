@@ -1,6 +1,19 @@
 export type { ActivityEvent } from "./activity-event.js";
+export { type AiSdkModelOutput, type AiSdkTool, type AiSdkToolOutput, toAiSdkTools } from "./ai-sdk-tools.js";
 export { ComputerToolSession, type ComputerToolSessionOptions, DEFAULT_DESKTOP_APPS } from "./computer-tool-session.js";
 export { type ComputerTool, computerTools } from "./computer-tools.js";
+export {
+  type AnthropicComputerAction,
+  type ComputerUseBatch,
+  type ComputerUseScaling,
+  fromAnthropicComputerAction,
+  fromOpenAiComputerActions,
+  type OpenAiComputerAction,
+  type ScreenSize,
+  scalePoint,
+  toModelPoint,
+} from "./computer-use-actions.js";
+export { type McpCallToolResult, type McpTool, toMcpTools } from "./mcp-tools.js";
 export { redactSecrets } from "./redact-secrets.js";
 export {
   type JsonSchemaTool,

@@ -1,0 +1,25 @@
+import {
+  type ActivityEvent,
+  type BotRun,
+  ComputerToolSession,
+  computerTools,
+  type ProviderCapabilities,
+  toAiSdkTools,
+} from "@agent-computer/core";
+import { jsonSchema, type ToolSet } from "ai";
+
+/** The agent tools of one (computer, bot) as an AI SDK `ToolSet`, for `generateText({ tools })`. */
+export function createComputerToolSet(options: {
+  run: BotRun;
+  capabilities: ProviderCapabilities;
+  vision?: boolean;
+  onActivity?: (event: ActivityEvent) => void;
+}): ToolSet {
+  const session = new ComputerToolSession({
+    run: options.run,
+    capabilities: options.capabilities,
+    vision: options.vision ?? true,
+    onActivity: options.onActivity,
+  });
+  return toAiSdkTools(computerTools(session), session, jsonSchema) satisfies ToolSet;
+}

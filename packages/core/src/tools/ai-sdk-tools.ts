@@ -1,0 +1,97 @@
+import type { z } from "zod";
+import { jsonSchemaOf, textOf } from "./tool-adapters.js";
+import { callTool, type ToolDefinition } from "./tool-definition.js";
+import type { ToolResult } from "./tool-result.js";
+
+/**
+ * What a tool's `execute` hands back to the AI SDK: JSON-safe (images and
+ * files as base64), so it survives in the SDK's messages. `toModelOutput`
+ * turns it into what the model reads.
+ */
+export interface AiSdkToolOutput {
+  content: ({ type: "text"; text: string } | { type: "image"; data: string; mimeType: string })[];
+  /** Files handed to the conversation (attach_file), for the app; not sent to the model. */
+  files: { name: string; mimeType: string; data: string }[];
+  isError?: boolean;
+}
+
+/** The AI SDK's `ToolResultOutput` for the parts this adapter produces. */
+export type AiSdkModelOutput =
+  | { type: "error-text"; value: string }
+  | {
+      type: "content";
+      value: ({ type: "text"; text: string } | { type: "image-data"; data: string; mediaType: string })[];
+    };
+
+/**
+ * A tool as the `ai` package's `tools` option takes it (`ai` 6), built as a
+ * plain object so core imports no AI SDK package. `inputSchema` is whatever
+ * the `jsonSchema` function given to `toAiSdkTools` returns (pass the `ai`
+ * package's own `jsonSchema`).
+ */
+export interface AiSdkTool<Schema> {
+  description: string;
+  inputSchema: Schema;
+  execute(input: unknown, options: { abortSignal?: AbortSignal }): Promise<AiSdkToolOutput>;
+  toModelOutput(options: { output: unknown }): AiSdkModelOutput;
+}
+
+/**
+ * The tools as a record name → AI SDK tool, for `generateText({ tools })`.
+ * Input is validated by the tool itself (`callTool`), so a bad call comes
+ * back as an error result the model can read; images go to the model as
+ * `image-data` content.
+ *
+ *     import { jsonSchema } from "ai";
+ *     generateText({ model, tools: toAiSdkTools(computerTools(session), session, jsonSchema), ... })
+ */
+export function toAiSdkTools<Context, Schema>(
+  tools: readonly ToolDefinition<z.ZodType, Context>[],
+  context: Context,
+  jsonSchema: (schema: Record<string, unknown>) => Schema,
+): Record<string, AiSdkTool<Schema>> {
+  return Object.fromEntries(
+    tools.map((tool): [string, AiSdkTool<Schema>] => [
+      tool.name,
+      {
+        description: tool.description,
+        inputSchema: jsonSchema(jsonSchemaOf(tool as ToolDefinition)),
+        async execute(input, options) {
+          return toAiSdkOutput(await callTool(tool, input, context, options?.abortSignal));
+        },
+        toModelOutput: ({ output }) => toAiSdkModelOutput(output as AiSdkToolOutput),
+      },
+    ]),
+  );
+}
+
+/** A tool result as JSON-safe AI SDK tool output. */
+export function toAiSdkOutput(result: ToolResult): AiSdkToolOutput {
+  const base64 = (data: Uint8Array) => Buffer.from(data).toString("base64");
+  return {
+    content: result.content.flatMap((part): AiSdkToolOutput["content"] =>
+      part.type === "text"
+        ? [{ type: "text", text: part.text }]
+        : part.type === "image"
+          ? [{ type: "image", data: base64(part.data), mimeType: part.mimeType }]
+          : [],
+    ),
+    files: result.content.flatMap((part) =>
+      part.type === "file" ? [{ name: part.name, mimeType: part.mimeType, data: base64(part.data) }] : [],
+    ),
+    ...(result.isError ? { isError: true } : {}),
+  };
+}
+
+/** What the model reads of an `AiSdkToolOutput`: text and images, or the error text. */
+export function toAiSdkModelOutput(output: AiSdkToolOutput): AiSdkModelOutput {
+  if (output.isError) {
+    return { type: "error-text", value: textOf({ content: output.content.filter((p) => p.type === "text") }) };
+  }
+  const value = output.content.map((part) =>
+    part.type === "text"
+      ? { type: "text" as const, text: part.text }
+      : { type: "image-data" as const, data: part.data, mediaType: part.mimeType },
+  );
+  return { type: "content", value: value.length > 0 ? value : [{ type: "text", text: "(no output)" }] };
+}
