@@ -24,7 +24,7 @@ import { contactsCsv, contactsInText, contactsPage, randomContacts } from "../sr
 /** The text of the latest tool result in the model's context. */
 function lastToolText(context: Context): string {
   const result = [...context.messages].reverse().find((m) => m.role === "toolResult");
-  if (!result || result.role !== "toolResult") throw new Error("the model expected a tool result");
+  if (result?.role !== "toolResult") throw new Error("the model expected a tool result");
   if (result.isError) throw new Error(`the tool failed: ${JSON.stringify(result.content)}`);
   return result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
 }
