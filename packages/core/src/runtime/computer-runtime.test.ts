@@ -181,3 +181,18 @@ describe("computer runtime on the fake provider", () => {
     });
   });
 });
+
+describe("takeover requests", () => {
+  it("redact secrets a model quoted in its reason before the event leaves the runtime", async () => {
+    const { runtime, events } = await setup();
+    const run = runtime.startRun({ workspaceId: "ws9", botId: "alpha" });
+    await run.machine();
+    const waiting = run.requestTakeover("Log in with PASSWORD=hunter2-horse please");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const requested = events.find((e) => e.type === "takeover-requested");
+    expect(requested?.detail.reason).toBe("Log in with PASSWORD=[REDACTED] please");
+    run.takeoverEnded();
+    await waiting;
+    await run.end("completed");
+  });
+});

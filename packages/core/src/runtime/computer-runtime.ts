@@ -11,6 +11,7 @@ import type { AgentHomeStore } from "../home-store/agent-home-store.js";
 import type { ComputerRecord } from "../lease/computer-record.js";
 import type { Lease } from "../lease/lease.js";
 import { LeaseEngine } from "../lease/lease-engine.js";
+import { redactSecrets } from "../tools/redact-secrets.js";
 import { parseInput } from "../validation/parse-input.js";
 import { BotRun, type BotRunHost } from "./bot-run.js";
 import type { ComputerEvent } from "./computer-event.js";
@@ -331,7 +332,11 @@ export class ComputerRuntime implements BotRunHost {
 
   /** @internal */
   takeoverRequested(slot: ComputerSlot, run: BotRun, reason: string): void {
-    this.emit("takeover-requested", slot, performance.now(), { botId: run.botId, reason: reason.slice(0, 500) });
+    // The reason is the model's own words: it may quote a secret.
+    this.emit("takeover-requested", slot, performance.now(), {
+      botId: run.botId,
+      reason: redactSecrets(reason).slice(0, 500),
+    });
   }
 
   /** @internal */

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { createFakeProvider } from "../fake/fake-provider.js";
 import { LocalAgentHomeStore } from "../home-store/local-agent-home-store.js";
 import { MemoryLeaseStore } from "../lease/memory-lease-store.js";
+import type { ComputerEvent } from "../runtime/computer-event.js";
 import { createComputerRuntime } from "../runtime/computer-runtime.js";
 import type { ActivityEvent } from "./activity-event.js";
 import { ComputerToolSession } from "./computer-tool-session.js";
@@ -174,6 +175,8 @@ describe("computer tools", () => {
 
   it("request_takeover lets a person in, and the bot resumes when they release", async () => {
     const { call, run, runtime, activity } = await setup();
+    const requested: ComputerEvent[] = [];
+    runtime.on((e) => e.type === "takeover-requested" && requested.push(e));
     await call("shell", { command: "true" }); // the run holds its execution lease
     const takeover = { computerId: run.computerId, botId: "alpha", holder: "person", ttlMs: 10_000 };
     await expect(runtime.takeover(takeover)).rejects.toMatchObject({ code: "BOT_BUSY" });
@@ -189,6 +192,7 @@ describe("computer tools", () => {
     expect(textOf(await waiting)).toMatch(/released the screen/);
     expect(run.state).toBe("active");
     expect(activity.at(-1)).toMatchObject({ tool: "request_takeover", ok: true });
+    expect(requested[0]?.detail.reason).toBe("Please log in to the bank; I must not see the password.");
   });
 
   it("adapts to JSON Schema and Pi tools as plain objects", async () => {
