@@ -1,30 +1,13 @@
+import { TRANSIENT_PROFILE_NAMES } from "@agent-computer/core/checkpoint";
+
 /**
  * The sh scripts that move a home in and out of a pod through `pods/exec`.
  * They run as the pod's user (uid 1000) with GNU find, sort and tar from the
  * image. Kept apart from the TypeScript that drives them so each reads whole.
  */
 
-/**
- * Names core's `packHome` leaves out inside `.browser-profiles/<profile>/`
- * (caches and locks Chromium rewrites); checked against
- * `isTransientProfilePath` by a test so the two lists cannot drift apart.
- */
-export const TRANSIENT_PROFILE_NAMES = [
-  "SingletonLock",
-  "SingletonSocket",
-  "SingletonCookie",
-  "lockfile",
-  "LOCK",
-  "Cache",
-  "Code Cache",
-  "GPUCache",
-  "ShaderCache",
-  "GrShaderCache",
-  "GraphiteDawnCache",
-  "DawnCache",
-  "DawnGraphiteCache",
-  "Crashpad",
-] as const;
+// The in-pod export leaves out what core's `packHome` leaves out inside
+// `.browser-profiles/<profile>/`: one list, core's.
 
 const transientTest = TRANSIENT_PROFILE_NAMES.map((n) => `-name '${n}'`).join(" -o ");
 

@@ -1,8 +1,7 @@
 import { AgentComputerError } from "@agent-computer/core";
-import { isTransientProfilePath } from "@agent-computer/core/checkpoint";
+import { isTransientProfilePath, TRANSIENT_PROFILE_NAMES } from "@agent-computer/core/checkpoint";
 import { describe, expect, it } from "vitest";
 import { kubernetesOptionsFromEnv, kubernetesProvider } from "../src/index.js";
-import { TRANSIENT_PROFILE_NAMES } from "../src/pod-workspace-scripts.js";
 
 const kubeConfig = `apiVersion: v1
 kind: Config

@@ -15,7 +15,7 @@ export type { LocalAgentHomeStoreOptions } from "../home-store/local-agent-home-
 export { HEADER_BYTES, SEALED_SEGMENT_BYTES, SEGMENT_BYTES, TAG_BYTES } from "./checkpoint-format.js";
 export type { CheckpointKey } from "./checkpoint-key.js";
 export { openCheckpoint } from "./open-checkpoint.js";
-export { isTransientProfilePath, packHome } from "./pack-home.js";
+export { isTransientProfilePath, packHome, TRANSIENT_PROFILE_NAMES } from "./pack-home.js";
 export type { PackOptions } from "./pack-options.js";
 export type { PackStats } from "./pack-stats.js";
 export type { PackedHome } from "./packed-home.js";

@@ -38,7 +38,7 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
  * profile look in use or carry stale caches. Left out only inside
  * `.browser-profiles/<profile>/`, kept everywhere else.
  */
-const TRANSIENT_PROFILE_NAMES = new Set([
+export const TRANSIENT_PROFILE_NAMES: readonly string[] = [
   "SingletonLock",
   "SingletonSocket",
   "SingletonCookie",
@@ -53,14 +53,15 @@ const TRANSIENT_PROFILE_NAMES = new Set([
   "DawnCache",
   "DawnGraphiteCache",
   "Crashpad",
-]);
+];
+const transientNames = new Set(TRANSIENT_PROFILE_NAMES);
 
 /** True for a home-relative path that is a transient browser-profile file or folder. */
 export function isTransientProfilePath(relativePath: string): boolean {
   if (!relativePath.startsWith(".browser-profiles/")) return false;
   const parts = relativePath.split("/");
   if (parts[0] !== ".browser-profiles" || parts.length < 3) return false;
-  return parts.slice(2).some((part) => TRANSIENT_PROFILE_NAMES.has(part));
+  return parts.slice(2).some((part) => transientNames.has(part));
 }
 
 const packArgsSchema = z.object({
