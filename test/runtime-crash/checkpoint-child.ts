@@ -2,17 +2,37 @@
 // generation of its files, then ends, which checkpoints the home. The parent
 // kills this process (SIGKILL) at a random moment of that checkpoint.
 import { createComputerRuntime } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
+import { type HomeCheckpointRequest, LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
 import { createFakeProvider } from "@agent-computer/core/fake";
 import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
 import { generationBytes } from "./generation.js";
 
-const [root, dataDir, stateFile, generationText] = process.argv.slice(2) as [string, string, string, string];
+const [root, dataDir, stateFile, generationText, mode] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string?,
+];
 const generation = Number(generationText);
+
+/** With mode "after-commit" the process kills itself the moment the record has the revision, before the swap. */
+class DyingAfterCommit extends LocalAgentHomeStore {
+  override checkpoint(request: HomeCheckpointRequest) {
+    const commit = request.commit;
+    return super.checkpoint({
+      ...request,
+      commit: async (next) => {
+        await commit?.(next);
+        process.kill(process.pid, "SIGKILL");
+      },
+    });
+  }
+}
 const runtime = createComputerRuntime({
   provider: createFakeProvider({ root }),
   stateStore: SqliteLeaseStore.open({ path: stateFile }),
-  homeStore: new LocalAgentHomeStore({ dataDir }),
+  homeStore: mode === "after-commit" ? new DyingAfterCommit({ dataDir }) : new LocalAgentHomeStore({ dataDir }),
   leaseTtlMs: 1000,
   idleMs: 0,
   onEvent: (event) => process.stdout.write(`event ${event.type}\n`),

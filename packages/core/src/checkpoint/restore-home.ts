@@ -128,6 +128,15 @@ export async function recoverInterruptedRestore(targetDir: string): Promise<void
   }
 }
 
+/**
+ * Replaces `targetDir` with a complete folder beside it (rename, then remove
+ * the old copy), as `StagedHome.swapIn` does. For a home store that parked a
+ * staged home across a crash and now finishes its swap.
+ */
+export function swapStagedDir(stagingDir: string, targetDir: string): Promise<void> {
+  return swap(resolve(stagingDir), resolve(targetDir), randomBytes(6).toString("hex"));
+}
+
 async function swap(staging: string, target: string, tag: string): Promise<void> {
   const previous = join(dirname(target), `.${basename(target)}.previous-${tag}`);
   const hadTarget = await exists(target);

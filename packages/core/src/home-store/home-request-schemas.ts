@@ -29,11 +29,13 @@ export const homeCheckpointRequestSchema = z.object({
   commit: z
     .custom<(next: number) => Promise<void>>((v) => typeof v === "function", { message: "expected a function" })
     .optional(),
+  committedRevision: z.number().int().nonnegative().optional(),
   ctx: z.unknown().optional(),
 });
 
 export const homeRestoreRequestSchema = z.object({
   homeKey: homeKeySchema,
   target: homePlaceSchema,
+  committedRevision: z.number().int().nonnegative().optional(),
   ctx: z.unknown().optional(),
 });

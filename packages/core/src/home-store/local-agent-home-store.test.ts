@@ -62,6 +62,78 @@ describe("LocalAgentHomeStore", () => {
     expect((await store.checkpoint({ homeKey: "h", source: { dir: work } })).revision).toBe(2);
   });
 
+  describe("a crash between the commit hook and the swap", () => {
+    // The first store's hook commits (in the test's stand-in for the record) and then never returns:
+    // what it leaves on disk is what a kill -9 at that moment leaves. A second store on the same
+    // DATA_DIR is the restarted process.
+    async function crashAfterCommit(): Promise<{ record: number }> {
+      const record = { revision: 0 };
+      await store.checkpoint({
+        homeKey: "h",
+        source: { dir: work },
+        commit: async (next) => {
+          record.revision = next;
+        },
+      });
+      await writeFile(join(work, "bots", "b1", "notes.md"), "second");
+      let committed!: () => void;
+      const reached = new Promise<void>((resolve) => {
+        committed = resolve;
+      });
+      void store.checkpoint({
+        homeKey: "h",
+        source: { dir: work },
+        commit: async (next) => {
+          record.revision = next;
+          committed();
+          await new Promise(() => {});
+        },
+      });
+      await reached;
+      return record;
+    }
+
+    it("finishes it when the caller's record has the revision", async () => {
+      const record = await crashAfterCommit();
+      const restarted = new LocalAgentHomeStore({ dataDir });
+      expect(await restarted.latest("h")).toMatchObject({ revision: 1 });
+      const target = join(root, "restored");
+      const restored = await restarted.restore({
+        homeKey: "h",
+        target: { dir: target },
+        committedRevision: record.revision,
+      });
+      expect(restored).toMatchObject({ revision: 2 });
+      expect(await readFile(join(target, "bots", "b1", "notes.md"), "utf8")).toBe("second");
+      expect(await restarted.latest("h")).toMatchObject({ revision: 2 });
+      expect((await readdir(join(dataDir, "homes"))).sort()).toEqual(["h"]);
+    });
+
+    it("drops it when the record stayed behind, and the next checkpoint still grows the revision", async () => {
+      await crashAfterCommit();
+      const restarted = new LocalAgentHomeStore({ dataDir });
+      const target = join(root, "restored");
+      expect(await restarted.restore({ homeKey: "h", target: { dir: target }, committedRevision: 1 })).toMatchObject({
+        revision: 1,
+      });
+      expect(await readFile(join(target, "bots", "b1", "notes.md"), "utf8")).toBe("first");
+      expect((await readdir(join(dataDir, "homes"))).sort()).toEqual(["h"]);
+      const next = await restarted.checkpoint({ homeKey: "h", source: { dir: work }, committedRevision: 1 });
+      expect(next.revision).toBe(2);
+    });
+
+    it("leaves it undecided without a committed revision, and a newer checkpoint numbers past it", async () => {
+      await crashAfterCommit();
+      const restarted = new LocalAgentHomeStore({ dataDir });
+      const target = join(root, "restored");
+      expect(await restarted.restore({ homeKey: "h", target: { dir: target } })).toMatchObject({ revision: 1 });
+      expect((await readdir(join(dataDir, "homes"))).filter((name) => name.includes("pending"))).toHaveLength(1);
+      const next = await restarted.checkpoint({ homeKey: "h", source: { dir: work } });
+      expect(next.revision).toBe(3);
+      expect((await readdir(join(dataDir, "homes"))).sort()).toEqual(["h"]);
+    });
+  });
+
   it("serialises checkpoints of one home, and revisions only grow, also across delete", async () => {
     let inFlight = 0;
     let overlapped = false;

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 import PQueue from "p-queue";
 import { z } from "zod";
 import { packHome } from "../checkpoint/pack-home.js";
-import { recoverInterruptedRestore, restoreHome, stageHome } from "../checkpoint/restore-home.js";
+import { recoverInterruptedRestore, restoreHome, stageHome, swapStagedDir } from "../checkpoint/restore-home.js";
 import { type RestoreLimits, restoreLimitsSchema } from "../checkpoint/restore-limits.js";
 import { checkOpContext, type OpContext, signalOf, throwIfDone } from "../contract/op-context.js";
 import { AgentComputerError } from "../errors/agent-computer-error.js";
@@ -28,11 +28,25 @@ const optionsSchema = z.object({ dataDir: z.string().min(1), limits: restoreLimi
 type RevisionMarker = HomeCheckpoint & { readonly deletedAt?: number };
 
 /**
+ * The journal of a checkpoint between its commit hook and its swap: the
+ * checkpoint it becomes and its complete copy, parked beside the home
+ * (none for a mounted home). A crash in that window leaves this file, and
+ * the caller's committed revision later says whether to finish or drop it.
+ */
+interface PendingCommit {
+  readonly checkpoint: HomeCheckpoint;
+  /** The parked copy's folder name, a sibling of the home's folder. */
+  readonly parked: string | null;
+}
+
+/**
  * The home store of one host: the latest copy of each home in
  * `DATA_DIR/homes/<home-key>` (a plain folder, ready to mount), its metadata
  * in `DATA_DIR/home-revisions/<home-key>.json`. A checkpoint is staged beside
  * the current copy, committed through the caller's hook, then swapped in
- * whole; checkpoints of one home run one at a time. For a mounted-home
+ * whole; checkpoints of one home run one at a time. A crash between the
+ * hook and the swap is settled by the next call that passes
+ * `committedRevision`. For a mounted-home
  * provider the live home is the folder itself and a checkpoint only
  * advances the revision marker.
  */
@@ -57,14 +71,17 @@ export class LocalAgentHomeStore implements AgentHomeStore {
     const parsed = parseInput(checkpointRequestSchema, request, "HomeCheckpointRequest");
     const ctx = checkOpContext(parsed.ctx);
     return this.serially(parsed.homeKey, () =>
-      this.takeCheckpoint(parsed.homeKey, parsed.source as HomeSource, parsed.commit, ctx),
+      this.takeCheckpoint(parsed.homeKey, parsed.source as HomeSource, parsed.commit, parsed.committedRevision, ctx),
     );
   }
 
   restore(request: HomeRestoreRequest): Promise<HomeCheckpoint | undefined> {
     const parsed = parseInput(restoreRequestSchema, request, "HomeRestoreRequest");
     const ctx = checkOpContext(parsed.ctx);
-    return this.serially(parsed.homeKey, () => this.restoreLatest(parsed.homeKey, parsed.target as HomeTarget, ctx));
+    return this.serially(parsed.homeKey, async () => {
+      await this.settlePending(parsed.homeKey, parsed.committedRevision);
+      return this.restoreLatest(parsed.homeKey, parsed.target as HomeTarget, ctx);
+    });
   }
 
   async latest(homeKey: string): Promise<HomeCheckpoint | undefined> {
@@ -76,6 +93,7 @@ export class LocalAgentHomeStore implements AgentHomeStore {
   delete(homeKey: string): Promise<void> {
     const key = parseInput(homeKeySchema, homeKey, "home key");
     return this.serially(key, async () => {
+      await this.dropPending(key);
       const marker = await this.readMarker(key);
       await rm(this.homeDir(key), { recursive: true, force: true });
       await recoverInterruptedRestore(this.homeDir(key));
@@ -89,26 +107,24 @@ export class LocalAgentHomeStore implements AgentHomeStore {
     homeKey: string,
     source: HomeSource,
     commit: ((next: number) => Promise<void>) | undefined,
+    committedRevision: number | undefined,
     ctx: OpContext,
   ): Promise<HomeCheckpoint> {
     throwIfDone(ctx, "checkpoint");
     const home = this.homeDir(homeKey);
+    await this.settlePending(homeKey, committedRevision);
+    // Still undecided (no committed revision given): this newer copy supersedes it.
+    const undecided = await this.readPending(homeKey);
+    await this.dropPending(homeKey);
     await recoverInterruptedRestore(home);
-    const next = ((await this.readMarker(homeKey))?.revision ?? 0) + 1;
+    const stored = (await this.readMarker(homeKey))?.revision ?? 0;
+    // Revisions only grow: past the marker, an undecided commit and the caller's record alike.
+    const next = Math.max(stored, undecided?.checkpoint.revision ?? 0, committedRevision ?? 0) + 1;
     if ("mounted" in source) {
       // The live home is this folder: nothing to copy, only the marker moves.
       await mkdir(home, { recursive: true });
-      await commit?.(next);
-      const checkpoint: HomeCheckpoint = {
-        homeKey,
-        revision: next,
-        createdAt: Date.now(),
-        bytes: null,
-        files: null,
-        digest: null,
-        mounted: true,
-      };
-      await this.writeMarker(checkpoint);
+      const checkpoint = summary(homeKey, next, null);
+      await this.commitThrough(commit, { checkpoint, parked: null }, ctx);
       return checkpoint;
     }
     const signal = signalOf(ctx, "checkpoint");
@@ -141,26 +157,70 @@ export class LocalAgentHomeStore implements AgentHomeStore {
       signal.removeEventListener("abort", onAbort);
       await resume?.();
     }
+    // Parked under a name crash recovery of restores leaves alone, until the commit is settled.
+    const parked = `.${homeKey}.pending-${next}`;
+    await rm(join(dirname(home), parked), { recursive: true, force: true });
+    await rename(staged.stagingDir, join(dirname(home), parked));
+    const checkpoint = summary(homeKey, next, { ...staged.stats, digest: `sha256:${hash.digest("hex")}` });
+    await this.commitThrough(commit, { checkpoint, parked }, ctx);
+    return checkpoint;
+  }
+
+  /**
+   * Journals the checkpoint, calls the commit hook, then makes it the latest.
+   * A refusal drops it and leaves the previous copy; a crash leaves the
+   * journal for `settlePending`.
+   */
+  private async commitThrough(
+    commit: ((next: number) => Promise<void>) | undefined,
+    pending: PendingCommit,
+    ctx: OpContext,
+  ): Promise<void> {
+    const { homeKey, revision } = pending.checkpoint;
+    await this.writeJson(this.pendingPath(homeKey), pending);
     try {
       throwIfDone(ctx, "checkpoint");
-      await commit?.(next);
+      await commit?.(revision);
     } catch (error) {
       // The fence (or the caller) said no: the previous copy stays the latest.
-      await staged.discard();
+      await this.dropPending(homeKey);
       throw error;
     }
-    await staged.swapIn();
-    const checkpoint: HomeCheckpoint = {
-      homeKey,
-      revision: next,
-      createdAt: Date.now(),
-      bytes: staged.stats.bytes,
-      files: staged.stats.files,
-      digest: `sha256:${hash.digest("hex")}`,
-      mounted: false,
-    };
-    await this.writeMarker(checkpoint);
-    return checkpoint;
+    await this.finishPending(pending);
+  }
+
+  /**
+   * Settles a checkpoint a crash left between its commit hook and its swap:
+   * finished when the caller's record has its revision, dropped when the
+   * record is behind it. Left alone when the caller gave no revision.
+   */
+  private async settlePending(homeKey: string, committedRevision: number | undefined): Promise<void> {
+    const pending = await this.readPending(homeKey);
+    if (pending === undefined) return;
+    const stored = (await this.readMarker(homeKey))?.revision ?? 0;
+    if (pending.checkpoint.revision <= stored) return this.dropPending(homeKey);
+    if (committedRevision === undefined) return;
+    if (committedRevision >= pending.checkpoint.revision) return this.finishPending(pending);
+    return this.dropPending(homeKey);
+  }
+
+  /** Swaps the parked copy in (unless a crash after the swap already did), then moves the marker. */
+  private async finishPending(pending: PendingCommit): Promise<void> {
+    const home = this.homeDir(pending.checkpoint.homeKey);
+    if (pending.parked !== null) {
+      const parked = join(dirname(home), basename(pending.parked));
+      if (await exists(parked)) await swapStagedDir(parked, home);
+    }
+    await this.writeMarker(pending.checkpoint);
+    await rm(this.pendingPath(pending.checkpoint.homeKey), { force: true });
+  }
+
+  private async dropPending(homeKey: string): Promise<void> {
+    const pending = await this.readPending(homeKey);
+    if (pending === undefined) return;
+    if (pending.parked !== null)
+      await rm(join(dirname(this.homeDir(homeKey)), basename(pending.parked)), { recursive: true, force: true });
+    await rm(this.pendingPath(homeKey), { force: true });
   }
 
   private async restoreLatest(
@@ -196,29 +256,44 @@ export class LocalAgentHomeStore implements AgentHomeStore {
     return join(this.dataDir, "home-revisions", `${homeKey}.json`);
   }
 
-  private async readMarker(homeKey: string): Promise<RevisionMarker | undefined> {
-    const text = await readFile(this.markerPath(homeKey), "utf8").catch((error: NodeJS.ErrnoException) => {
+  private pendingPath(homeKey: string): string {
+    return join(this.dataDir, "home-revisions", `${homeKey}.pending.json`);
+  }
+
+  private readMarker(homeKey: string): Promise<RevisionMarker | undefined> {
+    return this.readJson<RevisionMarker>(this.markerPath(homeKey), "revision marker");
+  }
+
+  private readPending(homeKey: string): Promise<PendingCommit | undefined> {
+    return this.readJson<PendingCommit>(this.pendingPath(homeKey), "pending-commit journal");
+  }
+
+  private writeMarker(marker: RevisionMarker): Promise<void> {
+    return this.writeJson(this.markerPath(marker.homeKey), marker);
+  }
+
+  private async readJson<T>(path: string, what: string): Promise<T | undefined> {
+    const text = await readFile(path, "utf8").catch((error: NodeJS.ErrnoException) => {
       if (error.code === "ENOENT") return undefined;
       throw error;
     });
     if (text === undefined) return undefined;
     try {
-      return JSON.parse(text) as RevisionMarker;
+      return JSON.parse(text) as T;
     } catch (error) {
       throw new AgentComputerError(
         "CHECKPOINT_CORRUPT",
-        `The revision marker ${this.markerPath(homeKey)} is not valid JSON; restore it from a backup or remove it.`,
+        `The ${what} ${path} is not valid JSON; restore it from a backup or remove it.`,
         { cause: error },
       );
     }
   }
 
-  /** Written to a temporary file and renamed, so a crash leaves the old or the new marker, never half of one. */
-  private async writeMarker(marker: RevisionMarker): Promise<void> {
-    const path = this.markerPath(marker.homeKey);
-    await mkdir(join(this.dataDir, "home-revisions"), { recursive: true });
+  /** Written to a temporary file and renamed, so a crash leaves the old or the new file, never half of one. */
+  private async writeJson(path: string, value: unknown): Promise<void> {
+    await mkdir(dirname(path), { recursive: true });
     const temporary = `${path}.${process.pid}.tmp`;
-    await writeFile(temporary, `${JSON.stringify(marker)}\n`);
+    await writeFile(temporary, `${JSON.stringify(value)}\n`);
     await rename(temporary, path);
   }
 }
@@ -231,4 +306,27 @@ async function* digesting(
     hash.update(chunk);
     yield chunk;
   }
+}
+
+function summary(
+  homeKey: string,
+  revision: number,
+  copied: { bytes: number; files: number; digest: string } | null,
+): HomeCheckpoint {
+  return {
+    homeKey,
+    revision,
+    createdAt: Date.now(),
+    bytes: copied?.bytes ?? null,
+    files: copied?.files ?? null,
+    digest: copied?.digest ?? null,
+    mounted: copied === null,
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }

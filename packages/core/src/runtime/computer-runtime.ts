@@ -499,6 +499,7 @@ export class ComputerRuntime implements BotRunHost {
         const latest = await this.homeStore.restore({
           homeKey: slot.homeKey,
           target: this.provider.capabilities.mountedHome ? { mounted: true } : { machine },
+          committedRevision: record.revision,
         });
         return { revision: latest?.revision ?? 0 };
       });
@@ -614,6 +615,7 @@ export class ComputerRuntime implements BotRunHost {
         const saved = await this.homeStore.checkpoint({
           homeKey: slot.homeKey,
           source: mounted ? { mounted: true } : { machine },
+          committedRevision: record.revision,
           commit: async (next) => {
             await this.leases.commitRevision({
               computerId: slot.computerId,
