@@ -23,9 +23,19 @@ export interface DesktopSession {
    * and launching apps are UNSUPPORTED.
    */
   launch?(argv: string[], ctx?: OpContext): Promise<void>;
-  /** A capability for a person to watch or control this desktop. */
-  screenEndpoint(mode: "view" | "control", ctx?: OpContext): Promise<ScreenEndpoint>;
-  terminalEndpoint?(ctx?: OpContext): Promise<TerminalEndpoint>;
+  /**
+   * A capability for a person to watch or control this desktop, valid for
+   * `ttlMs` (the provider's default when absent). View capabilities never
+   * carry input.
+   */
+  screenEndpoint(mode: "view" | "control", ctx?: OpContext, opts?: { ttlMs?: number }): Promise<ScreenEndpoint>;
+  /** A shell on this desktop for a person in control, through the same gateway. */
+  terminalEndpoint?(ctx?: OpContext, opts?: { ttlMs?: number }): Promise<TerminalEndpoint>;
+  /**
+   * Ends a screen or terminal capability by id: the gateway drops its
+   * connections and refuses it from then on. Idempotent.
+   */
+  revokeEndpoint?(id: string, ctx?: OpContext): Promise<void>;
   /** Frees the display slot; the bot's browser profile stays. */
   release(ctx?: OpContext): Promise<void>;
 }

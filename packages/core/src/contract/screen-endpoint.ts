@@ -1,8 +1,20 @@
-/** A websocket a viewer connects to, for one desktop in one mode. */
+/**
+ * One capability of a computer's screen gateway: a websocket to one
+ * desktop in one mode. The host side (packages/screens) seals it so a
+ * browser never sees `url` or `token`.
+ */
 export interface ScreenEndpoint {
   readonly mode: "view" | "control";
-  /** A capability URL: treat as a secret, never log it. */
+  /** The capability's id in the gateway: not a secret, safe to log. */
+  readonly id: string;
+  /**
+   * The gateway's websocket URL for this capability
+   * (`ws://<host>:<port>/screens/<id>`). It names a provider address: never
+   * log it or hand it to a browser.
+   */
   readonly url: string;
+  /** Sent as `Authorization: Bearer <token>` when connecting. A secret. */
+  readonly token: string;
   /** Milliseconds since the epoch after which the capability stops working. */
   readonly expiresAt: number;
 }

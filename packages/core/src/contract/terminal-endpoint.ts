@@ -1,6 +1,13 @@
-/** A websocket to a shell in the bot's desktop session. */
+/**
+ * A websocket to a shell in the bot's desktop session, reached through the
+ * same gateway and the same sealing as a control screen.
+ */
 export interface TerminalEndpoint {
-  /** A capability URL: treat as a secret, never log it. */
+  /** The capability's id in the gateway: not a secret, safe to log. */
+  readonly id: string;
+  /** `ws://<host>:<port>/terminals/<id>`: a provider address, never logged or shown to a browser. */
   readonly url: string;
+  /** Sent as `Authorization: Bearer <token>`. A secret. */
+  readonly token: string;
   readonly expiresAt: number;
 }

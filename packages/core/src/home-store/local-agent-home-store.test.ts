@@ -66,7 +66,7 @@ describe("LocalAgentHomeStore", () => {
     // The first store's hook commits (in the test's stand-in for the record) and then never returns:
     // what it leaves on disk is what a kill -9 at that moment leaves. A second store on the same
     // DATA_DIR is the restarted process.
-    async function crashAfterCommit(): Promise<{ record: number }> {
+    async function crashAfterCommit(): Promise<{ revision: number }> {
       const record = { revision: 0 };
       await store.checkpoint({
         homeKey: "h",

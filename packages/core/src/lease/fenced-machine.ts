@@ -115,7 +115,7 @@ function fencedDesktop(
     },
     // Handing out a capability changes nothing on the screen; the screens
     // package requires the user-control lease for control itself.
-    screenEndpoint: (mode, ctx) => session.screenEndpoint(mode, ctx),
+    screenEndpoint: (mode, ctx, opts) => session.screenEndpoint(mode, ctx, opts),
     release: async (ctx) => {
       await check();
       return session.release(withLease(ctx));
@@ -131,10 +131,14 @@ function fencedDesktop(
   }
   if (session.terminalEndpoint) {
     const terminal = session.terminalEndpoint.bind(session);
-    wrapped.terminalEndpoint = async (ctx) => {
+    wrapped.terminalEndpoint = async (ctx, opts) => {
       await check();
-      return terminal(withLease(ctx));
+      return terminal(withLease(ctx), opts);
     };
+  }
+  if (session.revokeEndpoint) {
+    // Revoking only takes access away: never fenced, so a stale worker can still clean up.
+    wrapped.revokeEndpoint = session.revokeEndpoint.bind(session);
   }
   if (session.pageBrowser) {
     const page = session.pageBrowser;
