@@ -172,6 +172,20 @@ describe("computer runtime on the fake provider", () => {
     for (const e of events) expect(e.durationMs).toBeGreaterThanOrEqual(0);
   });
 
+  it("gives a person a bot's desktop on an existing computer, starting it when stopped; NOT_FOUND for none", async () => {
+    const { runtime } = await setup();
+    await expect(runtime.desktopFor({ computerId: "team-ws9", botId: "alpha" })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+    });
+    const run = runtime.startRun({ workspaceId: "ws9", botId: "alpha" });
+    await run.machine();
+    await run.end("completed");
+    await runtime.stopComputer("team-ws9");
+    const desktop = await runtime.desktopFor({ computerId: "team-ws9", botId: "alpha" });
+    expect(desktop.botId).toBe("alpha");
+    expect((await desktop.observe()).width).toBeGreaterThan(0);
+  });
+
   it("refuses bad input with INVALID_ARGUMENT", async () => {
     const { runtime } = await setup();
     expect(() => runtime.startRun({ workspaceId: "../x", botId: "a" })).toThrow(/"workspaceId"/);

@@ -3,6 +3,7 @@ import { performance } from "node:perf_hooks";
 import PQueue from "p-queue";
 import { z } from "zod";
 import type { ComputerSpec } from "../contract/computer-spec.js";
+import type { DesktopSession } from "../contract/desktop-session.js";
 import { type Logger, silentLogger } from "../contract/logger.js";
 import type { Machine } from "../contract/machine.js";
 import type { SandboxProvider } from "../contract/sandbox-provider.js";
@@ -45,6 +46,8 @@ const startRunSchema = z.object({
   runId: z.string().min(1).max(128).optional(),
 });
 const deleteBotSchema = z.object({ workspaceId: idSchema, botId: idSchema });
+const desktopForSchema = z.object({ computerId: z.string().min(1), botId: z.string().min(1) }).strict();
+
 const takeoverSchema = z.object({
   computerId: z.string().min(1),
   botId: idSchema,
@@ -148,6 +151,24 @@ export class ComputerRuntime implements BotRunHost {
     this.touch(slot);
     this.emit("takeover-started", slot, performance.now(), { botId: parsed.botId });
     return lease;
+  }
+
+  /**
+   * A bot's desktop on an existing computer, for a person's screen or
+   * terminal: starts (or reconnects, or replaces) the computer and the
+   * bot's desktop when needed. NOT_FOUND for a computer never made;
+   * UNSUPPORTED where the provider has no desktop.
+   */
+  async desktopFor(input: { computerId: string; botId: string }): Promise<DesktopSession> {
+    const { computerId, botId } = parseInput(desktopForSchema, input, "desktopFor input");
+    if (!(await this.leases.getComputer(computerId)))
+      throw new AgentComputerError("NOT_FOUND", `Computer "${computerId}" does not exist; a bot's run makes it.`);
+    const slot = this.slotOf(computerId, !computerId.startsWith("private-"));
+    const machine = await this.ensureMachine(slot);
+    if (!machine.openDesktop)
+      throw new AgentComputerError("UNSUPPORTED", "This computer has no desktop; use the shell and file tools.");
+    this.touch(slot);
+    return machine.openDesktop(botId);
   }
 
   /** Ends a takeover; a checkpoint deferred for it is taken now. */
