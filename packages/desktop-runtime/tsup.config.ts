@@ -31,6 +31,13 @@ export default defineConfig([
     platform: "node",
     target: "node18",
     noExternal: [/.*/],
+    // ws loads these optional native speed-ups inside try/catch: left out,
+    // it falls back to plain JavaScript.
+    external: ["bufferutil", "utf-8-validate"],
+    // Inlined CommonJS (ws) requires Node's built-ins: give the ESM bundle a require.
+    banner: {
+      js: 'import { createRequire as __agentComputerRequire } from "node:module";\nconst require = __agentComputerRequire(import.meta.url);',
+    },
     treeshake: true,
     splitting: false,
     sourcemap: false,

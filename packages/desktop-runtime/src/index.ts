@@ -1,4 +1,16 @@
+// Background work on any machine: marker holders found (and cancelled) by the in-computer scanner.
+export type { BackgroundCancelOptions } from "./background/background-cancel-options.js";
+export type { BackgroundWorkCancellation } from "./background/background-work-cancellation.js";
+export type { BackgroundWorkHolder } from "./background/background-work-holder.js";
+export type { BackgroundWorkOptions } from "./background/background-work-options.js";
+export type { BackgroundWorkScan } from "./background/background-work-scan.js";
+export {
+  BACKGROUND_MARKER_DIR,
+  cancelBackgroundWork,
+  scanBackgroundWork,
+} from "./background/scan-background-work.js";
 // Desktops over any machine's exec (DESIGN §3, §4).
+export { type BrowserProxy, browserProxyOf } from "./desktop/browser-proxy.js";
 export type { DesktopCommandLine, DesktopCommandRun } from "./desktop/desktop-command.js";
 export { botIdSchema, LinuxDesktopRuntime } from "./desktop/linux-desktop-runtime.js";
 export {
@@ -9,6 +21,7 @@ export { LinuxDesktopSession, type LinuxDesktopTarget } from "./desktop/linux-de
 export type { LinuxObservation } from "./desktop/linux-observation.js";
 export { type LinuxObserveOptions, linuxObserveOptionsSchema } from "./desktop/linux-observe-options.js";
 export { type BrowseRunner, LinuxPageBrowser } from "./desktop/linux-page-browser.js";
+export { SCREEN_GATEWAY_PORT } from "./desktop/screen-gateway-port.js";
 // Home files through any provider's command channel, resolved inside the machine.
 export { ExecHomeFiles } from "./home/exec-home-files.js";
 export type { HomeScriptRunner } from "./home/home-script-runner.js";

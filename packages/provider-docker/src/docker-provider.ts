@@ -19,7 +19,7 @@ import {
   signalOf,
   throwIfDone,
 } from "@agent-computer/core";
-import { computerImageRef, computerSeccompProfile } from "@agent-computer/desktop-runtime";
+import { computerImageRef, computerSeccompProfile, SCREEN_GATEWAY_PORT } from "@agent-computer/desktop-runtime";
 import Docker from "dockerode";
 import { COMPUTER_GID, COMPUTER_UID, giveHomeToComputer } from "./computer-home-owner.js";
 import { COMPUTER_LABELS } from "./computer-labels.js";
@@ -103,10 +103,10 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       });
       const resources = { ...parsed.resources, ...resolved.resources };
       const screenLimit = spec.screenLimit === undefined ? parsed.screenLimit : resolved.screenLimit;
-      const ports = Object.fromEntries(parsed.ports.map((p) => [`${p}/tcp`, {}]));
-      const bindings = Object.fromEntries(
-        parsed.ports.map((p) => [`${p}/tcp`, [{ HostIp: "127.0.0.1", HostPort: "" }]]),
-      );
+      // The screen gateway's port is always published (loopback only; its websockets need a token).
+      const published = [...new Set([SCREEN_GATEWAY_PORT, ...parsed.ports])];
+      const ports = Object.fromEntries(published.map((p) => [`${p}/tcp`, {}]));
+      const bindings = Object.fromEntries(published.map((p) => [`${p}/tcp`, [{ HostIp: "127.0.0.1", HostPort: "" }]]));
       let container: Docker.Container;
       try {
         container = await docker.createContainer({

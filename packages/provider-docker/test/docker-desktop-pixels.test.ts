@@ -117,11 +117,11 @@ else {
       expect(moved.frameHash).not.toBe(still.frameHash);
     }, 60_000);
 
-    it("refuses proxy credentials without ever sending them, and bad bot ids", async () => {
+    it("refuses proxy credentials it cannot carry (socks) without echoing them, and bad bot ids", async () => {
       const secret = "hunter2-secret";
       const error = await machine
         .openDesktop?.("proxy-bot", undefined, {
-          proxy: { server: "http://proxy.invalid:3128", username: "u", password: secret },
+          proxy: { server: "socks5://proxy.invalid:1080", username: "u", password: secret },
         })
         .catch((e: unknown) => e);
       expect(error).toMatchObject({ code: "UNSUPPORTED" });

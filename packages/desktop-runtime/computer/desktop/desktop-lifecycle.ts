@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CdpConnection, cdpJson } from "./cdp-connection.js";
@@ -6,7 +7,9 @@ import { CliError } from "./cli-error.js";
 import { type DesktopState, FIRST_CDP_PORT, FIRST_DISPLAY } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { identify, isAlive, type ProcessIdentity, signal, sleep, waitGone } from "./process-status.js";
+import { browserProxyFor, type ProxyCredentials, stopProxyRelay } from "./proxy-relay-process.js";
 import { frameHash, readFramebuffer } from "./screen-frame.js";
+import { closeScreensOfSlot } from "./screen-teardown.js";
 
 /** What `desktop start` needs. */
 export interface StartRequest {
@@ -17,8 +20,10 @@ export interface StartRequest {
   readonly height: number;
   /** 0: no cap. Counted over every reserved slot, under the lock. */
   readonly screenLimit: number;
-  /** An upstream proxy without credentials (credentials need the relay). */
+  /** An upstream proxy, without credentials in it. */
   readonly proxyServer?: string;
+  /** The upstream's credentials: Chromium then goes through the bot's loopback relay (proxy-relay-process.ts). */
+  readonly proxyCredentials?: ProxyCredentials;
 }
 
 export const displayOf = (slot: number) => `:${FIRST_DISPLAY + slot}`;
@@ -59,6 +64,7 @@ export async function startDesktop(state: DesktopState, request: StartRequest): 
         width: request.width,
         height: request.height,
         cdpPort: FIRST_CDP_PORT + slot,
+        incarnation: randomBytes(16).toString("base64url"),
         status: "starting",
         ...(me ? { starter: me } : {}),
       };
@@ -121,7 +127,12 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
       () => stillRunning(record.windowManager, dir, "window-manager"),
     );
   }
-  if (!isAlive(record.browser)) await launchBrowser(state, record, request.home, request.proxyServer);
+  if (!isAlive(record.browser)) {
+    const profile = profileOf(request.home, record.bot);
+    record.browserProxy = await browserProxyFor(dir, record, profile, request.proxyServer, request.proxyCredentials);
+    state.save(record);
+    await launchBrowser(state, record, request.home, record.browserProxy);
+  }
 }
 
 /** Starts the bot's Chromium on its display and waits until its window and DevTools are up. */
@@ -208,7 +219,20 @@ export async function stopDesktop(state: DesktopState, bot: string): Promise<Dis
 }
 
 async function teardown(state: DesktopState, record: DisplaySlotRecord): Promise<void> {
+  // Live screens first: no viewer may still be connected when the display goes to another bot.
+  try {
+    await closeScreensOfSlot(state, record.slot);
+  } catch (error) {
+    record.status = "stopping";
+    record.lastError = `live screens did not close: ${(error as Error).message}`;
+    state.save(record);
+    throw new CliError(
+      "UNAVAILABLE",
+      `The live screens of ${record.bot} did not close; its slot stays reserved, try again.`,
+    );
+  }
   const browserClosed = await closeBrowser(record);
+  const relayStopped = await stopProxyRelay(record);
   signal(record.windowManager, "SIGTERM");
   signal(record.xserver, "SIGTERM");
   let gone = await waitGone([record.windowManager, record.xserver], 3000);
@@ -217,9 +241,14 @@ async function teardown(state: DesktopState, record: DisplaySlotRecord): Promise
     signal(record.xserver, "SIGKILL");
     gone = await waitGone([record.windowManager, record.xserver], 2000);
   }
-  if (!browserClosed || !gone) {
+  if (!browserClosed || !gone || !relayStopped) {
     record.status = "stopping";
-    record.lastError = `processes still running after teardown: ${[record.browser, record.windowManager, record.xserver]
+    record.lastError = `processes still running after teardown: ${[
+      record.browser,
+      record.proxyRelay,
+      record.windowManager,
+      record.xserver,
+    ]
       .filter(isAlive)
       .map((p) => p?.pid)
       .join(", ")}`;
@@ -279,7 +308,7 @@ export async function resumeDesktops(state: DesktopState, home: string): Promise
   const resumed: string[] = [];
   for (const record of state.records()) {
     if (record.status !== "quiesced") continue;
-    await launchBrowser(state, record, home);
+    await launchBrowser(state, record, home, record.browserProxy);
     record.status = "running";
     state.save(record);
     resumed.push(record.bot);
@@ -299,7 +328,8 @@ export function reconcile(state: DesktopState): void {
     if (!dead) continue;
     signal(record.browser, "SIGKILL");
     signal(record.windowManager, "SIGKILL");
-    if (isAlive(record.browser) || isAlive(record.windowManager)) continue;
+    signal(record.proxyRelay, "SIGKILL");
+    if (isAlive(record.browser) || isAlive(record.windowManager) || isAlive(record.proxyRelay)) continue;
     state.release(record);
     rmSync(state.slotDir(record.slot), { recursive: true, force: true });
   }
@@ -311,7 +341,7 @@ export function reconcile(state: DesktopState): void {
  * open), and it does not carry the exec's kill marker, so it outlives the
  * command that started it.
  */
-function launch(
+export function launch(
   dir: string,
   name: string,
   program: string,

@@ -21,10 +21,15 @@ import { evaluate, navigate, onFirstPage } from "./desktop-page.js";
 import { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { FileSnapshotMemory } from "./file-snapshot-memory.js";
+import { RELAY_FIRST_PORT, RELAY_PORT_COUNT, runProxyRelay } from "./proxy-relay.js";
+import { proxyCredentialsFromStdin } from "./proxy-relay-process.js";
+import { runScanBackground } from "./scan-background.js";
+import { runGateway } from "./screen-gateway.js";
+import { DEFAULT_TTL_MS, grantScreen, MAX_TTL_MS, MIN_TTL_MS, revokeScreen } from "./screen-verbs.js";
 
 const BOT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const USAGE =
-  "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume (see the desktop-runtime README)";
+  "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume | desktop proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop gateway (see the desktop-runtime README)";
 
 function options(argv: string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -79,11 +84,13 @@ const publicRecord = (r: DisplaySlotRecord) => ({
   width: r.width,
   height: r.height,
   status: r.status,
+  ...(r.proxyRelayPort ? { proxyRelayPort: r.proxyRelayPort } : {}),
   ...(r.lastError ? { lastError: r.lastError } : {}),
 });
 
 async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
+  const sub = verb === "screen" ? rest.shift() : undefined;
   const opts = options(rest);
   const state = new DesktopState(process.env.AGENT_COMPUTER_DESKTOP_STATE ?? "/tmp/agent-computer-desktops");
   const home = opts.get("home") ?? process.env.HOME ?? "/home/computer";
@@ -101,6 +108,9 @@ async function main(argv: string[]): Promise<number> {
         height: int(opts, "height", 800, 64, 4320),
         screenLimit: int(opts, "screen-limit", Number(process.env.SANDBOX_TEAM_SCREEN_LIMIT ?? 0) || 0, 0, 1000),
         ...(proxyServer ? { proxyServer } : {}),
+        ...(opts.get("proxy-credentials") === "stdin"
+          ? { proxyCredentials: proxyCredentialsFromStdin(proxyServer) }
+          : {}),
       });
       print(publicRecord(record));
       return 0;
@@ -209,6 +219,39 @@ async function main(argv: string[]): Promise<number> {
       print(result);
       return 0;
     }
+    case "screen": {
+      // The screen gateway's capabilities (screen-gateway.ts): JSON with the token, printed once.
+      if (sub === "grant") {
+        const mode = opts.get("mode");
+        if (mode !== "view" && mode !== "control")
+          throw new CliError("INVALID_ARGUMENT", "--mode must be view or control.");
+        const record = runningRecord(state, botOf(opts));
+        print(await grantScreen(state, record, mode, int(opts, "ttl-ms", DEFAULT_TTL_MS, MIN_TTL_MS, MAX_TTL_MS)));
+        return 0;
+      }
+      if (sub === "revoke") {
+        print(await revokeScreen(state, opts.get("id") ?? ""));
+        return 0;
+      }
+      throw new CliError(
+        "INVALID_ARGUMENT",
+        "usage: desktop screen grant --bot ID --mode view|control [--ttl-ms N] | desktop screen revoke --id ID",
+      );
+    }
+    case "gateway":
+      // Long-lived: started detached by `screen grant` when none runs.
+      await runGateway(state);
+      return 0;
+    case "proxy-relay":
+      // Long-lived: started detached by `start` (proxy-relay-process.ts), credentials on stdin.
+      await runProxyRelay(
+        botOf(opts),
+        int(opts, "port", RELAY_FIRST_PORT, RELAY_FIRST_PORT, RELAY_FIRST_PORT + RELAY_PORT_COUNT - 1),
+      );
+      return 0;
+    case "scan-background":
+      print(runScanBackground(rest));
+      return 0;
     default:
       throw new CliError("INVALID_ARGUMENT", USAGE);
   }

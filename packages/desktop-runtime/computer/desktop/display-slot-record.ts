@@ -14,6 +14,11 @@ export interface DisplaySlotRecord {
   /** Chromium's DevTools port on 127.0.0.1. */
   readonly cdpPort: number;
   /**
+   * Random, new for every claim of a slot: screen capabilities are bound to
+   * it, so a display given to another bot never serves an old capability.
+   */
+  readonly incarnation: string;
+  /**
    * `starting`: claimed, processes coming up; `running`: ready;
    * `quiesced`: the browser was closed cleanly for an export (X stays up);
    * `stopping`: a teardown began or failed and may be retried.
@@ -24,6 +29,15 @@ export interface DisplaySlotRecord {
   xserver?: ProcessIdentity;
   windowManager?: ProcessIdentity;
   browser?: ProcessIdentity;
+  /**
+   * The `--proxy-server` Chromium got (an upstream without credentials, or
+   * this bot's relay), so a browser restarted after a quiesce uses it again.
+   */
+  browserProxy?: string;
+  /** The bot's loopback proxy relay (an upstream with credentials); it lives until the desktop stops. */
+  proxyRelay?: ProcessIdentity;
+  /** The 127.0.0.1 port the relay bound: derived from the profile path, or the next free one. */
+  proxyRelayPort?: number;
   /** Why the last teardown failed, for a person reading `desktop list`. */
   lastError?: string;
 }

@@ -1,5 +1,4 @@
 import {
-  AgentComputerError,
   checkOpContext,
   type DesktopOptions,
   desktopOptionsSchema,
@@ -10,6 +9,7 @@ import {
   throwIfDone,
 } from "@agent-computer/core";
 import { z } from "zod";
+import { browserProxyOf } from "./browser-proxy.js";
 import { runDesktopCommand } from "./desktop-command.js";
 import { type LinuxDesktopRuntimeOptions, linuxDesktopRuntimeOptionsSchema } from "./linux-desktop-runtime-options.js";
 import { LinuxDesktopSession } from "./linux-desktop-session.js";
@@ -36,7 +36,7 @@ export class LinuxDesktopRuntime {
   private readonly options: z.output<typeof linuxDesktopRuntimeOptionsSchema>;
 
   constructor(
-    private readonly machine: Pick<Machine, "exec" | "workspacePath">,
+    private readonly machine: Pick<Machine, "exec" | "workspacePath" | "portUrl">,
     options: LinuxDesktopRuntimeOptions = {},
   ) {
     this.options = parseInput(linuxDesktopRuntimeOptionsSchema, options, "LinuxDesktopRuntimeOptions");
@@ -64,8 +64,12 @@ export class LinuxDesktopRuntime {
       "--screen-limit",
       String(this.options.screenLimit),
     ];
-    if (options.proxy) args.push("--proxy-server", proxyServerOf(options.proxy));
-    const { summary } = await this.run(args, context, START_TIMEOUT_MS);
+    // Credentials go to the computer's relay over stdin, never in argv.
+    const proxy = options.proxy ? browserProxyOf(options.proxy) : undefined;
+    if (proxy) args.push("--proxy-server", proxy.server);
+    if (proxy?.credentials) args.push("--proxy-credentials", "stdin");
+    const stdin = proxy?.credentials ? new TextEncoder().encode(JSON.stringify(proxy.credentials)) : undefined;
+    const { summary } = await this.run(args, context, START_TIMEOUT_MS, stdin);
     const started = summary as { display: string; width: number; height: number };
     loggerOf(context).info("desktop open", { bot, display: started.display });
     return new LinuxDesktopSession({ machine: this.machine, command: this.options.command }, bot, started.display, {
@@ -102,31 +106,10 @@ export class LinuxDesktopRuntime {
     return (summary?.desktops as { bot: string; display: string; status: string }[] | undefined) ?? [];
   }
 
-  private run(args: string[], ctx: OpContext, defaultTimeoutMs: number) {
+  private run(args: string[], ctx: OpContext, defaultTimeoutMs: number, stdin?: Uint8Array<ArrayBuffer>) {
     return runDesktopCommand(this.machine, this.options.command, [...args, "--home", this.machine.workspacePath], ctx, {
       defaultTimeoutMs,
+      ...(stdin ? { stdin } : {}),
     });
   }
-}
-
-/**
- * Chromium takes a proxy server on its command line, but never credentials
- * there: those need the loopback relay of the computer-services issue, so
- * until it lands a proxy with credentials is refused (and never echoed).
- */
-function proxyServerOf(proxy: NonNullable<z.output<typeof desktopOptionsSchema>["proxy"]>): string {
-  const url = new URL(proxy.server);
-  if (proxy.username || proxy.password || url.username || url.password) {
-    throw new AgentComputerError(
-      "UNSUPPORTED",
-      "Proxies with credentials need the in-computer proxy relay, which is not available yet; use a proxy without credentials.",
-    );
-  }
-  if (!/^(https?|socks4|socks5):$/.test(url.protocol)) {
-    throw new AgentComputerError(
-      "INVALID_ARGUMENT",
-      'Invalid DesktopOptions: at "proxy.server": use http, https, socks4 or socks5.',
-    );
-  }
-  return `${url.protocol}//${url.host}`;
 }

@@ -19,10 +19,12 @@ import { type DesktopCommandLine, runDesktopCommand } from "./desktop-command.js
 import type { LinuxObservation } from "./linux-observation.js";
 import { type LinuxObserveOptions, linuxObserveOptionsSchema } from "./linux-observe-options.js";
 import { LinuxPageBrowser } from "./linux-page-browser.js";
+import { SCREEN_GATEWAY_PORT } from "./screen-gateway-port.js";
 
 /** Where a session's commands go and how to run them. */
 export interface LinuxDesktopTarget {
-  readonly machine: Pick<Machine, "exec" | "workspacePath">;
+  /** `portUrl`, where the machine has it, reaches the screen gateway; without it screens are UNSUPPORTED. */
+  readonly machine: Pick<Machine, "exec" | "workspacePath" | "portUrl">;
   readonly command: readonly string[];
 }
 
@@ -31,6 +33,9 @@ const OBSERVE_TIMEOUT_MS = 30_000;
 const ACT_TIMEOUT_MS = 10 * 60_000;
 const STOP_TIMEOUT_MS = 60_000;
 const PAGE_TIMEOUT_MS = 30_000;
+/** A grant may start the gateway and the display's x11vnc. */
+const GRANT_TIMEOUT_MS = 45_000;
+const REVOKE_TIMEOUT_MS = 20_000;
 
 /**
  * One bot's desktop on one computer, driven through the in-computer
@@ -169,11 +174,53 @@ export class LinuxDesktopSession implements DesktopSession {
     }
   }
 
-  async screenEndpoint(_mode: "view" | "control", _ctx?: OpContext): Promise<ScreenEndpoint> {
-    throw new AgentComputerError(
-      "UNSUPPORTED",
-      "Live screens arrive with the screens issue; observe and act work now.",
-    );
+  /**
+   * A new capability on the computer's screen gateway for this desktop:
+   * connect to `url` with `Authorization: Bearer <token>` before
+   * `expiresAt` (open connections outlive it; revoke or release ends them).
+   * View capabilities never carry input.
+   */
+  async screenEndpoint(
+    mode: "view" | "control",
+    ctx?: OpContext,
+    opts: { ttlMs?: number } = {},
+  ): Promise<ScreenEndpoint> {
+    const screenMode = parseInput(screenModeSchema, mode, "screen mode");
+    const { ttlMs } = parseInput(screenEndpointOptionsSchema, opts ?? {}, "screen endpoint options");
+    const context = this.usable(ctx);
+    const machine = this.target.machine;
+    if (!machine.portUrl) {
+      throw new AgentComputerError(
+        "UNSUPPORTED",
+        "This machine offers no port URLs, so its screen gateway cannot be reached; observe and act still work.",
+      );
+    }
+    // First, so a machine whose gateway port is not reachable grants nothing.
+    const base = new URL(await machine.portUrl(SCREEN_GATEWAY_PORT, { private: true }, context));
+    const args = ["screen", "grant", "--bot", this.botId, "--mode", screenMode];
+    if (ttlMs !== undefined) args.push("--ttl-ms", String(ttlMs));
+    const { summary } = await this.run(args, context, GRANT_TIMEOUT_MS);
+    const granted = summary as DesktopCommandLine & { id: string; token: string; path: string; expiresAt: number };
+    base.protocol = base.protocol === "https:" ? "wss:" : "ws:";
+    base.pathname = granted.path;
+    base.search = "";
+    return {
+      mode: screenMode,
+      id: granted.id,
+      url: base.toString(),
+      token: granted.token,
+      expiresAt: granted.expiresAt,
+    };
+  }
+
+  /** Ends a capability: its open connections close, it is refused from then on. Idempotent. */
+  async revokeEndpoint(id: string, ctx?: OpContext): Promise<void> {
+    const capability = parseInput(capabilityIdSchema, id, "endpoint id");
+    const context = checkOpContext(ctx);
+    throwIfDone(context, "revoke endpoint");
+    // A released desktop's capabilities were all closed by its stop.
+    if (this.released) return;
+    await this.run(["screen", "revoke", "--id", capability], context, REVOKE_TIMEOUT_MS);
   }
 
   async terminalEndpoint(_ctx?: OpContext): Promise<TerminalEndpoint> {
@@ -218,3 +265,14 @@ export class LinuxDesktopSession implements DesktopSession {
 }
 
 const urlSchema = z.string().url().max(8192);
+const screenModeSchema = z.enum(["view", "control"]);
+const screenEndpointOptionsSchema = z.object({
+  /** From 1 s to 24 h; the gateway's default (10 min) when absent. */
+  ttlMs: z
+    .number()
+    .int()
+    .min(1000)
+    .max(24 * 60 * 60_000)
+    .optional(),
+});
+const capabilityIdSchema = z.string().regex(/^[A-Za-z0-9_-]{22}$/, "a capability id as screenEndpoint returned it");

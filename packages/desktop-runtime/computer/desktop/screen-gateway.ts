@@ -1,0 +1,437 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { chmodSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  createServer as createHttpServer,
+  type Server as HttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http";
+import { createConnection, createServer, type Server } from "node:net";
+import { join } from "node:path";
+import type { Duplex } from "node:stream";
+import { WebSocketServer } from "ws";
+import { CliError } from "./cli-error.js";
+import type { DesktopState } from "./desktop-state.js";
+import type { DisplaySlotRecord } from "./display-slot-record.js";
+import { type GatewayRequest, serveControl } from "./gateway-control.js";
+import { GatewayFiles, SCREEN_GATEWAY_PORT, type ScreenMode, slotRecordNow, slotServes } from "./gateway-files.js";
+import { GatewayLog } from "./gateway-log.js";
+import { identify } from "./process-status.js";
+import { readJson } from "./screen-teardown.js";
+import { VncServers } from "./vnc-servers.js";
+import { type Bridge, bridge } from "./websocket-bridge.js";
+
+/** Capability ids: 16 random bytes, base64url. Not secret; they name the websocket path. */
+export const CAPABILITY_ID = /^[A-Za-z0-9_-]{22}$/;
+/** Tokens: 32 random bytes, base64url. Only their SHA-256 is kept. */
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+export const MIN_TTL_MS = 1000;
+export const MAX_TTL_MS = 24 * 60 * 60_000;
+/** No RFB client message comes near this (noVNC's largest are clipboard texts). */
+const MAX_PAYLOAD = 256 * 1024;
+const MAX_LIVE_CAPABILITIES = 1024;
+const MAX_CONNECTIONS_PER_CAPABILITY = 16;
+const MAX_CONNECTIONS = 256;
+/** Ended capabilities are remembered this long (and at most this many) so they answer 410, not 404. */
+const KEEP_ENDED_MS = 60 * 60_000;
+const MAX_REMEMBERED = 8192;
+
+type EndReason = "revoked" | "expired" | "desktop-stopped" | "gateway-stopping";
+
+/**
+ * One capability: a route kind (`screens`; terminals will add theirs), the
+ * target it reaches (its own Unix socket, bridged to one display's x11vnc
+ * in one mode), the slot claim it is bound to, and its token's hash.
+ */
+interface Capability {
+  readonly kind: "screens";
+  readonly id: string;
+  readonly mode: ScreenMode;
+  readonly bot: string;
+  readonly slot: number;
+  readonly incarnation: string;
+  readonly tokenHash: Buffer;
+  readonly expiresAt: number;
+  readonly socketPath: string;
+  server?: Server;
+  ended?: EndReason;
+  endedAt?: number;
+  readonly connections: Map<string, Bridge>;
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest();
+
+/**
+ * The computer's screen gateway (DESIGN §4, §7): one process, one TCP port
+ * for every desktop. The `desktop` command grants and revokes capabilities
+ * over a private control socket; clients connect to
+ * `ws://<computer>:6080/screens/<id>` with `Authorization: Bearer <token>`.
+ * Refusals are plain HTTP answers before any upgrade: 401 (token missing
+ * or wrong), 404 (unknown path or id), 410 (expired, revoked, or its
+ * desktop stopped or was given to another bot).
+ */
+export class ScreenGateway {
+  private readonly capabilities = new Map<string, Capability>();
+  private readonly wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_PAYLOAD,
+    perMessageDeflate: false,
+    clientTracking: false,
+    // noVNC offers "binary"; a client offering nothing gets no subprotocol.
+    handleProtocols: (protocols) => (protocols.has("binary") ? "binary" : false),
+  });
+  private connectionCount = 0;
+  private openConnections = 0;
+  private sweeping = false;
+
+  constructor(
+    private readonly state: DesktopState,
+    private readonly files: GatewayFiles,
+    private readonly log: GatewayLog,
+    private readonly vnc: VncServers,
+  ) {}
+
+  handle(request: GatewayRequest): Promise<Record<string, unknown>> {
+    switch (request?.op) {
+      case "ping":
+        return Promise.resolve({ pid: process.pid });
+      case "grant":
+        return this.grant(request);
+      case "revoke":
+        return Promise.resolve(this.revoke(request.id));
+      case "close-slot":
+        return this.closeSlot(request.slot);
+      default:
+        return Promise.reject(new CliError("INVALID_ARGUMENT", "Unknown gateway request."));
+    }
+  }
+
+  private async grant(request: Extract<GatewayRequest, { op: "grant" }>): Promise<Record<string, unknown>> {
+    const { bot, slot, incarnation, mode, ttlMs } = request;
+    if (
+      (mode !== "view" && mode !== "control") ||
+      !Number.isInteger(slot) ||
+      slot < 0 ||
+      typeof incarnation !== "string" ||
+      typeof bot !== "string" ||
+      !Number.isInteger(ttlMs) ||
+      ttlMs < MIN_TTL_MS ||
+      ttlMs > MAX_TTL_MS
+    ) {
+      throw new CliError("INVALID_ARGUMENT", "Invalid grant request.");
+    }
+    const gone = () => new CliError("NOT_FOUND", `${bot} has no running desktop on this computer; start it first.`);
+    const serves = () => {
+      const record = slotRecordNow(this.state, slot);
+      return slotServes(record, incarnation) && record?.bot === bot;
+    };
+    if (!serves()) throw gone();
+    let live = 0;
+    for (const c of this.capabilities.values()) if (!c.ended) live++;
+    if (live >= MAX_LIVE_CAPABILITIES) {
+      throw new CliError("LIMIT_EXCEEDED", `This computer has ${live} live screen capabilities; revoke some first.`);
+    }
+    await this.vnc.ensure(slot, mode, incarnation);
+    const id = randomBytes(16).toString("base64url");
+    const token = randomBytes(32).toString("base64url");
+    const capability: Capability = {
+      kind: "screens",
+      id,
+      mode,
+      bot,
+      slot,
+      incarnation,
+      tokenHash: sha256(token),
+      expiresAt: Date.now() + ttlMs,
+      socketPath: this.files.capabilitySocket(id),
+      connections: new Map(),
+    };
+    capability.server = await this.listenCapability(capability);
+    this.capabilities.set(id, capability);
+    // The desktop may have stopped while its screen server started.
+    if (!serves()) {
+      this.end(capability, "desktop-stopped", true);
+      throw gone();
+    }
+    this.log.write("grant", { cap: id, kind: "screens", mode, slot, bot, ttlMs });
+    return { id, token, path: `/screens/${id}`, expiresAt: capability.expiresAt, mode };
+  }
+
+  /** The capability's own Unix socket: each connection to it is bridged to its display's x11vnc in its mode. */
+  private async listenCapability(capability: Capability): Promise<Server> {
+    const server = createServer((local) => {
+      local.on("error", () => local.destroy());
+      if (capability.ended) {
+        local.destroy();
+        return;
+      }
+      this.vnc.ensure(capability.slot, capability.mode, capability.incarnation).then(
+        (port) => {
+          if (local.destroyed || capability.ended) {
+            local.destroy();
+            return;
+          }
+          const vnc = createConnection({ port, host: "127.0.0.1" });
+          vnc.on("error", () => vnc.destroy());
+          vnc.on("close", () => local.destroy());
+          local.on("close", () => vnc.destroy());
+          local.pipe(vnc);
+          vnc.pipe(local);
+        },
+        () => local.destroy(),
+      );
+    });
+    rmSync(capability.socketPath, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(capability.socketPath, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    chmodSync(capability.socketPath, 0o600);
+    return server;
+  }
+
+  private revoke(id: unknown): Record<string, unknown> {
+    if (typeof id !== "string" || !CAPABILITY_ID.test(id)) {
+      throw new CliError("INVALID_ARGUMENT", "--id must be a capability id as grant printed it.");
+    }
+    const capability = this.capabilities.get(id);
+    if (!capability) return { revoked: false };
+    const open = capability.connections.size;
+    const already = capability.ended === "revoked";
+    this.end(capability, "revoked", true);
+    if (!already) this.log.write("revoke", { cap: id, mode: capability.mode, slot: capability.slot, closed: open });
+    return { revoked: !already };
+  }
+
+  /** Before a slot is released: every capability of it ends and its connections close; its x11vnc stop. */
+  private async closeSlot(slot: unknown): Promise<Record<string, unknown>> {
+    if (!Number.isInteger(slot) || (slot as number) < 0) throw new CliError("INVALID_ARGUMENT", "Invalid slot.");
+    let closed = 0;
+    for (const capability of this.capabilities.values()) {
+      if (capability.slot !== slot) continue;
+      closed += capability.connections.size;
+      this.end(capability, "desktop-stopped", true);
+    }
+    await this.vnc.settle(slot as number);
+    if (!(await this.vnc.stopSlot(slot as number))) {
+      throw new CliError("UNAVAILABLE", `The screen servers of display slot ${slot} did not stop.`);
+    }
+    this.log.write("close-slot", { slot: slot as number, closed });
+    return { closed };
+  }
+
+  /** Ends a capability: its socket goes, new connections are refused; `closeOpen` also drops its open ones. */
+  private end(capability: Capability, why: EndReason, closeOpen: boolean): void {
+    if (!capability.ended) {
+      capability.ended = why;
+      capability.endedAt = Date.now();
+      capability.server?.close();
+      capability.server = undefined;
+      rmSync(capability.socketPath, { force: true });
+      this.log.write("end", { cap: capability.id, mode: capability.mode, slot: capability.slot, why });
+    }
+    if (!closeOpen) return;
+    const [code, reason] = why === "revoked" ? [1008, "revoked"] : [1001, why];
+    for (const connection of [...capability.connections.values()]) connection.close(code, reason);
+  }
+
+  /** Plain HTTP: only websockets are served. */
+  request(req: IncomingMessage, res: ServerResponse): void {
+    const route = routeOf(req.url);
+    res.writeHead(route ? 426 : 404, { "Content-Type": "text/plain; charset=utf-8", Connection: "close" });
+    res.end(route ? "Connect with a websocket.\n" : "Not found.\n");
+  }
+
+  /** Who may connect: the capability, or the plain HTTP status that refuses the upgrade. */
+  private admit(
+    req: IncomingMessage,
+  ): { capability: Capability } | { status: number; why: string; capability?: Capability } {
+    const route = routeOf(req.url);
+    if (!route) return { status: 404, why: "no such path" };
+    if (String(req.headers.upgrade).toLowerCase() !== "websocket")
+      return { status: 400, why: "not a websocket upgrade" };
+    const token = /^Bearer ([A-Za-z0-9_-]+)$/.exec(req.headers.authorization ?? "")?.[1];
+    if (!token || !TOKEN.test(token)) return { status: 401, why: "missing or malformed bearer token" };
+    const capability = this.capabilities.get(route.id);
+    if (!capability || capability.kind !== route.kind) return { status: 404, why: "no such capability" };
+    if (!timingSafeEqual(sha256(token), capability.tokenHash)) return { status: 401, why: "wrong token", capability };
+    if (!capability.ended && Date.now() >= capability.expiresAt) this.end(capability, "expired", false);
+    if (!capability.ended && !slotServes(slotRecordNow(this.state, capability.slot), capability.incarnation)) {
+      this.end(capability, "desktop-stopped", true);
+    }
+    if (capability.ended) return { status: 410, why: capability.ended, capability };
+    if (capability.connections.size >= MAX_CONNECTIONS_PER_CAPABILITY || this.openConnections >= MAX_CONNECTIONS) {
+      return { status: 503, why: "too many connections", capability };
+    }
+    return { capability };
+  }
+
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on("error", () => socket.destroy());
+    const refuse = (status: number, why: string, capability?: Capability) => {
+      this.log.write("refuse", { cap: capability?.id, mode: capability?.mode, status, why });
+      refuseUpgrade(socket, status, why);
+    };
+    const verdict = this.admit(req);
+    if ("status" in verdict) {
+      refuse(verdict.status, verdict.why, verdict.capability);
+      return;
+    }
+    const { capability } = verdict;
+    const connection = `c${++this.connectionCount}`;
+    const upstream = createConnection(capability.socketPath);
+    let attached = false;
+    socket.once("close", () => {
+      if (!attached) upstream.destroy();
+    });
+    upstream.once("error", () => {
+      if (!attached) refuse(503, "the desktop's screen server is unreachable", capability);
+    });
+    upstream.once("connect", () => {
+      if (socket.destroyed || capability.ended) {
+        upstream.destroy();
+        if (capability.ended) refuse(410, capability.ended, capability);
+        return;
+      }
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        attached = true;
+        this.openConnections++;
+        const link = bridge(ws, upstream, (why) => {
+          capability.connections.delete(connection);
+          this.openConnections--;
+          this.log.write("close", { cap: capability.id, conn: connection, mode: capability.mode, why });
+        });
+        capability.connections.set(connection, link);
+        this.log.write("open", { cap: capability.id, conn: connection, mode: capability.mode, slot: capability.slot });
+      });
+    });
+  }
+
+  /** Once a second: expiry, desktops that stopped or were recycled, forgetting old capabilities, stray x11vnc. */
+  async sweep(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const now = Date.now();
+      const records = new Map<number, DisplaySlotRecord | undefined>();
+      const recordOf = (slot: number) => {
+        if (!records.has(slot)) records.set(slot, slotRecordNow(this.state, slot));
+        return records.get(slot);
+      };
+      for (const capability of this.capabilities.values()) {
+        if (!capability.ended && now >= capability.expiresAt) this.end(capability, "expired", false);
+        if (capability.ended && capability.connections.size === 0) continue;
+        if (!slotServes(recordOf(capability.slot), capability.incarnation)) {
+          this.end(capability, "desktop-stopped", true);
+        }
+      }
+      const forgettable = [...this.capabilities.values()]
+        .filter((c) => c.ended && c.connections.size === 0)
+        .sort((a, b) => (a.endedAt ?? 0) - (b.endedAt ?? 0));
+      let excess = this.capabilities.size - MAX_REMEMBERED;
+      for (const c of forgettable) {
+        if (excess > 0 || now - (c.endedAt ?? 0) > KEEP_ENDED_MS) {
+          this.capabilities.delete(c.id);
+          excess--;
+        }
+      }
+      await this.vnc.sweep();
+    } catch (error) {
+      this.log.write("sweep-failed", { error: (error as Error).message });
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  shutdown(): void {
+    for (const capability of this.capabilities.values()) this.end(capability, "gateway-stopping", true);
+  }
+}
+
+/** `/screens/<id>` exactly: no other prefix, no `..`, no encoded tricks; a query string is ignored. */
+function routeOf(url: string | undefined): { kind: "screens"; id: string } | undefined {
+  const path = (url ?? "").split("?")[0] ?? "";
+  const match = /^\/(screens)\/([A-Za-z0-9_-]{22})$/.exec(path);
+  return match ? { kind: match[1] as "screens", id: match[2] as string } : undefined;
+}
+
+function refuseUpgrade(socket: Duplex, status: number, message: string): void {
+  if (socket.destroyed) return;
+  const body = `${message}\n`;
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      "Connection: close\r\n" +
+      "Content-Type: text/plain; charset=utf-8\r\n" +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      (status === 401 ? 'WWW-Authenticate: Bearer realm="screens"\r\n' : "") +
+      `\r\n${body}`,
+  );
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+function listen(server: HttpServer, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+}
+
+/**
+ * `desktop gateway`: runs the gateway until SIGTERM. The port is its lock:
+ * a second gateway cannot bind it and exits before touching any file.
+ */
+export async function runGateway(state: DesktopState): Promise<void> {
+  if (process.getuid?.() === 0) {
+    throw new CliError("UNSUPPORTED", "The screen gateway runs as the computer's user (uid 1000), never as root.");
+  }
+  const files = new GatewayFiles(state);
+  files.prepare();
+  const log = new GatewayLog(files.logFile);
+  const vnc = new VncServers(state, files, log);
+  const gateway = new ScreenGateway(state, files, log, vnc);
+  const http = createHttpServer((req, res) => gateway.request(req, res));
+  http.headersTimeout = 10_000;
+  http.requestTimeout = 15_000;
+  http.on("upgrade", (req, socket, head) => gateway.upgrade(req, socket, head));
+  http.on("clientError", (_error, socket) => socket.destroy());
+  try {
+    await listen(http, SCREEN_GATEWAY_PORT);
+  } catch (error) {
+    log.write("start-failed", { error: (error as NodeJS.ErrnoException).code ?? (error as Error).message });
+    throw new CliError(
+      "UNAVAILABLE",
+      `The screen gateway cannot listen on port ${SCREEN_GATEWAY_PORT}: ${(error as Error).message}`,
+    );
+  }
+  writeFileSync(files.identityFile, JSON.stringify(identify(process.pid)), { mode: 0o600 });
+  // Sockets of an earlier gateway are dead: its capabilities died with it.
+  for (const name of readdirSync(files.capsDir)) rmSync(join(files.capsDir, name), { force: true });
+  rmSync(files.controlSocket, { force: true });
+  const control = await serveControl(files.controlSocket, (request) => gateway.handle(request));
+  chmodSync(files.controlSocket, 0o600);
+  const sweeper = setInterval(() => void gateway.sweep(), 1000);
+  log.write("start", { pid: process.pid, port: SCREEN_GATEWAY_PORT });
+  await new Promise<void>((resolve) => {
+    process.once("SIGTERM", resolve);
+    process.once("SIGINT", resolve);
+  });
+  clearInterval(sweeper);
+  gateway.shutdown();
+  control.close();
+  http.close();
+  const me = identify(process.pid);
+  const recorded = readJson<{ pid: number; startTime: string }>(files.identityFile);
+  if (recorded && me && recorded.pid === me.pid && recorded.startTime === me.startTime) {
+    rmSync(files.identityFile, { force: true });
+  }
+  log.write("stop", { pid: process.pid });
+  // Open sockets would keep the loop alive; everything worth closing is closed.
+  setTimeout(() => process.exit(0), 600).unref();
+}

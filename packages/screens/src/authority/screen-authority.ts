@@ -1,0 +1,37 @@
+import type { ScreenAuthorityChange } from "./screen-authority-change.js";
+import type { ScreenCheckRequest } from "./screen-check-request.js";
+import type { ScreenGrant } from "./screen-grant.js";
+import type { ScreenOpenRequest } from "./screen-open-request.js";
+
+/**
+ * The port through which screens ask the app's runtime for gateway
+ * endpoints and whether a screen may still be shown. `runtimeScreenAuthority`
+ * fills it from a `ComputerRuntime`; an app with its own policy (workspace
+ * membership, roles) wraps that one or writes its own.
+ *
+ * Errors are `AgentComputerError`s: FENCED_OUT, LEASE_LOST or NOT_FOUND mean
+ * "not allowed" (the socket is refused or closed); UNAVAILABLE or TIMEOUT
+ * mean "cannot tell now" (refused; a live control socket gets a short grace).
+ * Anything else thrown or returned counts as a malformed answer and is
+ * refused too: the proxy fails closed.
+ */
+export interface ScreenAuthority {
+  /**
+   * At issue time: a gateway endpoint for this screen in this mode (starting
+   * the computer and the bot's desktop when needed). For control, throws
+   * unless `control` is the current user-control lease of this screen.
+   */
+  open(request: ScreenOpenRequest): Promise<ScreenGrant>;
+  /**
+   * Resolves (with nothing) while the screen may be shown in this mode;
+   * throws otherwise. Called before a socket is bridged, and about every
+   * second plus on `watch` changes while a control socket is open.
+   */
+  check(request: ScreenCheckRequest): Promise<void>;
+  /**
+   * Optional: reports changes that may end live control sockets, so they
+   * close at once rather than at the next periodic check. Returns the
+   * unsubscribe function.
+   */
+  watch?(listener: (change: ScreenAuthorityChange) => void): () => void;
+}

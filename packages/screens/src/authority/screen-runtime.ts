@@ -1,0 +1,14 @@
+import type { ComputerEvent, DesktopSession } from "@agent-computer/core";
+import type { LeaseEngine } from "@agent-computer/core/lease";
+
+/**
+ * The parts of a `ComputerRuntime` that `runtimeScreenAuthority` uses; a
+ * `ComputerRuntime` is one.
+ */
+export interface ScreenRuntime {
+  /** The bot's desktop, starting the computer and the desktop when needed. */
+  desktopFor(input: { computerId: string; botId: string }): Promise<DesktopSession>;
+  /** Lifecycle events; `takeover-ended` carries `detail.botId`. */
+  on(listener: (event: ComputerEvent) => void): () => void;
+  readonly leases: Pick<LeaseEngine, "assertCurrent" | "getComputer">;
+}

@@ -1,0 +1,69 @@
+import { z } from "zod";
+
+/**
+ * What a capability's sealed blob holds. Only the host that issued it (or
+ * one sharing its secret) can read it; the browser carries it opaque.
+ */
+export interface SealedCapability {
+  /** The capability's id: random, not a secret, the handle for `revoke`. */
+  readonly id: string;
+  readonly computerId: string;
+  readonly botId: string;
+  readonly mode: "view" | "control";
+  /** Milliseconds since the epoch after which the capability is refused. */
+  readonly expiresAt: number;
+  /** The gateway endpoint: its url and token are why this is sealed. */
+  readonly endpoint: { readonly id: string; readonly url: string; readonly token: string; readonly expiresAt: number };
+  /** For control: the fields of the user-control lease it was issued under. */
+  readonly control?: {
+    readonly kind: "user-control";
+    readonly key: string;
+    readonly holder: string;
+    readonly token: number;
+    readonly computerId: string;
+    readonly botId: string;
+    readonly ttlMs: number;
+    readonly grantedAt: number;
+    readonly expiresAt: number;
+  };
+}
+
+const wsUrl = z.string().refine((value) => {
+  try {
+    const url = new URL(value);
+    return url.protocol === "ws:" || url.protocol === "wss:";
+  } catch {
+    return false;
+  }
+}, "expected a ws: or wss: URL");
+
+export const sealedCapabilitySchema = z
+  .object({
+    id: z.string().min(1).max(128),
+    computerId: z.string().min(1),
+    botId: z.string().min(1),
+    mode: z.enum(["view", "control"]),
+    expiresAt: z.number().nonnegative(),
+    endpoint: z.object({
+      id: z.string().min(1),
+      url: wsUrl,
+      token: z.string().min(1),
+      expiresAt: z.number().nonnegative(),
+    }),
+    control: z
+      .object({
+        kind: z.literal("user-control"),
+        key: z.string().min(1),
+        holder: z.string().min(1),
+        token: z.number().int().nonnegative(),
+        computerId: z.string().min(1),
+        botId: z.string().min(1),
+        ttlMs: z.number().int().positive(),
+        grantedAt: z.number().nonnegative(),
+        expiresAt: z.number().nonnegative(),
+      })
+      .optional(),
+  })
+  .refine((v) => (v.mode === "control") === (v.control !== undefined), {
+    message: "a control capability carries its lease, a view capability none",
+  });

@@ -1,0 +1,137 @@
+import type { RawData, WebSocket } from "ws";
+import type { SealedCapability } from "../capability/sealed-capability.js";
+import { RfbClientFilter } from "./rfb-client-filter.js";
+
+/** Who ended a bridged socket. */
+export type BridgeCloser = "client" | "upstream" | "revoked" | "proxy";
+
+/** How long a side gets to finish the closing handshake before it is cut. */
+const CLOSE_GRACE_MS = 500;
+
+/**
+ * One browser socket joined to its own gateway socket: frames both ways,
+ * the browser's through the RFB filter, each direction paused while the
+ * other side has more than `maxBufferedBytes` queued, so a slow browser
+ * holds back only its own stream. Ends both sides together.
+ */
+export class ScreenBridge {
+  readonly startedAt = performance.now();
+  /** Set while an authority check of this socket runs. */
+  checking = false;
+  /** When the authority last allowed this socket (monotonic ms). */
+  lastAllowedAt = performance.now();
+  private readonly filter: RfbClientFilter;
+  private closed = false;
+  private serverAnswered = false;
+  private dropped = 0;
+  private pendingCloser: { closer: BridgeCloser; code: number } | undefined;
+
+  constructor(
+    readonly connectionId: string,
+    readonly capability: SealedCapability,
+    private readonly client: WebSocket,
+    private readonly upstream: WebSocket,
+    private readonly maxBufferedBytes: number,
+    private readonly onClosed: (
+      bridge: ScreenBridge,
+      result: { closer: BridgeCloser; code: number; handshakeCompleted: boolean; droppedClientBytes: number },
+    ) => void,
+  ) {
+    this.filter = new RfbClientFilter(capability.mode);
+  }
+
+  /** Starts relaying; `early` are gateway frames that arrived before the browser's upgrade finished. */
+  start(early: Buffer[]): void {
+    const { client, upstream } = this;
+    for (const chunk of early) this.toClient(chunk);
+    upstream.on("message", (data) => this.toClient(bufferOf(data)));
+    client.on("message", (data) => this.toUpstream(bufferOf(data)));
+    client.on("error", (error: Error & { code?: string }) => {
+      // ws closes the socket itself (1009 for an oversized frame, 1002 for a
+      // protocol error): the proxy ended it, because of this client.
+      this.pendingCloser ??= {
+        closer: "proxy",
+        code: error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH" ? 1009 : 1002,
+      };
+    });
+    upstream.on("error", () => {});
+    client.on("close", (code) => {
+      const ended = this.pendingCloser ?? { closer: "client" as const, code };
+      this.finish(ended.closer, ended.code);
+    });
+    upstream.on("close", (code) => this.finish("upstream", sendable(code) ? code : 1011));
+  }
+
+  /** Closes both sides, reporting `closer`; `code` and `reason` go to the browser. */
+  close(closer: BridgeCloser, code: number, reason: string): void {
+    this.finish(closer, code, reason);
+  }
+
+  private toClient(chunk: Buffer): void {
+    if (this.closed) return;
+    if (this.filter.clientInitSent) this.serverAnswered = true;
+    this.client.send(chunk, { binary: true }, () => this.resumeIfDrained(this.client, this.upstream));
+    if (this.client.bufferedAmount > this.maxBufferedBytes) this.upstream.pause();
+  }
+
+  private toUpstream(chunk: Buffer): void {
+    if (this.closed) return;
+    const { forward, dropped, violation } = this.filter.push(chunk);
+    this.dropped += dropped;
+    if (violation !== undefined) {
+      this.close("proxy", 1008, "view only");
+      return;
+    }
+    if (!forward) return;
+    this.upstream.send(forward, { binary: true }, () => this.resumeIfDrained(this.upstream, this.client));
+    if (this.upstream.bufferedAmount > this.maxBufferedBytes) this.client.pause();
+  }
+
+  private resumeIfDrained(receiver: WebSocket, source: WebSocket): void {
+    if (!this.closed && source.isPaused && receiver.bufferedAmount <= this.maxBufferedBytes / 2) source.resume();
+  }
+
+  private finish(closer: BridgeCloser, code: number, reason = ""): void {
+    if (this.closed) return;
+    this.closed = true;
+    // Whichever side is still open follows: the browser gets the gateway's
+    // code when it can be sent on, the gateway a normal close.
+    this.closeSocket(this.client, sendable(code) ? code : 1011, reason);
+    this.closeSocket(this.upstream, 1000, "");
+    this.onClosed(this, {
+      closer,
+      code,
+      handshakeCompleted: this.filter.clientInitSent && this.serverAnswered,
+      droppedClientBytes: this.dropped,
+    });
+  }
+
+  private closeSocket(socket: WebSocket, code: number, reason: string): void {
+    if (socket.readyState === socket.CLOSED) return;
+    if (socket.readyState === socket.CONNECTING) {
+      socket.terminate();
+      return;
+    }
+    if (socket.readyState === socket.OPEN) {
+      // A paused socket would never read the peer's closing frame.
+      if (socket.isPaused) socket.resume();
+      socket.close(code, reason);
+    }
+    setTimeout(() => {
+      if (socket.readyState !== socket.CLOSED) socket.terminate();
+    }, CLOSE_GRACE_MS).unref();
+  }
+}
+
+function bufferOf(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+// The close codes a websocket may put on the wire (RFC 6455 §7.4).
+function sendable(code: number): boolean {
+  return (
+    (code >= 1000 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999)
+  );
+}

@@ -1,0 +1,95 @@
+import type { ScreenPolicy } from "./screen-policy.js";
+
+/**
+ * What screens report through `onEvent` and the logger (the logger gets the
+ * type as its message, the rest as fields). Secret-free by construction:
+ * ids, policy, reasons, numbers; never a capability URL or sealed blob, a
+ * token, a provider host or URL, a cookie or a header.
+ *
+ * `connectionId` is random per socket or HTTP request; `capabilityId` ties a
+ * socket to the capability it used (known once the seal opened); `policy` is
+ * null when the request never got as far as naming a screen.
+ */
+export type ScreenEvent =
+  | {
+      readonly type: "screen.capability.issued";
+      readonly at: number;
+      readonly capabilityId: string;
+      readonly policy: ScreenPolicy;
+      readonly expiresAt: number;
+    }
+  | {
+      readonly type: "screen.capability.revoked";
+      readonly at: number;
+      readonly capabilityId: string;
+      readonly policy: ScreenPolicy | null;
+      /** Live sockets of this capability that were closed. */
+      readonly closedConnections: number;
+      /** Whether the gateway endpoint was revoked too (only the issuing process can). */
+      readonly endpointRevoked: boolean;
+    }
+  | {
+      readonly type: "screen.proxy.target_rejected";
+      readonly at: number;
+      readonly connectionId: string;
+      readonly capabilityId: string | null;
+      readonly policy: ScreenPolicy | null;
+      readonly reason:
+        | "invalid_path" // not `<publicPath>/c/<sealed>`: bad characters, `..`, wrong prefix
+        | "invalid_request" // not a websocket upgrade (method, headers)
+        | "invalid_capability" // the seal does not open: tampered, truncated, forged, another secret
+        | "capability_expired"
+        | "capability_revoked"
+        | "authority_rejected" // FENCED_OUT, LEASE_LOST, NOT_FOUND
+        | "authority_unavailable" // UNAVAILABLE, TIMEOUT, or no answer in time
+        | "invalid_authority_response"; // anything else thrown or returned
+      /** The HTTP status the client was refused with. */
+      readonly status: number;
+    }
+  | {
+      readonly type: "screen.proxy.http_failed";
+      readonly at: number;
+      readonly connectionId: string;
+      readonly policy: null;
+      readonly status: number;
+      readonly reason: "not_found" | "method_not_allowed" | "upgrade_required" | "asset_unreadable";
+    }
+  | {
+      readonly type: "screen.proxy.websocket_handshake_failed";
+      readonly at: number;
+      readonly connectionId: string;
+      readonly capabilityId: string;
+      readonly policy: ScreenPolicy;
+      /** The gateway refused (see `upstreamStatus`), could not be reached, or the client left first. */
+      readonly reason: "upstream_refused" | "upstream_unreachable" | "client_gone";
+      /** The gateway's HTTP status when it answered one (401, 404, 410, ...). */
+      readonly upstreamStatus: number | null;
+      readonly durationMs: number;
+    }
+  | {
+      readonly type: "screen.proxy.websocket_upgraded";
+      readonly at: number;
+      readonly connectionId: string;
+      readonly capabilityId: string;
+      readonly policy: ScreenPolicy;
+    }
+  | {
+      readonly type: "screen.proxy.websocket_closed";
+      readonly at: number;
+      readonly connectionId: string;
+      readonly capabilityId: string;
+      readonly policy: ScreenPolicy;
+      /** The RFB handshake finished: the client's ClientInit went up and the gateway answered. */
+      readonly handshakeCompleted: boolean;
+      readonly durationMs: number;
+      /**
+       * Who ended it: the browser, the gateway, a revocation (or the
+       * authority no longer allowing control), or the proxy itself (an
+       * oversized frame, a view-mode protocol violation, `Screens.close`).
+       */
+      readonly closer: "client" | "upstream" | "revoked" | "proxy";
+      /** The websocket close code sent to the browser. */
+      readonly code: number;
+      /** Client bytes held back in view mode (input events). */
+      readonly droppedClientBytes: number;
+    };

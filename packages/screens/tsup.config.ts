@@ -1,0 +1,12 @@
+import { defineConfig } from "tsup";
+
+export default defineConfig({
+  entry: { index: "src/index.ts" },
+  format: ["esm", "cjs"],
+  dts: true,
+  sourcemap: true,
+  target: "node20",
+  // noVNC is served from its installed package, found from this module's
+  // location; the shim gives the CJS build an import.meta.url too.
+  shims: true,
+});
