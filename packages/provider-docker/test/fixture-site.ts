@@ -19,6 +19,10 @@ document.getElementById("who").textContent = document.cookie;
   "click.html": `<!doctype html><title>Click me</title><style>html,body{margin:0;height:100%;background:#fff}
 button{position:fixed;inset:0;width:100vw;height:100vh;border:0;background:transparent;font-size:40px}</style>
 <body><button id="b" onclick="document.body.style.background='rgb(200,30,30)';this.textContent='clicked'">click</button>`,
+  // A blue page that turns red where it is clicked: the screen tests read both colours off the viewer's canvas.
+  "screen.html": `<!doctype html><title>Screen</title><style>html,body{margin:0;height:100%;background:rgb(20,120,220)}
+button{position:fixed;inset:0;width:100vw;height:100vh;border:0;background:transparent;font-size:40px}</style>
+<body><button id="b" onclick="document.body.style.background='rgb(200,30,30)'">click</button>`,
   "form.html": `<!doctype html><title>Form</title><body style="margin:0"><input id="field" style="position:fixed;left:0;top:0;width:100vw;height:100vh;font-size:30px">`,
   // Sets a cookie the moment it loads: the quiesce test exports right after.
   "late.html": `<!doctype html><title>Late cookie</title><body><script>

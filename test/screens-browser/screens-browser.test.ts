@@ -1,0 +1,250 @@
+import { existsSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createComputerRuntime, type Logger, type ScreenEndpoint } from "@agent-computer/core";
+import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
+import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { dockerProvider } from "@agent-computer/provider-docker";
+import {
+  createScreens,
+  runtimeScreenAuthority,
+  type ScreenAuthority,
+  type ScreenCapability,
+  type ScreenEvent,
+} from "@agent-computer/screens";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  dockerTestEnvironment,
+  reportMissingDocker,
+  temporaryDataDir,
+} from "../../packages/provider-docker/test/docker-test-environment.js";
+import { SITE, serveFixtureSite } from "../../packages/provider-docker/test/fixture-site.js";
+
+// A person watches and controls a bot's desktop: real headless Chromium runs
+// the noVNC viewer page, through the screens proxy mounted in an app's HTTP
+// server, to the gateway of a real container of the computer image.
+const CHROMIUM = "/usr/bin/chromium";
+const COOKIE = "session-cookie-9f2c7e1d";
+const BLUE = [20, 120, 220];
+const RED = [200, 30, 30];
+
+const env = await dockerTestEnvironment();
+const missing =
+  env.missing ?? (existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (run .ci/chromium-setup.sh)`);
+
+if (missing) reportMissingDocker("screens in a real browser", missing);
+else {
+  describe("screens in a real browser", () => {
+    let browser: Browser | undefined;
+    afterAll(async () => {
+      await browser?.close();
+    });
+
+    it("views, controls, revokes and refuses a recycled slot, and logs no secret", async () => {
+      const dataDir = await temporaryDataDir();
+      const runtime = createComputerRuntime({
+        provider: dockerProvider({ docker: env.docker, image: env.image, dataDir }),
+        stateStore: new MemoryLeaseStore(),
+        homeStore: new LocalAgentHomeStore({ dataDir }),
+        idleMs: 0,
+      });
+      const workspaceId = `screens-${Date.now().toString(36)}`;
+      const computerId = runtime.computerIdFor({ workspaceId, botId: "alpha" });
+
+      // The bot opens a blue page on its desktop, then its run ends.
+      const run = runtime.startRun({ workspaceId, botId: "alpha" });
+      const machine = await run.machine();
+      await serveFixtureSite(machine);
+      const desktop = await run.desktop();
+      await desktop.pageBrowser?.navigate(`${SITE}/screen.html`);
+      await run.end("completed");
+
+      // The app: the screens proxy and one page that frames the viewers.
+      const lines: string[] = [];
+      const events: ScreenEvent[] = [];
+      const record = (level: string) => (message: string, fields?: Record<string, unknown>) =>
+        void lines.push(JSON.stringify({ level, message, fields }));
+      const logger: Logger = {
+        debug: record("debug"),
+        info: record("info"),
+        warn: record("warn"),
+        error: record("error"),
+      };
+      const endpoints: ScreenEndpoint[] = [];
+      const base = runtimeScreenAuthority(runtime);
+      // Keeps what the gateway handed out, only to prove none of it reaches a log.
+      const authority: ScreenAuthority = {
+        ...base,
+        open: async (request) => {
+          const grant = await base.open(request);
+          endpoints.push(grant.endpoint);
+          return grant;
+        },
+      };
+      const screens = createScreens({
+        authority,
+        secret: new Uint8Array(32).fill(7),
+        logger,
+        onEvent: (event) => void events.push(event),
+      });
+      const frames = new Map<string, string>();
+      const server = createServer((req, res) => {
+        if (screens.handleRequest(req, res)) return;
+        if (req.url === "/app") {
+          const iframes = [...frames].map(
+            ([name, src]) => `<iframe id="${name}" src="${src}" style="width:640px;height:400px;border:0"></iframe>`,
+          );
+          res.writeHead(200, { "Content-Type": "text/html" });
+          res.end(`<!doctype html><body>${iframes.join("")}<script>
+window.states = {};
+addEventListener("message", (e) => {
+  for (const frame of document.querySelectorAll("iframe"))
+    if (frame.contentWindow === e.source) (window.states[frame.id] ??= []).push(e.data.state);
+});</script>`);
+          return;
+        }
+        res.writeHead(404).end();
+      });
+      server.on("upgrade", (req, socket, head) => {
+        if (!screens.handleUpgrade(req, socket, head)) socket.destroy();
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+      try {
+        const control = await runtime.takeover({ computerId, botId: "alpha", holder: "person:ada", ttlMs: 300_000 });
+        const ttlMs = 300_000;
+        const view = await screens.issueScreenCapability({ computerId, botId: "alpha", mode: "view", ttlMs });
+        const steer = await screens.issueScreenCapability({
+          computerId,
+          botId: "alpha",
+          mode: "control",
+          ttlMs,
+          control,
+        });
+        const issued: ScreenCapability[] = [view, steer];
+        frames.set("view", view.viewerUrl).set("control", steer.viewerUrl);
+
+        browser = await chromium.launch({
+          executablePath: CHROMIUM,
+          args: [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+          ],
+        });
+        const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+        await context.addCookies([{ name: "session", value: COOKIE, url: origin }]);
+        const page = await context.newPage();
+        await page.goto(`${origin}/app`);
+        await waitForState(page, "view", "connected");
+        await waitForState(page, "control", "connected");
+
+        // The canvas shows the bot's page.
+        await waitForPixel(page, "view", BLUE);
+        await waitForPixel(page, "control", BLUE);
+
+        // A view session's click changes nothing; a control session's click turns the page red.
+        await page.frameLocator("#view").locator("canvas").click();
+        await page.waitForTimeout(1500);
+        expect(await centrePixel(page, "view")).toSatisfy(near(BLUE));
+        await page.frameLocator("#control").locator("canvas").click();
+        await waitForPixel(page, "view", RED);
+
+        // Revoked: both sockets close within a second and the viewers say so.
+        const revokedAt = Date.now();
+        const revoking = Promise.all([screens.revoke(view.id), screens.revoke(steer.id)]);
+        await waitForState(page, "view", "disconnected", 5000);
+        await waitForState(page, "control", "disconnected", 5000);
+        const closedAfterMs = Date.now() - revokedAt;
+        await revoking;
+        expect(closedAfterMs).toBeLessThanOrEqual(1000);
+        const upgraded = events.filter((e) => e.type === "screen.proxy.websocket_upgraded");
+        expect(upgraded.length).toBeGreaterThanOrEqual(2);
+        for (const event of upgraded) {
+          const closed = events.find(
+            (e) => e.type === "screen.proxy.websocket_closed" && e.connectionId === event.connectionId,
+          );
+          expect(closed).toMatchObject({ closer: "revoked" });
+        }
+
+        // The slot goes to another bot: a capability for the old desktop is refused.
+        const stale = await screens.issueScreenCapability({ computerId, botId: "alpha", mode: "view", ttlMs });
+        issued.push(stale);
+        const oldDisplay = (await runtime.desktopFor({ computerId, botId: "alpha" })).display;
+        await (await runtime.desktopFor({ computerId, botId: "alpha" })).release();
+        const beta = await runtime.desktopFor({ computerId, botId: "beta" });
+        expect(beta.display).toBe(oldDisplay);
+        frames.clear();
+        frames.set("stale", stale.viewerUrl);
+        await page.goto(`${origin}/app`);
+        await waitForState(page, "stale", "failed", 20_000);
+        expect(events).toContainEqual(
+          expect.objectContaining({ type: "screen.proxy.websocket_handshake_failed", upstreamStatus: 410 }),
+        );
+
+        // Nothing secret in any event or log line.
+        const logged = [...lines, ...events.map((e) => JSON.stringify(e))].join("\n");
+        expect(lines.length).toBeGreaterThan(0);
+        const secrets = [
+          COOKIE,
+          ...endpoints.flatMap((e) => [e.token, e.url, new URL(e.url).host]),
+          ...issued.flatMap((c) => [c.url, c.url.split("/").pop() as string, c.viewerUrl]),
+        ];
+        for (const secret of secrets) expect(logged).not.toContain(secret);
+        await runtime.releaseTakeover(control);
+      } finally {
+        await screens.close();
+        server.close();
+        const record = await runtime.leases.getComputer(computerId);
+        await runtime.deleteComputer(computerId).catch(() => {});
+        if (record?.providerRef)
+          await env.docker
+            .getContainer(record.providerRef.slice(7))
+            .remove({ force: true })
+            .catch(() => {});
+      }
+    }, 300_000);
+  });
+}
+
+async function waitForState(page: Page, frame: string, state: string, timeoutMs = 30_000): Promise<void> {
+  await page.waitForFunction(
+    ([name, wanted]) =>
+      ((window as unknown as { states: Record<string, string[]> }).states[name as string] ?? []).at(-1) === wanted,
+    [frame, state],
+    { timeout: Math.max(timeoutMs, 1), polling: 50 },
+  );
+}
+
+/** The RGB at the middle of a viewer's canvas (the framebuffer, before CSS scaling). */
+function centrePixel(page: Page, frame: string): Promise<number[]> {
+  return page
+    .frameLocator(`#${frame}`)
+    .locator("canvas")
+    .evaluate((canvas: HTMLCanvasElement) => {
+      const data = (canvas.getContext("2d") as CanvasRenderingContext2D).getImageData(
+        Math.floor(canvas.width / 2),
+        Math.floor(canvas.height / 2),
+        1,
+        1,
+      ).data;
+      return [data[0], data[1], data[2]] as number[];
+    });
+}
+
+const near = (want: number[]) => (got: number[]) => got.every((v, i) => Math.abs(v - (want[i] as number)) <= 12);
+
+async function waitForPixel(page: Page, frame: string, want: number[], timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let got: number[] = [];
+  while (Date.now() < deadline) {
+    got = await centrePixel(page, frame);
+    if (near(want)(got)) return;
+    await page.waitForTimeout(100);
+  }
+  throw new Error(`the ${frame} canvas shows ${got}, not ${want}`);
+}
