@@ -23,6 +23,12 @@ button{position:fixed;inset:0;width:100vw;height:100vh;border:0;background:trans
   "screen.html": `<!doctype html><title>Screen</title><style>html,body{margin:0;height:100%;background:rgb(20,120,220)}
 button{position:fixed;inset:0;width:100vw;height:100vh;border:0;background:transparent;font-size:40px}</style>
 <body><button id="b" onclick="document.body.style.background='rgb(200,30,30)'">click</button>`,
+  // A box that moves every animation frame: the screens bench counts the frames a viewer gets.
+  "animate.html": `<!doctype html><title>Animate</title><style>html,body{margin:0;height:100%;background:#223}
+#box{position:fixed;top:200px;width:240px;height:240px;background:rgb(240,200,40)}</style><body><div id="box"></div><script>
+const box = document.getElementById("box");
+const step = (t) => { box.style.left = (Math.abs(((t / 4) % 1600) - 800)) + "px"; requestAnimationFrame(step); };
+requestAnimationFrame(step);</script>`,
   "form.html": `<!doctype html><title>Form</title><body style="margin:0"><input id="field" style="position:fixed;left:0;top:0;width:100vw;height:100vh;font-size:30px">`,
   // Sets a cookie the moment it loads: the quiesce test exports right after.
   "late.html": `<!doctype html><title>Late cookie</title><body><script>

@@ -16,12 +16,16 @@ export interface Closed {
  */
 export class RfbTestClient {
   private buffer = Buffer.alloc(0);
+  /** Arrived since the last read: joined once a read needs them, so large frames cost no repeated copies. */
+  private arrived: Buffer[] = [];
+  private arrivedBytes = 0;
   private wake: (() => void) | undefined;
   readonly closed: Promise<Closed>;
 
   private constructor(readonly ws: WebSocket) {
     ws.on("message", (data: Buffer) => {
-      this.buffer = Buffer.concat([this.buffer, data]);
+      this.arrived.push(data);
+      this.arrivedBytes += data.length;
       this.wake?.();
     });
     this.closed = new Promise((resolve) => ws.on("close", (code) => resolve({ code, at: Date.now() })));
@@ -29,9 +33,10 @@ export class RfbTestClient {
   }
 
   /** Opens the websocket as the host side would (bearer token, noVNC's `binary` subprotocol). */
-  static open(endpoint: Pick<ScreenEndpoint, "url" | "token">): Promise<RfbTestClient> {
+  static open(endpoint: Pick<ScreenEndpoint, "url"> & { token?: string }): Promise<RfbTestClient> {
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(endpoint.url, ["binary"], { headers: { Authorization: `Bearer ${endpoint.token}` } });
+      const headers = endpoint.token === undefined ? {} : { Authorization: `Bearer ${endpoint.token}` };
+      const ws = new WebSocket(endpoint.url, ["binary"], { headers });
       const client = new RfbTestClient(ws);
       ws.once("open", () => resolve(client));
       ws.once("unexpected-response", (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
@@ -42,10 +47,11 @@ export class RfbTestClient {
   /** The next `n` bytes the server sent. */
   async read(n: number, timeoutMs = 10_000): Promise<Buffer> {
     const deadline = Date.now() + timeoutMs;
-    while (this.buffer.length < n) {
+    while (this.buffer.length + this.arrivedBytes < n) {
       const left = deadline - Date.now();
       if (left <= 0 || this.ws.readyState !== WebSocket.OPEN) {
-        throw new Error(`expected ${n} bytes, have ${this.buffer.length} (state ${this.ws.readyState})`);
+        const have = this.buffer.length + this.arrivedBytes;
+        throw new Error(`expected ${n} bytes, have ${have} (state ${this.ws.readyState})`);
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(left, 200));
@@ -54,6 +60,11 @@ export class RfbTestClient {
           resolve();
         };
       });
+    }
+    if (this.buffer.length < n) {
+      this.buffer = Buffer.concat([this.buffer, ...this.arrived]);
+      this.arrived = [];
+      this.arrivedBytes = 0;
     }
     const out = this.buffer.subarray(0, n);
     this.buffer = this.buffer.subarray(n);
@@ -65,7 +76,7 @@ export class RfbTestClient {
   }
 
   /** RFB 3.8 with security type None and a shared ClientInit; the ServerInit's size and name. */
-  async handshake(): Promise<{ banner: string; width: number; height: number; name: string }> {
+  async handshake(): Promise<{ banner: string; width: number; height: number; bitsPerPixel: number; name: string }> {
     const banner = (await this.read(12)).toString("latin1");
     this.send(Buffer.from("RFB 003.008\n"));
     const count = (await this.read(1))[0] as number;
@@ -77,7 +88,41 @@ export class RfbTestClient {
     this.send(Buffer.from([1])); // ClientInit: shared
     const init = await this.read(24);
     const name = (await this.read(init.readUInt32BE(20))).toString("utf8");
-    return { banner, width: init.readUInt16BE(0), height: init.readUInt16BE(2), name };
+    return { banner, width: init.readUInt16BE(0), height: init.readUInt16BE(2), bitsPerPixel: init[4] as number, name };
+  }
+
+  /** SetEncodings: Raw only, so every update's size follows from its rectangles. */
+  useRawEncoding(): void {
+    this.send(Buffer.from([2, 0, 0, 1, 0, 0, 0, 0]));
+  }
+
+  /** FramebufferUpdateRequest for the whole screen. */
+  requestFrame(width: number, height: number, incremental: boolean): void {
+    this.send(Buffer.from([3, incremental ? 1 : 0, 0, 0, 0, 0, width >> 8, width & 0xff, height >> 8, height & 0xff]));
+  }
+
+  /** Reads server messages up to the end of the next FramebufferUpdate (Raw rectangles); its pixel bytes. */
+  async readFrame(bitsPerPixel: number, timeoutMs = 10_000): Promise<number> {
+    for (;;) {
+      const type = (await this.read(1, timeoutMs))[0];
+      if (type === 2) continue; // Bell
+      if (type === 3) {
+        const length = (await this.read(7, timeoutMs)).readUInt32BE(3); // ServerCutText
+        await this.read(length, timeoutMs);
+        continue;
+      }
+      if (type !== 0) throw new Error(`unexpected server message ${type}`);
+      const rects = (await this.read(3, timeoutMs)).readUInt16BE(1);
+      let bytes = 0;
+      for (let i = 0; i < rects; i++) {
+        const header = await this.read(12, timeoutMs);
+        if (header.readInt32BE(8) !== 0) throw new Error(`unexpected encoding ${header.readInt32BE(8)}`);
+        const size = header.readUInt16BE(4) * header.readUInt16BE(6) * (bitsPerPixel / 8);
+        await this.read(size, timeoutMs);
+        bytes += size;
+      }
+      return bytes;
+    }
   }
 
   /** FramebufferUpdateRequest for a small corner; resolves with the type byte of the server's next message. */

@@ -1,0 +1,116 @@
+// `npm run bench -- screens`: a person's live screen of a real Docker
+// computer through the screens proxy and the computer's gateway, beside
+// websockify straight to the same display's x11vnc, in the same run:
+// capability issue to first frame, and frames per second while a page
+// animates. Both sides read with the same RFB client (Raw encoding).
+import { randomBytes } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createComputerRuntime, type Machine, type ProviderRef } from "@agent-computer/core";
+import { type BenchCase, benchOptionsFromArgv, runBench } from "@agent-computer/core/bench";
+import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
+import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { computerImageRef } from "@agent-computer/desktop-runtime";
+import { dockerProvider } from "@agent-computer/provider-docker";
+import { SITE, serveFixtureSite } from "../../provider-docker/test/fixture-site.js";
+import { RfbTestClient } from "../../provider-docker/test/rfb-test-client.js";
+import { createScreens, runtimeScreenAuthority } from "../src/index.js";
+
+/** Where the baseline's websockify listens in the computer (published by the provider). */
+const DIRECT_PORT = 6081;
+/** The view x11vnc of display slot 0 (the gateway's `5700 + 2 * slot`). */
+const VIEW_VNC_PORT = 5700;
+const FRAMES_PER_RUN = 30;
+
+const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-screens-bench-"));
+const provider = dockerProvider({ image: await computerImageRef(), dataDir, ports: [DIRECT_PORT] });
+const runtime = createComputerRuntime({
+  provider,
+  stateStore: new MemoryLeaseStore(),
+  homeStore: new LocalAgentHomeStore({ dataDir }),
+  idleMs: 0,
+});
+const computerId = runtime.computerIdFor({ workspaceId: "bench", botId: "alpha" });
+let machine: Machine | undefined;
+const server = createServer();
+
+try {
+  // The bot shows a page that animates.
+  const run = runtime.startRun({ workspaceId: "bench", botId: "alpha" });
+  await serveFixtureSite(await run.machine());
+  await (await run.desktop()).pageBrowser?.navigate(`${SITE}/animate.html`);
+  await run.end("completed");
+  const record = await runtime.leases.getComputer(computerId);
+  machine = (await provider.reconnect(record?.providerRef as ProviderRef)) as Machine;
+
+  const screens = createScreens({ authority: runtimeScreenAuthority(runtime), secret: randomBytes(32) });
+  server.on("upgrade", (req, socket, head) => {
+    if (!screens.handleUpgrade(req, socket, head)) socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const proxyOrigin = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const issue = () => screens.issueScreenCapability({ computerId, botId: "alpha", mode: "view", ttlMs: 120_000 });
+
+  // The first grant starts the display's view x11vnc; the baseline bridges straight to it.
+  await RfbTestClient.open({ url: `${proxyOrigin}${(await issue()).url}` }).then((c) => c.close());
+  const started = await machine.exec({
+    shell: `setsid nohup websockify 0.0.0.0:${DIRECT_PORT} 127.0.0.1:${VIEW_VNC_PORT} >/tmp/websockify.log 2>&1 < /dev/null &
+for i in $(seq 1 50); do curl -s -o /dev/null http://127.0.0.1:${DIRECT_PORT}/ && exit 0; sleep 0.1; done; cat /tmp/websockify.log; exit 1`,
+  });
+  if (started.exitCode !== 0)
+    throw new Error(`websockify did not come up in the computer: ${new TextDecoder().decode(started.stdout)}`);
+  const directUrl = (await machine.portUrl?.(DIRECT_PORT, { private: true }))?.replace(/^http/, "ws") as string;
+
+  /** Connects, shakes hands, asks for Raw, and reads one whole frame. */
+  const firstFrame = async (url: string): Promise<RfbTestClient> => {
+    const client = await RfbTestClient.open({ url });
+    const init = await client.handshake();
+    client.useRawEncoding();
+    client.requestFrame(init.width, init.height, false);
+    await client.readFrame(init.bitsPerPixel);
+    return Object.assign(client, { init });
+  };
+  /** A connection that keeps asking for what changed, as a viewer does. */
+  const streaming = async (url: string) => {
+    const client = (await firstFrame(url)) as RfbTestClient & {
+      init: { width: number; height: number; bitsPerPixel: number };
+    };
+    return async () => {
+      for (let i = 0; i < FRAMES_PER_RUN; i++) {
+        client.requestFrame(client.init.width, client.init.height, true);
+        await client.readFrame(client.init.bitsPerPixel);
+      }
+    };
+  };
+  const throughProxy = await streaming(`${proxyOrigin}${(await issue()).url}`);
+  const direct = await streaming(directUrl);
+
+  const cases: BenchCase[] = [
+    {
+      name: "capability issue to first frame",
+      unit: "ms",
+      subject: {
+        label: "issue + screens proxy + gateway",
+        run: async () => (await firstFrame(`${proxyOrigin}${(await issue()).url}`)).close(),
+      },
+      baseline: { label: "websockify to x11vnc", run: async () => (await firstFrame(directUrl)).close() },
+    },
+    {
+      name: `frames while a page animates (${FRAMES_PER_RUN} per run)`,
+      unit: "ops/s",
+      work: FRAMES_PER_RUN,
+      subject: { label: "screens proxy + gateway", run: throughProxy },
+      baseline: { label: "websockify to x11vnc", run: direct },
+    },
+  ];
+  await runBench("screens: live screen of a Docker computer", cases, benchOptionsFromArgv(process.argv.slice(2)));
+  await screens.close();
+} finally {
+  server.close();
+  await runtime.deleteComputer(computerId).catch(() => {});
+  await machine?.destroy().catch(() => {});
+}
+process.exit(0);
