@@ -26,10 +26,11 @@ import { proxyCredentialsFromStdin } from "./proxy-relay-process.js";
 import { runScanBackground } from "./scan-background.js";
 import { runGateway } from "./screen-gateway.js";
 import { DEFAULT_TTL_MS, grantScreen, MAX_TTL_MS, MIN_TTL_MS, revokeScreen } from "./screen-verbs.js";
+import { grantTerminal } from "./terminal-verbs.js";
 
 const BOT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const USAGE =
-  "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume | desktop proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop gateway (see the desktop-runtime README)";
+  "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume | desktop proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
 
 function options(argv: string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -90,7 +91,7 @@ const publicRecord = (r: DisplaySlotRecord) => ({
 
 async function main(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
-  const sub = verb === "screen" ? rest.shift() : undefined;
+  const sub = verb === "screen" || verb === "terminal" ? rest.shift() : undefined;
   const opts = options(rest);
   const state = new DesktopState(process.env.AGENT_COMPUTER_DESKTOP_STATE ?? "/tmp/agent-computer-desktops");
   const home = opts.get("home") ?? process.env.HOME ?? "/home/computer";
@@ -236,6 +237,36 @@ async function main(argv: string[]): Promise<number> {
       throw new CliError(
         "INVALID_ARGUMENT",
         "usage: desktop screen grant --bot ID --mode view|control [--ttl-ms N] | desktop screen revoke --id ID",
+      );
+    }
+    case "terminal": {
+      // A shell for the person in control (terminal-servers.ts): JSON with the token, printed once.
+      if (sub === "grant") {
+        const controlId = opts.get("control-id");
+        const fresh = opts.get("new-control") === "true";
+        if ((controlId === undefined) === !fresh) {
+          throw new CliError(
+            "INVALID_ARGUMENT",
+            "terminal grant takes --control-id ID (a live control capability of this desktop) or --new-control.",
+          );
+        }
+        const record = runningRecord(state, botOf(opts));
+        print(
+          await grantTerminal(state, record, {
+            ...(controlId === undefined ? {} : { controlId }),
+            ttlMs: int(opts, "ttl-ms", DEFAULT_TTL_MS, MIN_TTL_MS, MAX_TTL_MS),
+            home,
+          }),
+        );
+        return 0;
+      }
+      if (sub === "revoke") {
+        print(await revokeScreen(state, opts.get("id") ?? ""));
+        return 0;
+      }
+      throw new CliError(
+        "INVALID_ARGUMENT",
+        "usage: desktop terminal grant --bot ID (--control-id ID | --new-control) [--ttl-ms N] | desktop terminal revoke --id ID",
       );
     }
     case "gateway":

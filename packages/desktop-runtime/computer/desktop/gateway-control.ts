@@ -11,6 +11,17 @@ import type { ScreenMode } from "./gateway-files.js";
 export type GatewayRequest =
   | { op: "ping" }
   | { op: "grant"; bot: string; slot: number; incarnation: string; mode: ScreenMode; ttlMs: number }
+  | {
+      op: "grant-terminal";
+      bot: string;
+      slot: number;
+      incarnation: string;
+      /** The live control capability the terminal lives under; absent: the gateway grants one the terminal owns. */
+      controlId?: string;
+      ttlMs: number;
+      /** The workspace home: the shells' HOME, and `<home>/bots/<bot>` their first directory. */
+      home: string;
+    }
   | { op: "revoke"; id: string }
   | { op: "close-slot"; slot: number };
 

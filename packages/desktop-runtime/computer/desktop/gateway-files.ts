@@ -47,6 +47,11 @@ export class GatewayFiles {
     return join(this.dir, "gateway.log");
   }
 
+  /** One 0700 session folder per running PTY server (terminal-servers.ts). */
+  get terminalsDir(): string {
+    return join(this.dir, "terminals");
+  }
+
   capabilitySocket(id: string): string {
     return join(this.capsDir, `${id}.sock`);
   }

@@ -19,6 +19,8 @@ import { GatewayFiles, SCREEN_GATEWAY_PORT, type ScreenMode, slotRecordNow, slot
 import { GatewayLog } from "./gateway-log.js";
 import { identify } from "./process-status.js";
 import { readJson } from "./screen-teardown.js";
+import { terminalFrameOf } from "./terminal-frames.js";
+import { TerminalServers } from "./terminal-servers.js";
 import { VncServers } from "./vnc-servers.js";
 import { type Bridge, bridge } from "./websocket-bridge.js";
 
@@ -37,16 +39,26 @@ const MAX_CONNECTIONS = 256;
 const KEEP_ENDED_MS = 60 * 60_000;
 const MAX_REMEMBERED = 8192;
 
-type EndReason = "revoked" | "expired" | "desktop-stopped" | "gateway-stopping";
+type EndReason =
+  | "revoked"
+  | "expired"
+  | "desktop-stopped"
+  | "gateway-stopping"
+  /** A terminal's control capability ended. */
+  | "control-ended"
+  /** A terminal whose PTY server did not start. */
+  | "grant-failed";
 
 /**
- * One capability: a route kind (`screens`; terminals will add theirs), the
- * target it reaches (its own Unix socket, bridged to one display's x11vnc
- * in one mode), the slot claim it is bound to, and its token's hash.
+ * One capability: a route kind (`screens` or `terminals`), the target it
+ * reaches (its own Unix socket, bridged to one display's x11vnc in one
+ * mode, or to the PTY server of its control capability), the slot claim it
+ * is bound to, and its token's hash.
  */
 interface Capability {
-  readonly kind: "screens";
+  readonly kind: "screens" | "terminals";
   readonly id: string;
+  /** Terminals carry input: they are always "control". */
   readonly mode: ScreenMode;
   readonly bot: string;
   readonly slot: number;
@@ -58,6 +70,10 @@ interface Capability {
   ended?: EndReason;
   endedAt?: number;
   readonly connections: Map<string, Bridge>;
+  /** Terminals: the control capability they live under; `owned` when it was granted for the terminal alone. */
+  readonly control?: { readonly id: string; readonly owned: boolean };
+  /** Terminals: the workspace home their shells start in. */
+  readonly home?: string;
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest();
@@ -66,7 +82,8 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest();
  * The computer's screen gateway (DESIGN §4, §7): one process, one TCP port
  * for every desktop. The `desktop` command grants and revokes capabilities
  * over a private control socket; clients connect to
- * `ws://<computer>:6080/screens/<id>` with `Authorization: Bearer <token>`.
+ * `ws://<computer>:6080/screens/<id>` (or `/terminals/<id>`, a shell under
+ * a control capability) with `Authorization: Bearer <token>`.
  * Refusals are plain HTTP answers before any upgrade: 401 (token missing
  * or wrong), 404 (unknown path or id), 410 (expired, revoked, or its
  * desktop stopped or was given to another bot).
@@ -90,6 +107,7 @@ export class ScreenGateway {
     private readonly files: GatewayFiles,
     private readonly log: GatewayLog,
     private readonly vnc: VncServers,
+    private readonly terminals: TerminalServers,
   ) {}
 
   handle(request: GatewayRequest): Promise<Record<string, unknown>> {
@@ -98,8 +116,10 @@ export class ScreenGateway {
         return Promise.resolve({ pid: process.pid });
       case "grant":
         return this.grant(request);
+      case "grant-terminal":
+        return this.grantTerminal(request);
       case "revoke":
-        return Promise.resolve(this.revoke(request.id));
+        return this.revoke(request.id);
       case "close-slot":
         return this.closeSlot(request.slot);
       default:
@@ -158,26 +178,36 @@ export class ScreenGateway {
     return { id, token, path: `/screens/${id}`, expiresAt: capability.expiresAt, mode };
   }
 
-  /** The capability's own Unix socket: each connection to it is bridged to its display's x11vnc in its mode. */
+  /**
+   * The capability's own Unix socket: each connection to it is bridged to
+   * its display's x11vnc in its mode, or for a terminal to its control
+   * session's PTY server (which gives the connection a shell of its own).
+   */
   private async listenCapability(capability: Capability): Promise<Server> {
+    const target = (): Promise<{ port: number; host: string } | { path: string }> =>
+      capability.kind === "terminals"
+        ? this.terminals.socketFor(terminalSessionOf(capability)).then((path) => ({ path }))
+        : this.vnc
+            .ensure(capability.slot, capability.mode, capability.incarnation)
+            .then((port) => ({ port, host: "127.0.0.1" }));
     const server = createServer((local) => {
       local.on("error", () => local.destroy());
       if (capability.ended) {
         local.destroy();
         return;
       }
-      this.vnc.ensure(capability.slot, capability.mode, capability.incarnation).then(
-        (port) => {
+      target().then(
+        (where) => {
           if (local.destroyed || capability.ended) {
             local.destroy();
             return;
           }
-          const vnc = createConnection({ port, host: "127.0.0.1" });
-          vnc.on("error", () => vnc.destroy());
-          vnc.on("close", () => local.destroy());
-          local.on("close", () => vnc.destroy());
-          local.pipe(vnc);
-          vnc.pipe(local);
+          const upstream = createConnection(where);
+          upstream.on("error", () => upstream.destroy());
+          upstream.on("close", () => local.destroy());
+          local.on("close", () => upstream.destroy());
+          local.pipe(upstream);
+          upstream.pipe(local);
         },
         () => local.destroy(),
       );
@@ -194,7 +224,107 @@ export class ScreenGateway {
     return server;
   }
 
-  private revoke(id: unknown): Record<string, unknown> {
+  /**
+   * A terminal under a live control capability of the same desktop claim
+   * (or under a new one it owns). Its PTY server starts here, so a computer
+   * that cannot run one refuses the grant rather than the connection.
+   */
+  private async grantTerminal(
+    request: Extract<GatewayRequest, { op: "grant-terminal" }>,
+  ): Promise<Record<string, unknown>> {
+    const { bot, slot, incarnation, controlId, ttlMs, home } = request;
+    if (
+      !Number.isInteger(slot) ||
+      slot < 0 ||
+      typeof incarnation !== "string" ||
+      typeof bot !== "string" ||
+      !Number.isInteger(ttlMs) ||
+      ttlMs < MIN_TTL_MS ||
+      ttlMs > MAX_TTL_MS ||
+      typeof home !== "string" ||
+      !home.startsWith("/") ||
+      (controlId !== undefined && (typeof controlId !== "string" || !CAPABILITY_ID.test(controlId)))
+    ) {
+      throw new CliError("INVALID_ARGUMENT", "Invalid terminal grant request.");
+    }
+    let control: Capability;
+    if (controlId === undefined) {
+      const granted = await this.grant({ op: "grant", bot, slot, incarnation, mode: "control", ttlMs });
+      control = this.capabilities.get(granted.id as string) as Capability;
+    } else {
+      control = this.liveControl(controlId, bot, slot, incarnation);
+    }
+    const id = randomBytes(16).toString("base64url");
+    const token = randomBytes(32).toString("base64url");
+    const capability: Capability = {
+      kind: "terminals",
+      id,
+      mode: "control",
+      bot,
+      slot,
+      incarnation,
+      tokenHash: sha256(token),
+      // A terminal never outlives its control capability.
+      expiresAt: Math.min(Date.now() + ttlMs, control.expiresAt),
+      socketPath: this.files.capabilitySocket(id),
+      connections: new Map(),
+      control: { id: control.id, owned: controlId === undefined },
+      home,
+    };
+    // Known before its server starts, so the sweep never takes the server for an idle one.
+    this.capabilities.set(id, capability);
+    try {
+      await this.terminals.socketFor(terminalSessionOf(capability));
+      const server = await this.listenCapability(capability);
+      if (capability.ended) {
+        server.close();
+        rmSync(capability.socketPath, { force: true });
+      } else capability.server = server;
+    } catch (error) {
+      this.end(capability, "grant-failed", true);
+      if (capability.control?.owned) this.end(control, "revoked", true);
+      throw error;
+    }
+    if (capability.ended) {
+      throw new CliError("FENCED_OUT", `The control capability ${control.id} ended while the terminal started.`);
+    }
+    this.log.write("grant", { cap: id, kind: "terminals", control: control.id, slot, bot, ttlMs });
+    return { id, token, path: `/terminals/${id}`, expiresAt: capability.expiresAt, controlId: control.id };
+  }
+
+  /** The control capability a terminal may live under, or the error that says why not. */
+  private liveControl(controlId: string, bot: string, slot: number, incarnation: string): Capability {
+    const control = this.capabilities.get(controlId);
+    if (!control) {
+      throw new CliError(
+        "NOT_FOUND",
+        `No screen capability ${controlId} on this computer; grant a control capability first.`,
+      );
+    }
+    if (control.kind !== "screens" || control.mode !== "control") {
+      throw new CliError(
+        "FENCED_OUT",
+        `${controlId} is not a control capability: only a person in control of the screen opens a terminal.`,
+      );
+    }
+    if (!control.ended && Date.now() >= control.expiresAt) this.end(control, "expired", false);
+    if (!control.ended && !slotServes(slotRecordNow(this.state, control.slot), control.incarnation)) {
+      this.end(control, "desktop-stopped", true);
+    }
+    if (control.ended) {
+      throw new CliError(
+        "FENCED_OUT",
+        `The control capability ${controlId} ended (${control.ended}); grant a new one.`,
+      );
+    }
+    if (control.bot !== bot || control.slot !== slot || control.incarnation !== incarnation) {
+      throw new CliError("FENCED_OUT", `The control capability ${controlId} is not for the running desktop of ${bot}.`);
+    }
+    return control;
+  }
+
+  /** Ends any capability; a terminal that owns its control capability ends that too. Returns once shells are hung up. */
+  private async revoke(id: unknown): Promise<Record<string, unknown>> {
     if (typeof id !== "string" || !CAPABILITY_ID.test(id)) {
       throw new CliError("INVALID_ARGUMENT", "--id must be a capability id as grant printed it.");
     }
@@ -203,7 +333,18 @@ export class ScreenGateway {
     const open = capability.connections.size;
     const already = capability.ended === "revoked";
     this.end(capability, "revoked", true);
-    if (!already) this.log.write("revoke", { cap: id, mode: capability.mode, slot: capability.slot, closed: open });
+    const owned = capability.control?.owned ? this.capabilities.get(capability.control.id) : undefined;
+    if (owned) this.end(owned, "revoked", true);
+    if (!already) {
+      this.log.write("revoke", {
+        cap: id,
+        kind: capability.kind,
+        mode: capability.mode,
+        slot: capability.slot,
+        closed: open,
+      });
+    }
+    await this.terminals.settle();
     return { revoked: !already };
   }
 
@@ -216,6 +357,8 @@ export class ScreenGateway {
       closed += capability.connections.size;
       this.end(capability, "desktop-stopped", true);
     }
+    // Shells hung up, PTY servers gone, before the display can go to another bot.
+    await this.terminals.settle();
     await this.vnc.settle(slot as number);
     if (!(await this.vnc.stopSlot(slot as number))) {
       throw new CliError("UNAVAILABLE", `The screen servers of display slot ${slot} did not stop.`);
@@ -224,7 +367,12 @@ export class ScreenGateway {
     return { closed };
   }
 
-  /** Ends a capability: its socket goes, new connections are refused; `closeOpen` also drops its open ones. */
+  /**
+   * Ends a capability: its socket goes, new connections are refused;
+   * `closeOpen` also drops its open ones. A control capability that ends,
+   * however, takes its terminals with it: their connections close and the
+   * PTY server stops (`terminals.settle()` waits for that).
+   */
   private end(capability: Capability, why: EndReason, closeOpen: boolean): void {
     if (!capability.ended) {
       capability.ended = why;
@@ -232,11 +380,37 @@ export class ScreenGateway {
       capability.server?.close();
       capability.server = undefined;
       rmSync(capability.socketPath, { force: true });
-      this.log.write("end", { cap: capability.id, mode: capability.mode, slot: capability.slot, why });
+      this.log.write("end", {
+        cap: capability.id,
+        kind: capability.kind,
+        mode: capability.mode,
+        slot: capability.slot,
+        why,
+      });
     }
-    if (!closeOpen) return;
-    const [code, reason] = why === "revoked" ? [1008, "revoked"] : [1001, why];
-    for (const connection of [...capability.connections.values()]) connection.close(code, reason);
+    if (capability.kind === "screens" && capability.mode === "control") {
+      const reason = why === "desktop-stopped" || why === "gateway-stopping" ? why : "control-ended";
+      for (const terminal of this.capabilities.values()) {
+        if (terminal.control?.id === capability.id) this.end(terminal, reason, true);
+      }
+      void this.terminals.stop(capability.id);
+    }
+    if (closeOpen) {
+      const [code, reason] = why === "revoked" || why === "control-ended" ? [1008, why] : [1001, why];
+      for (const connection of [...capability.connections.values()]) connection.close(code, reason);
+    }
+    if (capability.kind === "terminals") this.retireIdleTerminalServers();
+  }
+
+  /** A PTY server whose terminals all ended and closed stops: no shell runs for nobody. */
+  private retireIdleTerminalServers(): void {
+    for (const controlId of this.terminals.controlIds()) {
+      let used = false;
+      for (const c of this.capabilities.values()) {
+        if (c.control?.id === controlId && (!c.ended || c.connections.size > 0)) used = true;
+      }
+      if (!used) void this.terminals.stop(controlId);
+    }
   }
 
   /** Plain HTTP: only websockets are served. */
@@ -262,6 +436,11 @@ export class ScreenGateway {
     if (!capability.ended && Date.now() >= capability.expiresAt) this.end(capability, "expired", false);
     if (!capability.ended && !slotServes(slotRecordNow(this.state, capability.slot), capability.incarnation)) {
       this.end(capability, "desktop-stopped", true);
+    }
+    if (!capability.ended && capability.control) {
+      const control = this.capabilities.get(capability.control.id);
+      if (control && !control.ended && Date.now() >= control.expiresAt) this.end(control, "expired", false);
+      if (!control || control.ended) this.end(capability, "control-ended", true);
     }
     if (capability.ended) return { status: 410, why: capability.ended, capability };
     if (capability.connections.size >= MAX_CONNECTIONS_PER_CAPABILITY || this.openConnections >= MAX_CONNECTIONS) {
@@ -300,11 +479,17 @@ export class ScreenGateway {
       this.wss.handleUpgrade(req, socket, head, (ws) => {
         attached = true;
         this.openConnections++;
-        const link = bridge(ws, upstream, (why) => {
-          capability.connections.delete(connection);
-          this.openConnections--;
-          this.log.write("close", { cap: capability.id, conn: connection, mode: capability.mode, why });
-        });
+        const link = bridge(
+          ws,
+          upstream,
+          (why) => {
+            capability.connections.delete(connection);
+            this.openConnections--;
+            this.log.write("close", { cap: capability.id, conn: connection, mode: capability.mode, why });
+            if (capability.kind === "terminals" && capability.ended) this.retireIdleTerminalServers();
+          },
+          capability.kind === "terminals" ? { fromClient: terminalFrameOf, localName: "shell" } : {},
+        );
         capability.connections.set(connection, link);
         this.log.write("open", { cap: capability.id, conn: connection, mode: capability.mode, slot: capability.slot });
       });
@@ -339,6 +524,7 @@ export class ScreenGateway {
           excess--;
         }
       }
+      this.retireIdleTerminalServers();
       await this.vnc.sweep();
     } catch (error) {
       this.log.write("sweep-failed", { error: (error as Error).message });
@@ -352,11 +538,20 @@ export class ScreenGateway {
   }
 }
 
-/** `/screens/<id>` exactly: no other prefix, no `..`, no encoded tricks; a query string is ignored. */
-function routeOf(url: string | undefined): { kind: "screens"; id: string } | undefined {
+/** `/screens/<id>` or `/terminals/<id>` exactly: no other prefix, no `..`, no encoded tricks; a query string is ignored. */
+function routeOf(url: string | undefined): { kind: Capability["kind"]; id: string } | undefined {
   const path = (url ?? "").split("?")[0] ?? "";
-  const match = /^\/(screens)\/([A-Za-z0-9_-]{22})$/.exec(path);
-  return match ? { kind: match[1] as "screens", id: match[2] as string } : undefined;
+  const match = /^\/(screens|terminals)\/([A-Za-z0-9_-]{22})$/.exec(path);
+  return match ? { kind: match[1] as Capability["kind"], id: match[2] as string } : undefined;
+}
+
+function terminalSessionOf(capability: Capability) {
+  return {
+    controlId: capability.control?.id as string,
+    bot: capability.bot,
+    slot: capability.slot,
+    home: capability.home as string,
+  };
 }
 
 function refuseUpgrade(socket: Duplex, status: number, message: string): void {
@@ -395,7 +590,8 @@ export async function runGateway(state: DesktopState): Promise<void> {
   files.prepare();
   const log = new GatewayLog(files.logFile);
   const vnc = new VncServers(state, files, log);
-  const gateway = new ScreenGateway(state, files, log, vnc);
+  const terminals = new TerminalServers(files.terminalsDir, log);
+  const gateway = new ScreenGateway(state, files, log, vnc, terminals);
   const http = createHttpServer((req, res) => gateway.request(req, res));
   http.headersTimeout = 10_000;
   http.requestTimeout = 15_000;
@@ -413,6 +609,8 @@ export async function runGateway(state: DesktopState): Promise<void> {
   writeFileSync(files.identityFile, JSON.stringify(identify(process.pid)), { mode: 0o600 });
   // Sockets of an earlier gateway are dead: its capabilities died with it.
   for (const name of readdirSync(files.capsDir)) rmSync(join(files.capsDir, name), { force: true });
+  // So are its PTY servers (their stdin was its pipe): their session folders go.
+  terminals.prepare();
   rmSync(files.controlSocket, { force: true });
   const control = await serveControl(files.controlSocket, (request) => gateway.handle(request));
   chmodSync(files.controlSocket, 0o600);

@@ -25,7 +25,7 @@ const answers = (files: GatewayFiles) =>
  * answers. Under the desktop lock, so concurrent grants start one; a
  * gateway that is alive but does not answer is replaced.
  */
-async function ensureGateway(state: DesktopState): Promise<GatewayFiles> {
+export async function ensureGateway(state: DesktopState): Promise<GatewayFiles> {
   const files = new GatewayFiles(state);
   if (await answers(files)) return files;
   if (process.getuid?.() === 0) {

@@ -15,13 +15,30 @@ export interface Bridge {
   close(code: number, reason: string): void;
 }
 
+export interface BridgeOptions {
+  /**
+   * Turns one client message into the bytes the local side reads
+   * (undefined: nothing to send). Throwing closes only this connection
+   * (1007). Without it, every message passes unchanged.
+   */
+  readonly fromClient?: (data: Buffer, isBinary: boolean) => Buffer | undefined;
+  /** Names the local side in close reasons: "desktop" unless told. */
+  readonly localName?: string;
+}
+
 /**
  * Copies bytes both ways between a websocket (binary frames) and a local
  * stream, with bounded buffers: a slow client pauses the desktop side, a
  * fast client the websocket side, so nothing is buffered without limit and
  * a bad client only ever stalls its own connection. `onClose` runs once.
  */
-export function bridge(ws: WebSocket, upstream: Socket, onClose: (why: string) => void): Bridge {
+export function bridge(
+  ws: WebSocket,
+  upstream: Socket,
+  onClose: (why: string) => void,
+  options: BridgeOptions = {},
+): Bridge {
+  const local = options.localName ?? "desktop";
   let closed = false;
   let pausedSince = 0;
   const finish = (why: string) => {
@@ -51,11 +68,24 @@ export function bridge(ws: WebSocket, upstream: Socket, onClose: (why: string) =
       upstream.pause();
     }
   });
-  upstream.on("error", () => close(1011, "desktop connection failed"));
-  upstream.on("close", () => close(1000, "desktop closed the connection"));
+  upstream.on("error", () => close(1011, `${local} connection failed`));
+  upstream.on("close", () => close(1000, `${local} closed the connection`));
 
-  ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
-    const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+  ws.on("message", (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+    let bytes: Buffer | undefined = Buffer.isBuffer(data)
+      ? data
+      : Array.isArray(data)
+        ? Buffer.concat(data)
+        : Buffer.from(data);
+    if (options.fromClient) {
+      try {
+        bytes = options.fromClient(bytes, isBinary);
+      } catch (error) {
+        close(1007, (error as Error).message.slice(0, 120));
+        return;
+      }
+      if (!bytes) return;
+    }
     if (!upstream.write(bytes)) {
       ws.pause();
       upstream.once("drain", () => {

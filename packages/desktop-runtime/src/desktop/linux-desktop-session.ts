@@ -188,32 +188,17 @@ export class LinuxDesktopSession implements DesktopSession {
     const screenMode = parseInput(screenModeSchema, mode, "screen mode");
     const { ttlMs } = parseInput(screenEndpointOptionsSchema, opts ?? {}, "screen endpoint options");
     const context = this.usable(ctx);
-    const machine = this.target.machine;
-    if (!machine.portUrl) {
-      throw new AgentComputerError(
-        "UNSUPPORTED",
-        "This machine offers no port URLs, so its screen gateway cannot be reached; observe and act still work.",
-      );
-    }
-    // First, so a machine whose gateway port is not reachable grants nothing.
-    const base = new URL(await machine.portUrl(SCREEN_GATEWAY_PORT, { private: true }, context));
     const args = ["screen", "grant", "--bot", this.botId, "--mode", screenMode];
     if (ttlMs !== undefined) args.push("--ttl-ms", String(ttlMs));
-    const { summary } = await this.run(args, context, GRANT_TIMEOUT_MS);
-    const granted = summary as DesktopCommandLine & { id: string; token: string; path: string; expiresAt: number };
-    base.protocol = base.protocol === "https:" ? "wss:" : "ws:";
-    base.pathname = granted.path;
-    base.search = "";
-    return {
-      mode: screenMode,
-      id: granted.id,
-      url: base.toString(),
-      token: granted.token,
-      expiresAt: granted.expiresAt,
-    };
+    const granted = await this.grant(args, context);
+    return { mode: screenMode, ...granted };
   }
 
-  /** Ends a capability: its open connections close, it is refused from then on. Idempotent. */
+  /**
+   * Ends a screen or terminal capability: its open connections close, it is
+   * refused from then on; a control capability's terminals (their shells
+   * hung up) end with it. Idempotent.
+   */
   async revokeEndpoint(id: string, ctx?: OpContext): Promise<void> {
     const capability = parseInput(capabilityIdSchema, id, "endpoint id");
     const context = checkOpContext(ctx);
@@ -223,8 +208,49 @@ export class LinuxDesktopSession implements DesktopSession {
     await this.run(["screen", "revoke", "--id", capability], context, REVOKE_TIMEOUT_MS);
   }
 
-  async terminalEndpoint(_ctx?: OpContext): Promise<TerminalEndpoint> {
-    throw new AgentComputerError("UNSUPPORTED", "Terminals arrive with the screens issue; use exec for commands now.");
+  /**
+   * A shell for the person in control, through the same gateway: each
+   * websocket to `url` (with `Authorization: Bearer <token>`) gets its own
+   * shell as the computer's user, in `<home>/bots/<bot>`, on this display
+   * (wire protocol: the README's "Terminal"). It lives under the control
+   * capability `controlId` (a control `screenEndpoint`'s id) and ends when
+   * that does (revoked, expired, or the desktop released). Without
+   * `controlId` a new control capability is granted for the terminal alone,
+   * and revoking the terminal ends both. A view capability or an ended one
+   * is refused with FENCED_OUT; an unknown id with NOT_FOUND.
+   */
+  async terminalEndpoint(
+    ctx?: OpContext,
+    opts: { ttlMs?: number; controlId?: string } = {},
+  ): Promise<TerminalEndpoint> {
+    const { ttlMs, controlId } = parseInput(terminalEndpointOptionsSchema, opts ?? {}, "terminal endpoint options");
+    const context = this.usable(ctx);
+    const args = ["terminal", "grant", "--bot", this.botId];
+    args.push(...(controlId === undefined ? ["--new-control"] : ["--control-id", controlId]));
+    if (ttlMs !== undefined) args.push("--ttl-ms", String(ttlMs));
+    return this.grant(args, context);
+  }
+
+  /** Runs a `screen grant` or `terminal grant` and turns its path into a websocket URL of the gateway. */
+  private async grant(
+    args: string[],
+    context: OpContext,
+  ): Promise<{ id: string; url: string; token: string; expiresAt: number }> {
+    const machine = this.target.machine;
+    if (!machine.portUrl) {
+      throw new AgentComputerError(
+        "UNSUPPORTED",
+        "This machine offers no port URLs, so its screen gateway cannot be reached; observe and act still work.",
+      );
+    }
+    // First, so a machine whose gateway port is not reachable grants nothing.
+    const base = new URL(await machine.portUrl(SCREEN_GATEWAY_PORT, { private: true }, context));
+    const { summary } = await this.run(args, context, GRANT_TIMEOUT_MS);
+    const granted = summary as DesktopCommandLine & { id: string; token: string; path: string; expiresAt: number };
+    base.protocol = base.protocol === "https:" ? "wss:" : "ws:";
+    base.pathname = granted.path;
+    base.search = "";
+    return { id: granted.id, url: base.toString(), token: granted.token, expiresAt: granted.expiresAt };
   }
 
   /** Stops the bot's processes cleanly and frees the slot; the profile stays in the home. */
@@ -276,3 +302,7 @@ const screenEndpointOptionsSchema = z.object({
     .optional(),
 });
 const capabilityIdSchema = z.string().regex(/^[A-Za-z0-9_-]{22}$/, "a capability id as screenEndpoint returned it");
+const terminalEndpointOptionsSchema = screenEndpointOptionsSchema.extend({
+  /** The id of a live control capability of this desktop (a control `screenEndpoint`'s). */
+  controlId: capabilityIdSchema.optional(),
+});
