@@ -6,13 +6,14 @@ import type { Lease } from "@agent-computer/core/lease";
 import { WebSocket, WebSocketServer } from "ws";
 import { z } from "zod";
 import type { ScreenAuthority } from "./authority/screen-authority.js";
-import type { ScreenGrant } from "./authority/screen-grant.js";
+import type { ScreenCheckRequest } from "./authority/screen-check-request.js";
 import { CapabilitySeal } from "./capability/capability-seal.js";
 import type { SealedCapability } from "./capability/sealed-capability.js";
 import type { IssueScreenCapabilityRequest } from "./issue-screen-capability-request.js";
+import type { IssueTerminalCapabilityRequest } from "./issue-terminal-capability-request.js";
 import { type AuthorityVerdict, authorityVerdict } from "./proxy/authority-verdict.js";
 import { refuseUpgrade } from "./proxy/refuse-upgrade.js";
-import { type BridgeCloser, ScreenBridge } from "./proxy/screen-bridge.js";
+import { type BridgeCloser, type BridgeFrame, ScreenBridge } from "./proxy/screen-bridge.js";
 import { screenPathOf } from "./proxy/screen-path.js";
 import type { ScreenCapability } from "./screen-capability.js";
 import type { ScreenEvent } from "./screen-event.js";
@@ -20,6 +21,9 @@ import type { ScreenPolicy } from "./screen-policy.js";
 import type { ScreenRevocation } from "./screen-revocation.js";
 import type { Screens } from "./screens.js";
 import type { ScreensOptions } from "./screens-options.js";
+import { terminalPage } from "./terminal/terminal-page.js";
+import { XtermFiles } from "./terminal/xterm-files.js";
+import type { TerminalCapability } from "./terminal-capability.js";
 import { NovncFiles } from "./viewer/novnc-files.js";
 import { viewerPage } from "./viewer/viewer-page.js";
 
@@ -68,34 +72,50 @@ const leaseShape = z.custom<Lease>(
   { message: "expected a Lease (from runtime.takeover)" },
 );
 
+/** Refuses unless `control` is the user-control lease of this computer and bot. */
+function requireControlLease(
+  v: { computerId: string; botId: string; control?: Lease | undefined },
+  ctx: z.RefinementCtx,
+  missing: string,
+): void {
+  if (v.control === undefined) ctx.addIssue({ code: "custom", path: ["control"], message: missing });
+  else if (v.control.kind !== "user-control")
+    ctx.addIssue({ code: "custom", path: ["control", "kind"], message: 'expected a "user-control" lease' });
+  else if (v.control.computerId !== v.computerId || v.control.botId !== v.botId)
+    ctx.addIssue({
+      code: "custom",
+      path: ["control"],
+      message: "expected the user-control lease of this computer and bot",
+    });
+}
+
+const issueBase = {
+  computerId: z.string().min(1),
+  botId: z.string().min(1),
+  ttlMs: z.number().int().min(1000).max(MAX_TTL_MS),
+  control: leaseShape.optional(),
+};
+
 const issueSchema = z
-  .object({
-    computerId: z.string().min(1),
-    botId: z.string().min(1),
-    mode: z.enum(["view", "control"]),
-    ttlMs: z.number().int().min(1000).max(MAX_TTL_MS),
-    control: leaseShape.optional(),
-  })
+  .object({ ...issueBase, mode: z.enum(["view", "control"]) })
   .strict()
   .superRefine((v, ctx) => {
     if (v.mode === "view" && v.control !== undefined)
       ctx.addIssue({ code: "custom", path: ["control"], message: "a view capability takes no control lease" });
-    if (v.mode !== "control") return;
-    if (v.control === undefined)
-      ctx.addIssue({ code: "custom", path: ["control"], message: "control needs the user-control lease" });
-    else if (v.control.kind !== "user-control")
-      ctx.addIssue({ code: "custom", path: ["control", "kind"], message: 'expected a "user-control" lease' });
-    else if (v.control.computerId !== v.computerId || v.control.botId !== v.botId)
-      ctx.addIssue({
-        code: "custom",
-        path: ["control"],
-        message: "expected the user-control lease of this computer and bot",
-      });
+    if (v.mode === "control") requireControlLease(v, ctx, "control needs the user-control lease");
   });
 
+const issueTerminalSchema = z
+  .object(issueBase)
+  .strict()
+  .superRefine((v, ctx) =>
+    requireControlLease(v, ctx, "a terminal needs the user-control lease (there is no view terminal)"),
+  );
+
+/** A grant of `open` (a screen endpoint, with its mode) or `openTerminal` (no mode). */
 const grantSchema = z.object({
   endpoint: z.object({
-    mode: z.enum(["view", "control"]),
+    mode: z.enum(["view", "control"]).optional(),
     id: z.string().min(1),
     url: z.string().regex(/^wss?:\/\//i, "expected a ws: or wss: URL"),
     token: z.string().min(1),
@@ -103,12 +123,17 @@ const grantSchema = z.object({
   }),
   revoke: z.custom<() => Promise<void>>((v) => typeof v === "function", { message: "expected a function" }),
 });
+type Grant = z.infer<typeof grantSchema>;
 
 /** What this process remembers of a capability it issued. */
 interface Issued {
   readonly policy: ScreenPolicy;
   readonly expiresAt: number;
   readonly revoke: () => Promise<void>;
+  /** The gateway endpoint's id: a terminal issued later lives under a control screen's. */
+  readonly endpointId: string;
+  /** For a terminal: the control screen capability it lives under. */
+  readonly screen: string | undefined;
   control: Lease | undefined;
 }
 
@@ -130,6 +155,7 @@ export function createScreens(options: ScreensOptions): Screens {
 class ScreensHost implements Screens {
   readonly publicPath: string;
   readonly viewerPath: string;
+  readonly terminalPath: string;
   private readonly authority: ScreenAuthority;
   private readonly seal: CapabilitySeal;
   private readonly logger: Logger;
@@ -147,11 +173,13 @@ class ScreensHost implements Screens {
   private readonly revoked = new Map<string, number>();
   private readonly bridges = new Set<ScreenBridge>();
   /** Sockets between the upgrade request and the bridge, so `revoke` and `close` reach them too. */
-  private readonly pending = new Map<string, { capabilityId: string; abort: () => void }>();
+  private readonly pending = new Map<string, { capability: SealedCapability; abort: () => void }>();
   private readonly unwatch: (() => void) | undefined;
   private readonly checkTimer: NodeJS.Timeout;
   private novnc: NovncFiles | undefined;
+  private xterm: XtermFiles | undefined;
   private page: { html: string; contentSecurityPolicy: string } | undefined;
+  private terminal: { html: string; contentSecurityPolicy: string } | undefined;
   private closing = false;
 
   constructor(options: ScreensOptions) {
@@ -162,6 +190,7 @@ class ScreensHost implements Screens {
     this.clock = options.clock ?? Date.now;
     this.publicPath = options.publicPath ?? "/screens";
     this.viewerPath = `${this.publicPath}/viewer`;
+    this.terminalPath = `${this.publicPath}/terminal`;
     this.maxBufferedBytes = options.maxBufferedBytes ?? 4 * 1024 * 1024;
     this.checkIntervalMs = options.controlCheckIntervalMs ?? 1000;
     this.unavailableGraceMs = options.controlUnavailableGraceMs ?? 5000;
@@ -182,11 +211,12 @@ class ScreensHost implements Screens {
       if (change?.kind !== "control-ended") return;
       for (const bridge of this.bridges) {
         const { mode, computerId, botId } = bridge.capability;
-        if (mode === "control" && computerId === change.computerId && botId === change.botId) void this.recheck(bridge);
+        if (mode !== "view" && computerId === change.computerId && botId === change.botId) void this.recheck(bridge);
       }
     });
+    // Control and terminal sockets live only while the authority allows control.
     this.checkTimer = setInterval(() => {
-      for (const bridge of this.bridges) if (bridge.capability.mode === "control") void this.recheck(bridge);
+      for (const bridge of this.bridges) if (bridge.capability.mode !== "view") void this.recheck(bridge);
     }, this.checkIntervalMs);
     this.checkTimer.unref();
   }
@@ -196,59 +226,60 @@ class ScreensHost implements Screens {
     if (this.closing) throw new AgentComputerError("ABORTED", "These screens were closed.");
     // The caller's own lease object: a lease engine only accepts what it issued.
     const control = input.mode === "control" ? request.control : undefined;
-    const policy: ScreenPolicy = { mode: input.mode, computerId: input.computerId, botId: input.botId };
-    const grant = (await this.authority.open({ ...policy, ttlMs: input.ttlMs, control })) as ScreenGrant;
-    const parsed = grantSchema.safeParse(grant);
-    if (!parsed.success || parsed.data.endpoint.mode !== input.mode) {
-      await Promise.resolve(typeof grant?.revoke === "function" ? grant.revoke() : undefined).catch(() => {});
-      throw new AgentComputerError(
-        "UNAVAILABLE",
-        parsed.success
-          ? `The screen authority gave a ${parsed.data.endpoint.mode} endpoint for a ${input.mode} request; refused.`
-          : `The screen authority gave a malformed endpoint (${parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ")}); refused.`,
-        { retryable: false },
-      );
-    }
-    const { endpoint } = parsed.data;
-    const id = randomUUID();
-    const expiresAt = Math.min(this.clock() + input.ttlMs, endpoint.expiresAt);
-    const capability: SealedCapability = {
-      id,
-      ...policy,
-      expiresAt,
-      endpoint: { id: endpoint.id, url: endpoint.url, token: endpoint.token, expiresAt: endpoint.expiresAt },
-      ...(control
-        ? {
-            control: {
-              kind: "user-control" as const,
-              key: control.key,
-              holder: control.holder,
-              token: control.token,
-              computerId: input.computerId,
-              botId: input.botId,
-              ttlMs: control.ttlMs,
-              grantedAt: control.grantedAt,
-              expiresAt: control.expiresAt,
-            },
-          }
-        : {}),
-    };
-    const sealed = this.seal.seal(capability);
-    this.sweep();
-    this.issued.set(id, { policy, expiresAt, revoke: parsed.data.revoke, control });
-    this.emit({ type: "screen.capability.issued", at: this.clock(), capabilityId: id, policy, expiresAt });
+    const { computerId, botId, mode, ttlMs } = input;
+    const grant = await this.accepted(await this.authority.open({ computerId, botId, mode, ttlMs, control }), mode);
+    const { id, sealed, expiresAt } = this.register({ mode, computerId, botId }, ttlMs, grant, control, undefined);
     return {
       id,
-      mode: input.mode,
+      mode,
       url: `${this.publicPath}/c/${sealed}`,
-      viewerUrl: `${this.viewerPath}#c=${sealed}&mode=${input.mode}`,
+      viewerUrl: `${this.viewerPath}#c=${sealed}&mode=${mode}`,
       expiresAt,
+    };
+  }
+
+  async issueTerminalCapability(request: IssueTerminalCapabilityRequest): Promise<TerminalCapability> {
+    const input = parseInput(issueTerminalSchema, request, "terminal capability request");
+    if (this.closing) throw new AgentComputerError("ABORTED", "These screens were closed.");
+    const openTerminal = this.authority.openTerminal?.bind(this.authority);
+    if (!openTerminal)
+      throw new AgentComputerError("UNSUPPORTED", "The screen authority gives no terminals (it has no openTerminal).");
+    // The caller's own lease object, as for control.
+    const control = request.control;
+    const { computerId, botId, ttlMs } = input;
+    let screen = this.liveControlScreen(computerId, botId, control);
+    let grant: unknown;
+    try {
+      grant = await openTerminal({
+        computerId,
+        botId,
+        ttlMs,
+        control,
+        ...(screen ? { controlId: screen.endpointId } : {}),
+      });
+    } catch (error) {
+      if (!screen || !AgentComputerError.is(error, "FENCED_OUT", "NOT_FOUND")) throw error;
+      // The gateway no longer has that control endpoint (its computer was
+      // replaced, say): the terminal gets a control endpoint of its own.
+      screen = undefined;
+      grant = await openTerminal({ computerId, botId, ttlMs, control });
+    }
+    const accepted = await this.accepted(grant, "terminal");
+    const policy: ScreenPolicy = { mode: "terminal", computerId, botId };
+    const { id, sealed, expiresAt } = this.register(policy, ttlMs, accepted, control, screen?.id);
+    return {
+      id,
+      url: `${this.publicPath}/t/${sealed}`,
+      terminalUrl: `${this.terminalPath}#c=${sealed}`,
+      expiresAt,
+      screenCapabilityId: screen?.id ?? null,
     };
   }
 
   async revoke(capabilityIdOrUrl: string): Promise<ScreenRevocation> {
     const target = parseInput(z.string().min(1).max(8192), capabilityIdOrUrl, "capability id or URL");
-    const sealed = /(?:\/c\/|[#&?]c=)([A-Za-z0-9_-]+)/.exec(target)?.[1] ?? (target.length > 64 ? target : undefined);
+    const sealed =
+      /(?:\/[ct]\/|[#&?]c=)([A-Za-z0-9_-]+)/.exec(target)?.[1] ?? (target.length > 64 ? target : undefined);
     let id = target;
     let policy: ScreenPolicy | null = null;
     let expiresAt: number | undefined;
@@ -260,7 +291,7 @@ class ScreensHost implements Screens {
           "That capability does not open here: revoke takes an id or a URL these screens issued.",
         );
       id = capability.id;
-      policy = { mode: capability.mode, computerId: capability.computerId, botId: capability.botId };
+      policy = policyOf(capability);
       expiresAt = capability.expiresAt;
     }
     const issued = this.issued.get(id);
@@ -269,14 +300,21 @@ class ScreensHost implements Screens {
     this.sweep();
     const already = this.revoked.has(id);
     this.revoked.set(id, expiresAt);
+    // The terminals living under a control screen end with it.
+    const terminals = [...this.issued].filter(([, terminal]) => terminal.screen === id);
+    for (const [terminalId, terminal] of terminals) {
+      this.revoked.set(terminalId, terminal.expiresAt);
+      this.issued.delete(terminalId);
+    }
+    const ends = (capability: SealedCapability) => capability.id === id || capability.screen === id;
     let closed = 0;
     for (const [, socket] of this.pending)
-      if (socket.capabilityId === id) {
+      if (ends(socket.capability)) {
         socket.abort();
         closed++;
       }
     for (const bridge of [...this.bridges])
-      if (bridge.capability.id === id) {
+      if (ends(bridge.capability)) {
         bridge.close("revoked", 1008, "revoked");
         closed++;
       }
@@ -290,6 +328,8 @@ class ScreensHost implements Screens {
         this.logger.warn("screen.capability.endpoint_revoke_failed", { capabilityId: id, policy });
       }
     }
+    // The gateway ends them with the control endpoint already; this is for a gateway that did not.
+    await Promise.allSettled(terminals.map(([, terminal]) => terminal.revoke()));
     if (!already || closed > 0 || endpointRevoked)
       this.emit({
         type: "screen.capability.revoked",
@@ -322,7 +362,7 @@ class ScreensHost implements Screens {
       this.reject(socket, connectionId, "invalid_path", 400);
       return true;
     }
-    this.accept(request, socket, head, connectionId, path.sealed).catch(() => {
+    this.accept(request, socket, head, connectionId, path.route, path.sealed).catch(() => {
       refuseUpgrade(socket, 500);
     });
     return true;
@@ -359,8 +399,8 @@ class ScreensHost implements Screens {
       fail(405, "method_not_allowed");
       return true;
     }
-    if (path.kind === "viewer") {
-      const page = this.viewer();
+    if (path.kind === "viewer" || path.kind === "terminal-page") {
+      const page = path.kind === "viewer" ? this.viewer() : this.terminalPage();
       response.writeHead(200, {
         "Content-Type": "text/html; charset=utf-8",
         "Content-Length": String(Buffer.byteLength(page.html)),
@@ -372,22 +412,29 @@ class ScreensHost implements Screens {
       response.end(request.method === "HEAD" ? undefined : page.html);
       return true;
     }
-    const novnc = this.novncFiles();
-    if (path.version !== novnc.version) {
-      fail(404, "not_found");
-      return true;
+    let asset: Promise<{ bytes: Buffer; contentType: string } | undefined>;
+    if (path.kind === "xterm") asset = this.xtermFiles().read(path.name);
+    else {
+      const novnc = this.novncFiles();
+      if (path.version !== novnc.version) {
+        fail(404, "not_found");
+        return true;
+      }
+      asset = novnc
+        .read(path.file)
+        .then((bytes) => (bytes ? { bytes, contentType: "text/javascript; charset=utf-8" } : undefined));
     }
-    novnc.read(path.file).then(
-      (bytes) => {
-        if (!bytes) return fail(404, "not_found");
+    asset.then(
+      (file) => {
+        if (!file) return fail(404, "not_found");
         response.writeHead(200, {
-          "Content-Type": "text/javascript; charset=utf-8",
-          "Content-Length": String(bytes.length),
-          // The version is in the path: a new noVNC is a new URL.
+          "Content-Type": file.contentType,
+          "Content-Length": String(file.bytes.length),
+          // The version is in the path: a new noVNC or xterm is a new URL.
           "Cache-Control": "public, max-age=31536000, immutable, no-transform",
           "X-Content-Type-Options": "nosniff",
         });
-        response.end(request.method === "HEAD" ? undefined : bytes);
+        response.end(request.method === "HEAD" ? undefined : file.bytes);
       },
       () => fail(500, "asset_unreadable"),
     );
@@ -410,12 +457,17 @@ class ScreensHost implements Screens {
     socket: Duplex,
     head: Buffer,
     connectionId: string,
+    route: "screen" | "terminal",
     sealed: string,
   ): Promise<void> {
     if (!isWebSocketUpgrade(request)) return this.reject(socket, connectionId, "invalid_request", 400);
     const capability = this.seal.open(sealed);
     if (!capability) return this.reject(socket, connectionId, "invalid_capability", 401);
-    const policy: ScreenPolicy = { mode: capability.mode, computerId: capability.computerId, botId: capability.botId };
+    const policy = policyOf(capability);
+    // A screen is served at /c/ only, a terminal at /t/ only: a view
+    // capability never reaches a shell, a terminal never an RFB stream.
+    if ((capability.mode === "terminal") !== (route === "terminal"))
+      return this.reject(socket, connectionId, "wrong_route", 403, capability.id, policy);
     const refused = (reason: "capability_expired" | "capability_revoked" | Exclude<AuthorityVerdict, "allowed">) =>
       this.reject(
         socket,
@@ -427,7 +479,7 @@ class ScreensHost implements Screens {
       );
     if (this.clock() >= capability.expiresAt) return refused("capability_expired");
     this.sweep();
-    if (this.revoked.has(capability.id)) return refused("capability_revoked");
+    if (this.isRevoked(capability)) return refused("capability_revoked");
     if (this.closing) return refuseUpgrade(socket, 503);
 
     const started = performance.now();
@@ -438,7 +490,7 @@ class ScreensHost implements Screens {
       upstream?.terminate();
       refuseUpgrade(socket, 410);
     };
-    this.pending.set(connectionId, { capabilityId: capability.id, abort });
+    this.pending.set(connectionId, { capability, abort });
     try {
       const verdict = await authorityVerdict(
         () => this.authority.check(this.checkRequest(capability)),
@@ -447,7 +499,7 @@ class ScreensHost implements Screens {
       if (aborted) return;
       if (verdict !== "allowed") return refused(verdict);
 
-      const early: Buffer[] = [];
+      const early: BridgeFrame[] = [];
       const connected = await new Promise<{ ok: true } | { ok: false; status: number | null; clientGone: boolean }>(
         (resolve) => {
           const ws = new WebSocket(capability.endpoint.url, {
@@ -464,7 +516,9 @@ class ScreensHost implements Screens {
             resolve({ ok: false, status: null, clientGone: true });
           };
           socket.once("close", onClientGone);
-          ws.on("message", (data) => early.push(Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer)));
+          ws.on("message", (data, binary) =>
+            early.push({ data: Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer), binary }),
+          );
           ws.once("unexpected-response", (_req, res) => {
             status = res.statusCode ?? null;
             res.resume();
@@ -504,7 +558,7 @@ class ScreensHost implements Screens {
         refuseUpgrade(socket, 502);
         return;
       }
-      if (this.revoked.has(capability.id) || this.closing) {
+      if (this.isRevoked(capability) || this.closing) {
         ws.terminate();
         return refused("capability_revoked");
       }
@@ -543,7 +597,7 @@ class ScreensHost implements Screens {
       at: this.clock(),
       connectionId: bridge.connectionId,
       capabilityId: capability.id,
-      policy: { mode: capability.mode, computerId: capability.computerId, botId: capability.botId },
+      policy: policyOf(capability),
       handshakeCompleted: result.handshakeCompleted,
       durationMs: Math.round(performance.now() - bridge.startedAt),
       closer: result.closer,
@@ -572,16 +626,24 @@ class ScreensHost implements Screens {
     }
   }
 
-  private checkRequest(capability: SealedCapability): {
-    computerId: string;
-    botId: string;
-    mode: "view" | "control";
-    control?: Lease;
-  } {
-    const { computerId, botId, mode } = capability;
-    if (mode !== "control") return { computerId, botId, mode };
+  /** What the authority is asked about a socket: a terminal is checked as control, with kind "terminal". */
+  private checkRequest(capability: SealedCapability): ScreenCheckRequest {
+    const { computerId, botId } = capability;
+    const kind = capability.mode === "terminal" ? "terminal" : "screen";
+    if (capability.mode === "view") return { computerId, botId, mode: "view", kind };
     const held = this.issued.get(capability.id)?.control;
-    return { computerId, botId, mode, control: held ?? (Object.freeze({ ...capability.control }) as Lease) };
+    return {
+      computerId,
+      botId,
+      mode: "control",
+      kind,
+      control: held ?? (Object.freeze({ ...capability.control }) as Lease),
+    };
+  }
+
+  /** Revoked here, or a terminal whose control screen was. */
+  private isRevoked(capability: SealedCapability): boolean {
+    return this.revoked.has(capability.id) || (capability.screen !== undefined && this.revoked.has(capability.screen));
   }
 
   private reject(
@@ -604,6 +666,91 @@ class ScreensHost implements Screens {
     refuseUpgrade(socket, status);
   }
 
+  // --- issuing -------------------------------------------------------------
+
+  /**
+   * The authority's grant when it is well formed and of the kind asked for
+   * (a screen endpoint in that mode, or a terminal endpoint, which has no
+   * mode); otherwise revokes it and throws UNAVAILABLE.
+   */
+  private async accepted(grant: unknown, asked: "view" | "control" | "terminal"): Promise<Grant> {
+    const parsed = grantSchema.safeParse(grant);
+    const given = parsed.success ? (parsed.data.endpoint.mode ?? "terminal") : undefined;
+    if (parsed.success && given === asked) return parsed.data;
+    const revoke = (grant as { revoke?: unknown } | null | undefined)?.revoke;
+    await Promise.resolve(typeof revoke === "function" ? revoke.call(grant) : undefined).catch(() => {});
+    throw new AgentComputerError(
+      "UNAVAILABLE",
+      parsed.success
+        ? `The screen authority gave a ${given} endpoint for a ${asked} request; refused.`
+        : `The screen authority gave a malformed endpoint (${parsed.error.issues.map((i) => i.path.join(".") || "(root)").join(", ")}); refused.`,
+      { retryable: false },
+    );
+  }
+
+  /** Seals a capability for `grant`, remembers it and reports it. */
+  private register(
+    policy: ScreenPolicy,
+    ttlMs: number,
+    grant: Grant,
+    control: Lease | undefined,
+    screen: string | undefined,
+  ): { id: string; sealed: string; expiresAt: number } {
+    const { endpoint } = grant;
+    const id = randomUUID();
+    const expiresAt = Math.min(this.clock() + ttlMs, endpoint.expiresAt);
+    const capability: SealedCapability = {
+      id,
+      ...policy,
+      expiresAt,
+      endpoint: { id: endpoint.id, url: endpoint.url, token: endpoint.token, expiresAt: endpoint.expiresAt },
+      ...(control
+        ? {
+            control: {
+              kind: "user-control" as const,
+              key: control.key,
+              holder: control.holder,
+              token: control.token,
+              computerId: policy.computerId,
+              botId: policy.botId,
+              ttlMs: control.ttlMs,
+              grantedAt: control.grantedAt,
+              expiresAt: control.expiresAt,
+            },
+          }
+        : {}),
+      ...(screen === undefined ? {} : { screen }),
+    };
+    const sealed = this.seal.seal(capability);
+    this.sweep();
+    this.issued.set(id, { policy, expiresAt, revoke: grant.revoke, endpointId: endpoint.id, screen, control });
+    this.emit({ type: "screen.capability.issued", at: this.clock(), capabilityId: id, policy, expiresAt });
+    return { id, sealed, expiresAt };
+  }
+
+  /**
+   * The live control screen capability these screens issued for this bot
+   * under this lease (the latest to expire), for a terminal to live under.
+   */
+  private liveControlScreen(
+    computerId: string,
+    botId: string,
+    lease: Lease,
+  ): { id: string; endpointId: string } | undefined {
+    this.sweep();
+    const now = this.clock();
+    let best: { id: string; endpointId: string; expiresAt: number } | undefined;
+    for (const [id, issued] of this.issued) {
+      const { policy, control } = issued;
+      if (policy.mode !== "control" || policy.computerId !== computerId || policy.botId !== botId) continue;
+      if (control?.key !== lease.key || control.token !== lease.token) continue;
+      if (issued.expiresAt <= now || this.revoked.has(id)) continue;
+      if (!best || issued.expiresAt > best.expiresAt)
+        best = { id, endpointId: issued.endpointId, expiresAt: issued.expiresAt };
+    }
+    return best && { id: best.id, endpointId: best.endpointId };
+  }
+
   // --- housekeeping -------------------------------------------------------
 
   /** Forgets revocations and issued capabilities past their expiry (a live socket keeps its own). */
@@ -623,6 +770,20 @@ class ScreensHost implements Screens {
     return this.page;
   }
 
+  private terminalPage(): { html: string; contentSecurityPolicy: string } {
+    this.terminal ??= terminalPage({
+      publicPath: this.publicPath,
+      files: this.xtermFiles().names,
+      frameAncestors: this.frameAncestors,
+    });
+    return this.terminal;
+  }
+
+  private xtermFiles(): XtermFiles {
+    this.xterm ??= new XtermFiles();
+    return this.xterm;
+  }
+
   private novncFiles(): NovncFiles {
     this.novnc ??= new NovncFiles();
     return this.novnc;
@@ -638,6 +799,10 @@ class ScreensHost implements Screens {
       this.onEvent?.(event);
     } catch {}
   }
+}
+
+function policyOf(capability: SealedCapability): ScreenPolicy {
+  return { mode: capability.mode, computerId: capability.computerId, botId: capability.botId };
 }
 
 function isWebSocketUpgrade(request: IncomingMessage): boolean {

@@ -35,9 +35,10 @@ export type ScreenEvent =
       readonly capabilityId: string | null;
       readonly policy: ScreenPolicy | null;
       readonly reason:
-        | "invalid_path" // not `<publicPath>/c/<sealed>`: bad characters, `..`, wrong prefix
+        | "invalid_path" // not `<publicPath>/c/<sealed>` or `/t/<sealed>`: bad characters, `..`, wrong prefix
         | "invalid_request" // not a websocket upgrade (method, headers)
         | "invalid_capability" // the seal does not open: tampered, truncated, forged, another secret
+        | "wrong_route" // a screen capability at `/t/` or a terminal one at `/c/`
         | "capability_expired"
         | "capability_revoked"
         | "authority_rejected" // FENCED_OUT, LEASE_LOST, NOT_FOUND
@@ -79,12 +80,16 @@ export type ScreenEvent =
       readonly connectionId: string;
       readonly capabilityId: string;
       readonly policy: ScreenPolicy;
-      /** The RFB handshake finished: the client's ClientInit went up and the gateway answered. */
+      /**
+       * The RFB handshake finished: the client's ClientInit went up and the
+       * gateway answered. For a terminal: the gateway (the shell) sent something.
+       */
       readonly handshakeCompleted: boolean;
       readonly durationMs: number;
       /**
-       * Who ended it: the browser, the gateway, a revocation (or the
-       * authority no longer allowing control), or the proxy itself (an
+       * Who ended it: the browser, the gateway, a revocation (of it, or for
+       * a terminal of the control screen it lives under; or the authority
+       * no longer allowing control), or the proxy itself (an
        * oversized frame, a view-mode protocol violation, `Screens.close`).
        */
       readonly closer: "client" | "upstream" | "revoked" | "proxy";

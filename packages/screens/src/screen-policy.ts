@@ -1,9 +1,10 @@
 /**
- * What a screen capability allows: which bot's desktop, on which computer,
- * in which mode. Secret-free: every event and log line carries it.
+ * What a capability allows: which bot's desktop, on which computer, in
+ * which mode ("terminal": a shell on that desktop, under control).
+ * Secret-free: every event and log line carries it.
  */
 export interface ScreenPolicy {
-  readonly mode: "view" | "control";
+  readonly mode: "view" | "control" | "terminal";
   readonly computerId: string;
   readonly botId: string;
 }

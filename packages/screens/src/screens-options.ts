@@ -19,8 +19,9 @@ export interface ScreensOptions {
   onEvent?: (event: ScreenEvent) => void;
   /**
    * The path prefix the app mounts screens under: capabilities are
-   * `<publicPath>/c/<sealed>`, the viewer `<publicPath>/viewer`. Default
-   * "/screens".
+   * `<publicPath>/c/<sealed>` (screens) and `<publicPath>/t/<sealed>`
+   * (terminals), the pages `<publicPath>/viewer` and `<publicPath>/terminal`.
+   * Default "/screens".
    */
   publicPath?: string;
   /** Largest websocket frame accepted from a browser; a larger one closes that socket (1009). Default 1 MiB. */
@@ -30,16 +31,16 @@ export interface ScreensOptions {
    * other, so a slow browser holds back only its own stream. Default 4 MiB.
    */
   maxBufferedBytes?: number;
-  /** How often live control sockets re-ask the authority, in ms. Default 1000. */
+  /** How often live control and terminal sockets re-ask the authority, in ms. Default 1000. */
   controlCheckIntervalMs?: number;
-  /** How long a live control socket survives an UNAVAILABLE authority, in ms. Default 5000. */
+  /** How long a live control or terminal socket survives an UNAVAILABLE authority, in ms. Default 5000. */
   controlUnavailableGraceMs?: number;
   /** How long `authority.check` may take before it counts as unavailable, in ms. Default 10000. */
   authorityTimeoutMs?: number;
   /** How long connecting to the gateway may take, in ms. Default 10000. */
   upstreamHandshakeTimeoutMs?: number;
   /**
-   * The viewer page's CSP `frame-ancestors`: who may embed it. Default
+   * The viewer and terminal pages' CSP `frame-ancestors`: who may embed them. Default
    * "'self'" (the app serves its UI and the viewer from one origin); give
    * the app's origins when its UI lives elsewhere.
    */

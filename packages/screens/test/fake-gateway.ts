@@ -1,21 +1,27 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ScreenEndpoint } from "@agent-computer/core";
+import { AgentComputerError, type ScreenEndpoint, type TerminalEndpoint } from "@agent-computer/core";
 import { type WebSocket, WebSocketServer } from "ws";
 
 /**
  * Stands in for the in-computer screen gateway (desktop-runtime has its own
  * container tests for the real one): a real `ws` server on 127.0.0.1 that
  * refuses before the upgrade (401 wrong bearer token, 404 unknown id, 410
- * revoked or expired) and then speaks just enough RFB: it sends the
- * ProtocolVersion at once, records every byte the proxy sends, and can
- * stream bytes back.
+ * revoked or expired). At `/screens/<id>` it speaks just enough RFB: it
+ * sends the ProtocolVersion at once, records every byte the proxy sends,
+ * and can stream bytes back. At `/terminals/<id>` it is an echoing shell:
+ * a binary prompt `fake-shell$ ` at once, every binary frame echoed as
+ * binary, and a text `{"type":"resize","cols":C,"rows":R}` answered with
+ * the binary frame `resized CxR`. A terminal granted under a control
+ * endpoint ends with it, as in the real gateway.
  */
 export class FakeGateway {
   readonly connections: GatewayConnection[] = [];
   readonly revoked: string[] = [];
   private readonly endpoints = new Map<string, ScreenEndpoint>();
+  /** Terminal endpoints, with the control endpoint each lives under. */
+  private readonly terminals = new Map<string, { endpoint: TerminalEndpoint; controlId: string }>();
   private readonly server: Server;
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   private port = 0;
@@ -26,18 +32,21 @@ export class FakeGateway {
       res.end();
     });
     this.server.on("upgrade", (req, socket, head) => {
-      const id = /^\/screens\/([^/?]+)$/.exec(req.url ?? "")?.[1];
-      const endpoint = id === undefined ? undefined : this.endpoints.get(id);
+      const [, route, id] = /^\/(screens|terminals)\/([^/?]+)$/.exec(req.url ?? "") ?? [];
+      const terminal = route === "terminals" && id !== undefined ? this.terminals.get(id) : undefined;
+      const endpoint: TerminalEndpoint | undefined =
+        route === "screens" && id !== undefined ? this.endpoints.get(id) : terminal?.endpoint;
       const refuse = (status: number) => {
         socket.end(`HTTP/1.1 ${status} Refused\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       };
       if (!endpoint) return refuse(404);
       if (req.headers.authorization !== `Bearer ${endpoint.token}`) return refuse(401);
-      if (this.revoked.includes(endpoint.id) || Date.now() >= endpoint.expiresAt) return refuse(410);
+      if (this.ended(endpoint.id) || (terminal && this.ended(terminal.controlId))) return refuse(410);
       this.wss.handleUpgrade(req, socket, head, (ws) => {
-        const connection = new GatewayConnection(endpoint, ws);
+        const connection = new GatewayConnection(endpoint, ws, terminal?.controlId);
         this.connections.push(connection);
-        ws.send(Buffer.from("RFB 003.008\n", "latin1"));
+        if (terminal) connection.echo();
+        else ws.send(Buffer.from("RFB 003.008\n", "latin1"));
       });
     });
   }
@@ -66,9 +75,40 @@ export class FakeGateway {
     return endpoint;
   }
 
+  /**
+   * A terminal endpoint under the control endpoint `controlId`, or under a
+   * control endpoint of its own. FENCED_OUT for a control endpoint that is
+   * not live, NOT_FOUND for an unknown one, as desktop-runtime answers.
+   */
+  terminalEndpoint(ttlMs = 60_000, controlId?: string): TerminalEndpoint {
+    if (controlId !== undefined) {
+      const control = this.endpoints.get(controlId);
+      if (!control) throw new AgentComputerError("NOT_FOUND", "no such control endpoint");
+      if (control.mode !== "control" || this.ended(controlId))
+        throw new AgentComputerError("FENCED_OUT", "not a live control endpoint");
+    }
+    const parent = controlId ?? this.endpoint("control", ttlMs).id;
+    const id = `tm-${randomUUID()}`;
+    const endpoint: TerminalEndpoint = {
+      id,
+      url: `ws://127.0.0.1:${this.port}/terminals/${id}`,
+      token: `tok-${randomBytes(16).toString("hex")}`,
+      expiresAt: Date.now() + ttlMs,
+    };
+    this.terminals.set(id, { endpoint, controlId: parent });
+    return endpoint;
+  }
+
+  /** Ends an endpoint: its connections, and a control endpoint's terminals, close. */
   revoke(id: string): void {
     this.revoked.push(id);
-    for (const connection of this.connections) if (connection.endpoint.id === id) connection.socket.close(1000);
+    for (const connection of this.connections)
+      if (connection.endpoint.id === id || connection.controlId === id) connection.socket.close(1000);
+  }
+
+  private ended(id: string): boolean {
+    const endpoint = this.endpoints.get(id) ?? this.terminals.get(id)?.endpoint;
+    return this.revoked.includes(id) || !endpoint || Date.now() >= endpoint.expiresAt;
   }
 
   /** Resolves with the next connection the gateway accepts. */
@@ -89,14 +129,21 @@ export class FakeGateway {
 
 export class GatewayConnection {
   readonly received: Buffer[] = [];
+  /** Every frame, with its type (binary or text). */
+  readonly frames: { data: Buffer; binary: boolean }[] = [];
   readonly closed: Promise<number>;
   closedAt: number | undefined;
 
   constructor(
-    readonly endpoint: ScreenEndpoint,
+    readonly endpoint: TerminalEndpoint,
     readonly socket: WebSocket,
+    /** For a terminal: the control endpoint it lives under. */
+    readonly controlId?: string,
   ) {
-    socket.on("message", (data) => this.received.push(data as Buffer));
+    socket.on("message", (data, binary) => {
+      this.received.push(data as Buffer);
+      this.frames.push({ data: data as Buffer, binary });
+    });
     this.closed = new Promise((resolve) =>
       socket.on("close", (code) => {
         this.closedAt = performance.now();
@@ -107,6 +154,20 @@ export class GatewayConnection {
 
   get bytes(): Buffer {
     return Buffer.concat(this.received);
+  }
+
+  /** The terminal behaviour: prompt, echo binary, answer resize. */
+  echo(): void {
+    this.socket.send(Buffer.from("fake-shell$ "), { binary: true });
+    this.socket.on("message", (data, binary) => {
+      if (binary) {
+        this.socket.send(data as Buffer, { binary: true });
+        return;
+      }
+      const control = JSON.parse((data as Buffer).toString("utf8")) as { type: string; cols: number; rows: number };
+      if (control.type === "resize")
+        this.socket.send(Buffer.from(`resized ${control.cols}x${control.rows}`), { binary: true });
+    });
   }
 
   /** Sends `total` bytes in `chunk`-sized frames, waiting while its own queue is long. */

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Logger, ScreenEndpoint } from "@agent-computer/core";
+import type { Logger, ScreenEndpoint, TerminalEndpoint } from "@agent-computer/core";
 import { WebSocket } from "ws";
 import {
   createScreens,
@@ -13,15 +13,18 @@ import {
   type ScreenOpenRequest,
   type Screens,
   type ScreensOptions,
+  type TerminalCapability,
+  type TerminalOpenRequest,
 } from "../src/index.js";
 import { FakeGateway } from "./fake-gateway.js";
 
 /** An authority backed by the fake gateway, whose answers a test changes. */
 export class TestAuthority implements ScreenAuthority {
   readonly opened: ScreenOpenRequest[] = [];
+  readonly openedTerminals: TerminalOpenRequest[] = [];
   readonly checks: ScreenCheckRequest[] = [];
   readonly revokedEndpoints: string[] = [];
-  readonly endpoints: ScreenEndpoint[] = [];
+  readonly endpoints: (ScreenEndpoint | TerminalEndpoint)[] = [];
   answer: () => unknown = async () => undefined;
   private readonly listeners = new Set<(change: ScreenAuthorityChange) => void>();
 
@@ -30,6 +33,19 @@ export class TestAuthority implements ScreenAuthority {
   async open(request: ScreenOpenRequest) {
     this.opened.push(request);
     const endpoint = this.gateway.endpoint(request.mode, request.ttlMs);
+    this.endpoints.push(endpoint);
+    return {
+      endpoint,
+      revoke: async () => {
+        this.revokedEndpoints.push(endpoint.id);
+        this.gateway.revoke(endpoint.id);
+      },
+    };
+  }
+
+  async openTerminal(request: TerminalOpenRequest) {
+    this.openedTerminals.push(request);
+    const endpoint = this.gateway.terminalEndpoint(request.ttlMs, request.controlId);
     this.endpoints.push(endpoint);
     return {
       endpoint,
@@ -76,6 +92,13 @@ export class LeakWatch {
     return capability;
   }
 
+  terminal(capability: TerminalCapability): TerminalCapability {
+    const sealed = capability.url.split("/t/")[1]!;
+    for (const secret of [capability.url, capability.terminalUrl, sealed, sealed.slice(0, 40)])
+      this.secrets.add(secret);
+    return capability;
+  }
+
   gateway(gateway: FakeGateway): void {
     this.secrets.add(gateway.hostPort);
     this.secrets.add("Bearer");
@@ -97,7 +120,7 @@ export interface Harness {
   readonly events: ScreenEvent[];
   readonly port: number;
   url(path: string): string;
-  connect(capability: ScreenCapability | string, headers?: Record<string, string>): WebSocket;
+  connect(capability: ScreenCapability | TerminalCapability | string, headers?: Record<string, string>): WebSocket;
   stop(): Promise<void>;
 }
 

@@ -1,4 +1,10 @@
-import type { ComputerEvent, ComputerRuntime, DesktopSession, ScreenEndpoint } from "@agent-computer/core";
+import type {
+  ComputerEvent,
+  ComputerRuntime,
+  DesktopSession,
+  ScreenEndpoint,
+  TerminalEndpoint,
+} from "@agent-computer/core";
 import { AgentComputerError } from "@agent-computer/core";
 import { LeaseEngine, MemoryLeaseStore } from "@agent-computer/core/lease";
 import { describe, expect, it } from "vitest";
@@ -9,7 +15,7 @@ import type { ScreenRuntime } from "./screen-runtime.js";
 // The runtime's parts stand in for a ComputerRuntime: a real lease engine
 // on the memory store, desktops that hand out endpoints, and lifecycle events.
 
-function fakeRuntime() {
+function fakeRuntime(options: { terminals?: boolean } = {}) {
   const leases = new LeaseEngine(new MemoryLeaseStore());
   const listeners = new Set<(event: ComputerEvent) => void>();
   const calls: string[] = [];
@@ -31,6 +37,19 @@ function fakeRuntime() {
         async revokeEndpoint(id) {
           calls.push(`revokeEndpoint ${id}`);
         },
+        ...(options.terminals === false
+          ? {}
+          : {
+              async terminalEndpoint(_ctx: unknown, opts?: unknown): Promise<TerminalEndpoint> {
+                calls.push(`terminalEndpoint ${JSON.stringify(opts)}`);
+                return {
+                  id: "tm-1",
+                  url: "ws://10.0.0.2:6080/terminals/tm-1",
+                  token: "t",
+                  expiresAt: Date.now() + 1000,
+                };
+              },
+            }),
       } as DesktopSession;
     },
   };
@@ -90,6 +109,39 @@ describe("runtimeScreenAuthority", () => {
     const next = await leases.takeover({ computerId: "team-1", botId: "bot-1", holder: "person-2", ttlMs: 60_000 });
     expect(await codeOf(authority.check({ ...request, control }))).toBe("FENCED_OUT");
     expect(await codeOf(authority.check({ ...request, control: next }))).toBe("ok");
+  });
+
+  it("opens a terminal only with the current user-control lease, under controlId when given, and revokes it", async () => {
+    const { runtime, leases, calls } = fakeRuntime();
+    const authority = runtimeScreenAuthority(runtime);
+    const request = { computerId: "team-1", botId: "bot-1", ttlMs: 30_000 };
+    const stranger = await leases.takeover({ computerId: "team-1", botId: "bot-2", holder: "p", ttlMs: 60_000 });
+    expect(await codeOf(authority.openTerminal!({ ...request, control: stranger }))).toBe("FENCED_OUT");
+    expect(calls).toEqual([]);
+    const control = await leases.takeover({ computerId: "team-1", botId: "bot-1", holder: "person", ttlMs: 60_000 });
+    const linked = await authority.openTerminal!({ ...request, control, controlId: "ep-1" });
+    expect(linked.endpoint.id).toBe("tm-1");
+    await authority.openTerminal!({ ...request, control });
+    await linked.revoke();
+    expect(calls).toEqual([
+      "desktopFor team-1 bot-1",
+      'terminalEndpoint {"ttlMs":30000,"controlId":"ep-1"}',
+      "desktopFor team-1 bot-1",
+      'terminalEndpoint {"ttlMs":30000}',
+      "revokeEndpoint tm-1",
+    ]);
+    await leases.release(control);
+    expect(await codeOf(authority.openTerminal!({ ...request, control }))).toBe("LEASE_LOST");
+  });
+
+  it("is UNSUPPORTED for a desktop without terminals", async () => {
+    const { runtime, leases } = fakeRuntime({ terminals: false });
+    const control = await leases.takeover({ computerId: "team-1", botId: "bot-1", holder: "person", ttlMs: 60_000 });
+    expect(
+      await codeOf(
+        runtimeScreenAuthority(runtime).openTerminal!({ computerId: "team-1", botId: "bot-1", ttlMs: 1000, control }),
+      ),
+    ).toBe("UNSUPPORTED");
   });
 
   it("reports takeover-ended as control-ended, and unsubscribes", () => {

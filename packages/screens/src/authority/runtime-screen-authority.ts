@@ -4,12 +4,24 @@ import type { ScreenAuthority } from "./screen-authority.js";
 import type { ScreenRuntime } from "./screen-runtime.js";
 
 /**
+ * The options `terminalEndpoint` of a desktop-runtime desktop takes; core's
+ * `DesktopSession` names only `ttlMs`, and other desktops ignore the rest.
+ */
+interface TerminalEndpointOptions {
+  ttlMs?: number;
+  /** A live control screen endpoint's id: the terminal lives and dies with it. */
+  controlId?: string;
+}
+
+/**
  * The `ScreenAuthority` of a `ComputerRuntime`: endpoints come from the
  * bot's desktop (`runtime.desktopFor`, which starts the computer when
  * needed); view is allowed while the computer exists; control while the
  * user-control lease given at issue time is the current one
- * (`runtime.leases.assertCurrent`). Control sockets close as soon as the
- * runtime reports `takeover-ended` for that screen.
+ * (`runtime.leases.assertCurrent`); terminals (`desktop.terminalEndpoint`,
+ * under the control endpoint `controlId` when given) like control. Control
+ * and terminal sockets close as soon as the runtime reports
+ * `takeover-ended` for that screen.
  *
  * It decides nothing about who the person is: the app checks that before it
  * asks for a capability (and may wrap this authority to re-check).
@@ -44,6 +56,22 @@ export function runtimeScreenAuthority(runtime: ScreenRuntime): ScreenAuthority 
       if (request.mode === "control") await assertControl(request);
       const desktop = await runtime.desktopFor({ computerId: request.computerId, botId: request.botId });
       const endpoint = await desktop.screenEndpoint(request.mode, undefined, { ttlMs: request.ttlMs });
+      return {
+        endpoint,
+        revoke: async () => {
+          await desktop.revokeEndpoint?.(endpoint.id);
+        },
+      };
+    },
+
+    async openTerminal(request) {
+      await assertControl(request);
+      const desktop = await runtime.desktopFor({ computerId: request.computerId, botId: request.botId });
+      if (!desktop.terminalEndpoint)
+        throw new AgentComputerError("UNSUPPORTED", "This computer's desktop has no terminal.");
+      const options: TerminalEndpointOptions = { ttlMs: request.ttlMs };
+      if (request.controlId !== undefined) options.controlId = request.controlId;
+      const endpoint = await desktop.terminalEndpoint(undefined, options);
       return {
         endpoint,
         revoke: async () => {

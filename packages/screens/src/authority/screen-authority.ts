@@ -2,6 +2,8 @@ import type { ScreenAuthorityChange } from "./screen-authority-change.js";
 import type { ScreenCheckRequest } from "./screen-check-request.js";
 import type { ScreenGrant } from "./screen-grant.js";
 import type { ScreenOpenRequest } from "./screen-open-request.js";
+import type { TerminalGrant } from "./terminal-grant.js";
+import type { TerminalOpenRequest } from "./terminal-open-request.js";
 
 /**
  * The port through which screens ask the app's runtime for gateway
@@ -23,13 +25,21 @@ export interface ScreenAuthority {
    */
   open(request: ScreenOpenRequest): Promise<ScreenGrant>;
   /**
+   * Optional (without it, terminals are UNSUPPORTED): at issue time, a
+   * gateway endpoint for a shell on this bot's desktop. Throws unless
+   * `control` is the current user-control lease of this screen. Live
+   * terminal sockets are then checked like control sockets (`check` with
+   * mode "control" and kind "terminal").
+   */
+  openTerminal?(request: TerminalOpenRequest): Promise<TerminalGrant>;
+  /**
    * Resolves (with nothing) while the screen may be shown in this mode;
    * throws otherwise. Called before a socket is bridged, and about every
-   * second plus on `watch` changes while a control socket is open.
+   * second plus on `watch` changes while a control or terminal socket is open.
    */
   check(request: ScreenCheckRequest): Promise<void>;
   /**
-   * Optional: reports changes that may end live control sockets, so they
+   * Optional: reports changes that may end live control and terminal sockets, so they
    * close at once rather than at the next periodic check. Returns the
    * unsubscribe function.
    */

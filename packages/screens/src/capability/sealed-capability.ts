@@ -9,12 +9,13 @@ export interface SealedCapability {
   readonly id: string;
   readonly computerId: string;
   readonly botId: string;
-  readonly mode: "view" | "control";
+  /** "terminal": a shell on the desktop, under control (served at `/t/`, never at `/c/`). */
+  readonly mode: "view" | "control" | "terminal";
   /** Milliseconds since the epoch after which the capability is refused. */
   readonly expiresAt: number;
   /** The gateway endpoint: its url and token are why this is sealed. */
   readonly endpoint: { readonly id: string; readonly url: string; readonly token: string; readonly expiresAt: number };
-  /** For control: the fields of the user-control lease it was issued under. */
+  /** For control and terminal: the fields of the user-control lease it was issued under. */
   readonly control?: {
     readonly kind: "user-control";
     readonly key: string;
@@ -26,6 +27,11 @@ export interface SealedCapability {
     readonly grantedAt: number;
     readonly expiresAt: number;
   };
+  /**
+   * For a terminal: the id of the control screen capability it lives under
+   * (revoking that one refuses this one too), when there was one.
+   */
+  readonly screen?: string;
 }
 
 const wsUrl = z.string().refine((value) => {
@@ -42,7 +48,7 @@ export const sealedCapabilitySchema = z
     id: z.string().min(1).max(128),
     computerId: z.string().min(1),
     botId: z.string().min(1),
-    mode: z.enum(["view", "control"]),
+    mode: z.enum(["view", "control", "terminal"]),
     expiresAt: z.number().nonnegative(),
     endpoint: z.object({
       id: z.string().min(1),
@@ -63,7 +69,11 @@ export const sealedCapabilitySchema = z
         expiresAt: z.number().nonnegative(),
       })
       .optional(),
+    screen: z.string().min(1).max(128).optional(),
   })
-  .refine((v) => (v.mode === "control") === (v.control !== undefined), {
-    message: "a control capability carries its lease, a view capability none",
+  .refine((v) => (v.mode !== "view") === (v.control !== undefined), {
+    message: "a control or terminal capability carries its lease, a view capability none",
+  })
+  .refine((v) => v.mode === "terminal" || v.screen === undefined, {
+    message: "only a terminal lives under a screen capability",
   });

@@ -8,11 +8,21 @@ export type BridgeCloser = "client" | "upstream" | "revoked" | "proxy";
 /** How long a side gets to finish the closing handshake before it is cut. */
 const CLOSE_GRACE_MS = 500;
 
+/** A websocket message: its bytes and whether it came as a binary (or a text) frame. */
+export interface BridgeFrame {
+  readonly data: Buffer;
+  readonly binary: boolean;
+}
+
 /**
  * One browser socket joined to its own gateway socket: frames both ways,
- * the browser's through the RFB filter, each direction paused while the
- * other side has more than `maxBufferedBytes` queued, so a slow browser
- * holds back only its own stream. Ends both sides together.
+ * each direction paused while the other side has more than
+ * `maxBufferedBytes` queued, so a slow browser holds back only its own
+ * stream. Ends both sides together.
+ *
+ * A screen's RFB bytes go up through the RFB filter and always travel as
+ * binary frames; a terminal's frames pass untouched both ways, each keeping
+ * its type (binary: terminal bytes; text: JSON control such as resize).
  */
 export class ScreenBridge {
   readonly startedAt = performance.now();
@@ -20,7 +30,8 @@ export class ScreenBridge {
   checking = false;
   /** When the authority last allowed this socket (monotonic ms). */
   lastAllowedAt = performance.now();
-  private readonly filter: RfbClientFilter;
+  /** Undefined for a terminal: its frames pass as they are. */
+  private readonly filter: RfbClientFilter | undefined;
   private closed = false;
   private serverAnswered = false;
   private dropped = 0;
@@ -37,15 +48,15 @@ export class ScreenBridge {
       result: { closer: BridgeCloser; code: number; handshakeCompleted: boolean; droppedClientBytes: number },
     ) => void,
   ) {
-    this.filter = new RfbClientFilter(capability.mode);
+    this.filter = capability.mode === "terminal" ? undefined : new RfbClientFilter(capability.mode);
   }
 
   /** Starts relaying; `early` are gateway frames that arrived before the browser's upgrade finished. */
-  start(early: Buffer[]): void {
+  start(early: BridgeFrame[]): void {
     const { client, upstream } = this;
-    for (const chunk of early) this.toClient(chunk);
-    upstream.on("message", (data) => this.toClient(bufferOf(data)));
-    client.on("message", (data) => this.toUpstream(bufferOf(data)));
+    for (const frame of early) this.toClient(frame.data, frame.binary);
+    upstream.on("message", (data, binary) => this.toClient(bufferOf(data), binary));
+    client.on("message", (data, binary) => this.toUpstream(bufferOf(data), binary));
     client.on("error", (error: Error & { code?: string }) => {
       // ws closes the socket itself (1009 for an oversized frame, 1002 for a
       // protocol error): the proxy ended it, because of this client.
@@ -67,24 +78,31 @@ export class ScreenBridge {
     this.finish(closer, code, reason);
   }
 
-  private toClient(chunk: Buffer): void {
+  private toClient(chunk: Buffer, binary: boolean): void {
     if (this.closed) return;
-    if (this.filter.clientInitSent) this.serverAnswered = true;
-    this.client.send(chunk, { binary: true }, () => this.resumeIfDrained(this.client, this.upstream));
-    if (this.client.bufferedAmount > this.maxBufferedBytes) this.upstream.pause();
+    if (!this.filter || this.filter.clientInitSent) this.serverAnswered = true;
+    this.relay(this.upstream, this.client, chunk, binary || this.filter !== undefined);
   }
 
-  private toUpstream(chunk: Buffer): void {
+  private toUpstream(chunk: Buffer, binary: boolean): void {
     if (this.closed) return;
+    if (!this.filter) {
+      this.relay(this.client, this.upstream, chunk, binary);
+      return;
+    }
     const { forward, dropped, violation } = this.filter.push(chunk);
     this.dropped += dropped;
     if (violation !== undefined) {
       this.close("proxy", 1008, "view only");
       return;
     }
-    if (!forward) return;
-    this.upstream.send(forward, { binary: true }, () => this.resumeIfDrained(this.upstream, this.client));
-    if (this.upstream.bufferedAmount > this.maxBufferedBytes) this.client.pause();
+    if (forward) this.relay(this.client, this.upstream, forward, true);
+  }
+
+  /** Sends on, pausing `source` while `receiver` has too much queued. */
+  private relay(source: WebSocket, receiver: WebSocket, data: Buffer, binary: boolean): void {
+    receiver.send(data, { binary }, () => this.resumeIfDrained(receiver, source));
+    if (receiver.bufferedAmount > this.maxBufferedBytes) source.pause();
   }
 
   private resumeIfDrained(receiver: WebSocket, source: WebSocket): void {
@@ -101,7 +119,7 @@ export class ScreenBridge {
     this.onClosed(this, {
       closer,
       code,
-      handshakeCompleted: this.filter.clientInitSent && this.serverAnswered,
+      handshakeCompleted: this.filter ? this.filter.clientInitSent && this.serverAnswered : this.serverAnswered,
       droppedClientBytes: this.dropped,
     });
   }

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { pageSecurityPolicy } from "./page-security-policy.js";
 
 /** How long the viewer waits to get to `connected` before it reports `failed`. */
 export const VIEWER_FAIL_AFTER_MS = 15_000;
@@ -28,7 +28,6 @@ export function viewerPage(options: { publicPath: string; rfbModule: string; fra
   const script = VIEWER_SCRIPT.replace("__CONFIG__", config)
     .replace("__MESSAGE__", JSON.stringify(SCREEN_VIEWER_MESSAGE))
     .replace("__RETRY_MESSAGE__", JSON.stringify(SCREEN_VIEWER_RETRY_MESSAGE));
-  const hash = createHash("sha256").update(script, "utf8").digest("base64");
   return {
     html: `<!doctype html>
 <html lang="en" data-state="loading">
@@ -53,18 +52,12 @@ html, body { margin: 0; height: 100%; overflow: hidden; background: #111; color:
 </body>
 </html>
 `,
-    contentSecurityPolicy: [
-      "default-src 'none'",
-      `script-src 'self' 'sha256-${hash}'`,
-      // 'self' covers same-origin websockets in current browsers; ws:/wss:
-      // keep older ones working. The only script is pinned above.
-      "connect-src 'self' ws: wss:",
-      "img-src 'self' data: blob:",
-      "style-src 'unsafe-inline'",
-      "base-uri 'none'",
-      "form-action 'none'",
-      `frame-ancestors ${options.frameAncestors}`,
-    ].join("; "),
+    contentSecurityPolicy: pageSecurityPolicy({
+      script,
+      frameAncestors: options.frameAncestors,
+      imgSrc: "'self' data: blob:",
+      styleSrc: "'unsafe-inline'",
+    }),
   };
 }
 

@@ -1,0 +1,236 @@
+import { Window } from "happy-dom";
+import { describe, expect, it } from "vitest";
+import { TERMINAL_FAIL_AFTER_MS, terminalPage } from "./terminal-page.js";
+
+// Runs the page's own script against a DOM (happy-dom) with stand-ins for
+// xterm's Terminal and FitAddon and for WebSocket, and hand-driven timers:
+// the state machine, the wire protocol and the postMessage reporter,
+// without a browser. A real Chromium drives the page against a real
+// computer in the end-to-end suite.
+
+class FakeTerminal {
+  static made: FakeTerminal[] = [];
+  cols = 80;
+  rows = 24;
+  written: Uint8Array[] = [];
+  resets = 0;
+  focused = 0;
+  addons: unknown[] = [];
+  lines = ["$ ls", "a  b", "$ "];
+  viewportY = 0;
+  private handlers: Record<string, (value: never) => void> = {};
+  constructor(readonly options: unknown) {
+    FakeTerminal.made.push(this);
+  }
+  get buffer() {
+    const lines = this.lines;
+    return {
+      active: {
+        viewportY: this.viewportY,
+        length: lines.length,
+        getLine: (i: number) => ({ translateToString: (trim: boolean) => (trim ? lines[i]!.trimEnd() : lines[i]) }),
+      },
+    };
+  }
+  loadAddon(addon: unknown) {
+    this.addons.push(addon);
+  }
+  open() {}
+  reset() {
+    this.resets++;
+  }
+  focus() {
+    this.focused++;
+  }
+  write(data: Uint8Array) {
+    this.written.push(data);
+  }
+  onData(fn: (data: string) => void) {
+    this.handlers.data = fn as never;
+  }
+  onBinary(fn: (data: string) => void) {
+    this.handlers.binary = fn as never;
+  }
+  onResize(fn: (size: { cols: number; rows: number }) => void) {
+    this.handlers.resize = fn as never;
+  }
+  type(data: string) {
+    (this.handlers.data as (d: string) => void)(data);
+  }
+  mouse(data: string) {
+    (this.handlers.binary as (d: string) => void)(data);
+  }
+  resize(cols: number, rows: number) {
+    this.cols = cols;
+    this.rows = rows;
+    (this.handlers.resize as (s: object) => void)({ cols, rows });
+  }
+}
+
+class FakeFit {
+  fits = 0;
+  fit() {
+    this.fits++;
+  }
+}
+
+class FakeSocket {
+  static made: FakeSocket[] = [];
+  readyState = 0;
+  binaryType = "blob";
+  sent: (string | Uint8Array)[] = [];
+  closedByPage = false;
+  onopen: (() => void) | null = null;
+  onmessage: ((event: { data: unknown }) => void) | null = null;
+  onclose: (() => void) | null = null;
+  constructor(readonly url: string) {
+    FakeSocket.made.push(this);
+  }
+  send(data: string | Uint8Array) {
+    this.sent.push(data);
+  }
+  close() {
+    this.closedByPage = true;
+    this.end();
+  }
+  open() {
+    this.readyState = 1;
+    this.onopen?.();
+  }
+  end() {
+    this.readyState = 3;
+    this.onclose?.();
+  }
+}
+
+function load(hash: string, options: { noXterm?: boolean } = {}) {
+  FakeTerminal.made = [];
+  FakeSocket.made = [];
+  const page = terminalPage({
+    publicPath: "/screens",
+    files: { script: "xterm-6.0.0.js", stylesheet: "xterm-6.0.0.css", fit: "addon-fit-0.11.0.js" },
+    frameAncestors: "'self'",
+  });
+  const script = /<script>([\s\S]*?)<\/script>/.exec(page.html)![1]!;
+  const dom = new Window({ url: `https://app.example/screens/terminal${hash}` });
+  dom.document.write(page.html.replace(/<script[\s\S]*?<\/script>|<link [^>]*>/g, ""));
+  const states: string[] = [];
+  const timers = new Map<number, () => void>();
+  let nextTimer = 1;
+  const win: Record<string, unknown> = {
+    parent: {
+      postMessage: (message: { type: string; state: string }) => states.push(`${message.type}:${message.state}`),
+    },
+    addEventListener: () => {},
+    ...(options.noXterm ? {} : { Terminal: FakeTerminal, FitAddon: { FitAddon: FakeFit } }),
+  };
+  new Function(
+    "window",
+    "document",
+    "location",
+    "setTimeout",
+    "clearTimeout",
+    "URLSearchParams",
+    "WebSocket",
+    "TextEncoder",
+    "ResizeObserver",
+    script,
+  )(
+    win,
+    dom.document,
+    dom.location,
+    (fn: () => void) => {
+      timers.set(nextTimer, fn);
+      return nextTimer++;
+    },
+    (id: number) => timers.delete(id),
+    URLSearchParams,
+    FakeSocket,
+    TextEncoder,
+    undefined,
+  );
+  return {
+    states: () => states.map((s) => s.replace("agent-computer-terminal:", "")),
+    raw: states,
+    dom,
+    text: (options?: { all: boolean }) => (win.terminalText as (o?: { all: boolean }) => string)(options),
+    term: () => FakeTerminal.made[0]!,
+    socket: (i = -1) => FakeSocket.made.at(i)!,
+    fireTimers: () => {
+      const pending = [...timers.values()];
+      timers.clear();
+      for (const fn of pending) fn();
+    },
+    retry: () => dom.document.getElementById("retry") as unknown as { hidden: boolean; click(): void },
+  };
+}
+
+describe("the terminal page script", () => {
+  it("connects to /t/<sealed>, reports connecting, connected, disconnected, and speaks the wire protocol", () => {
+    const page = load("#c=abc_-123");
+    expect(page.raw).toEqual(["agent-computer-terminal:connecting"]);
+    const socket = page.socket();
+    expect(socket.url).toBe("wss://app.example/screens/t/abc_-123");
+    expect(socket.binaryType).toBe("arraybuffer");
+    socket.open();
+    expect(page.states()).toEqual(["connecting", "connected"]);
+    expect(page.dom.document.documentElement.dataset.state).toBe("connected");
+    expect(page.term().focused).toBe(1);
+    // The size goes up first, as a text frame.
+    expect(socket.sent).toEqual([JSON.stringify({ type: "resize", cols: 80, rows: 24 })]);
+    // Keystrokes as UTF-8 in binary frames; legacy mouse reports byte for byte.
+    page.term().type("é\r");
+    page.term().mouse("\x1b[M\xff");
+    expect(socket.sent.slice(1).map((s) => [...(s as Uint8Array)])).toEqual([
+      [0xc3, 0xa9, 0x0d],
+      [0x1b, 0x5b, 0x4d, 0xff],
+    ]);
+    page.term().resize(120, 40);
+    expect(socket.sent.at(-1)).toBe(JSON.stringify({ type: "resize", cols: 120, rows: 40 }));
+    // Binary frames are terminal output; text frames are not written.
+    socket.onmessage?.({ data: new Uint8Array([104, 105]).buffer });
+    socket.onmessage?.({ data: '{"type":"something"}' });
+    expect(page.term().written.map((w) => [...w])).toEqual([[104, 105]]);
+    page.fireTimers(); // the watchdog, already disarmed
+    socket.end();
+    expect(page.states()).toEqual(["connecting", "connected", "disconnected"]);
+    expect(page.retry().hidden).toBe(false);
+  });
+
+  it("gives the terminal's text to test drivers", () => {
+    const page = load("#c=abc");
+    expect(page.text()).toBe("$ ls\na  b\n$");
+    page.term().lines = ["old", "$ ls", "a", "$ ", "", ""];
+    page.term().viewportY = 1;
+    page.term().rows = 3;
+    expect(page.text()).toBe("$ ls\na\n$");
+    expect(page.text({ all: true })).toBe("old\n$ ls\na\n$");
+  });
+
+  it(`fails and offers Reconnect when ${TERMINAL_FAIL_AFTER_MS / 1000} s pass without connecting; Reconnect opens a new shell`, () => {
+    const page = load("#c=abc");
+    expect(page.retry().hidden).toBe(true);
+    page.fireTimers();
+    expect(page.states()).toEqual(["connecting", "failed"]);
+    expect(page.socket().closedByPage).toBe(true);
+    page.retry().click();
+    expect(page.states().slice(2)).toEqual(["connecting"]);
+    expect(FakeSocket.made).toHaveLength(2);
+    expect(FakeTerminal.made).toHaveLength(1);
+    expect(page.term().resets).toBe(2);
+    page.socket().open();
+    expect(page.states().at(-1)).toBe("connected");
+  });
+
+  it("fails on a socket refused before it opened, a missing capability, and xterm not loaded", () => {
+    const page = load("#c=abc");
+    page.socket().end();
+    expect(page.states()).toEqual(["connecting", "failed"]);
+    expect(load("").states()).toEqual(["connecting", "failed"]);
+    expect(load("#c=a/b").states()).toEqual(["connecting", "failed"]);
+    const bare = load("#c=abc", { noXterm: true });
+    expect(bare.states()).toEqual(["connecting", "failed"]);
+    expect(FakeSocket.made).toHaveLength(0);
+    expect(bare.text()).toBe("");
+  });
+});
