@@ -1,17 +1,5 @@
 import { existsSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { createComputerRuntime, type Logger, type ScreenEndpoint } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
-import { dockerProvider } from "@agent-computer/provider-docker";
-import {
-  createScreens,
-  runtimeScreenAuthority,
-  type ScreenAuthority,
-  type ScreenCapability,
-  type ScreenEvent,
-} from "@agent-computer/screens";
+import type { ScreenCapability } from "@agent-computer/screens";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
 import {
@@ -20,11 +8,11 @@ import {
   temporaryDataDir,
 } from "../../packages/provider-docker/test/docker-test-environment.js";
 import { SITE, serveFixtureSite } from "../../packages/provider-docker/test/fixture-site.js";
+import { CHROMIUM, CHROMIUM_ARGS, removeComputer, secretsOf, startScreensApp, waitForState } from "./screens-app.js";
 
 // A person watches and controls a bot's desktop: real headless Chromium runs
 // the noVNC viewer page, through the screens proxy mounted in an app's HTTP
 // server, to the gateway of a real container of the computer image.
-const CHROMIUM = "/usr/bin/chromium";
 const COOKIE = "session-cookie-9f2c7e1d";
 const BLUE = [20, 120, 220];
 const RED = [200, 30, 30];
@@ -42,13 +30,8 @@ else {
     });
 
     it("views, controls, revokes and refuses a recycled slot, and logs no secret", async () => {
-      const dataDir = await temporaryDataDir();
-      const runtime = createComputerRuntime({
-        provider: dockerProvider({ docker: env.docker, image: env.image, dataDir }),
-        stateStore: new MemoryLeaseStore(),
-        homeStore: new LocalAgentHomeStore({ dataDir }),
-        idleMs: 0,
-      });
+      const app = await startScreensApp(env, await temporaryDataDir());
+      const { runtime, screens, events, frames, origin } = app;
       const workspaceId = `screens-${Date.now().toString(36)}`;
       const computerId = runtime.computerIdFor({ workspaceId, botId: "alpha" });
 
@@ -59,58 +42,6 @@ else {
       const desktop = await run.desktop();
       await desktop.pageBrowser?.navigate(`${SITE}/screen.html`);
       await run.end("completed");
-
-      // The app: the screens proxy and one page that frames the viewers.
-      const lines: string[] = [];
-      const events: ScreenEvent[] = [];
-      const record = (level: string) => (message: string, fields?: Record<string, unknown>) =>
-        void lines.push(JSON.stringify({ level, message, fields }));
-      const logger: Logger = {
-        debug: record("debug"),
-        info: record("info"),
-        warn: record("warn"),
-        error: record("error"),
-      };
-      const endpoints: ScreenEndpoint[] = [];
-      const base = runtimeScreenAuthority(runtime);
-      // Keeps what the gateway handed out, only to prove none of it reaches a log.
-      const authority: ScreenAuthority = {
-        ...base,
-        open: async (request) => {
-          const grant = await base.open(request);
-          endpoints.push(grant.endpoint);
-          return grant;
-        },
-      };
-      const screens = createScreens({
-        authority,
-        secret: new Uint8Array(32).fill(7),
-        logger,
-        onEvent: (event) => void events.push(event),
-      });
-      const frames = new Map<string, string>();
-      const server = createServer((req, res) => {
-        if (screens.handleRequest(req, res)) return;
-        if (req.url === "/app") {
-          const iframes = [...frames].map(
-            ([name, src]) => `<iframe id="${name}" src="${src}" style="width:640px;height:400px;border:0"></iframe>`,
-          );
-          res.writeHead(200, { "Content-Type": "text/html" });
-          res.end(`<!doctype html><body>${iframes.join("")}<script>
-window.states = {};
-addEventListener("message", (e) => {
-  for (const frame of document.querySelectorAll("iframe"))
-    if (frame.contentWindow === e.source) (window.states[frame.id] ??= []).push(e.data.state);
-});</script>`);
-          return;
-        }
-        res.writeHead(404).end();
-      });
-      server.on("upgrade", (req, socket, head) => {
-        if (!screens.handleUpgrade(req, socket, head)) socket.destroy();
-      });
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
       try {
         const control = await runtime.takeover({ computerId, botId: "alpha", holder: "person:ada", ttlMs: 300_000 });
@@ -126,16 +57,7 @@ addEventListener("message", (e) => {
         const issued: ScreenCapability[] = [view, steer];
         frames.set("view", view.viewerUrl).set("control", steer.viewerUrl);
 
-        browser = await chromium.launch({
-          executablePath: CHROMIUM,
-          args: [
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-          ],
-        });
+        browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
         const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
         await context.addCookies([{ name: "session", value: COOKIE, url: origin }]);
         const page = await context.newPage();
@@ -187,37 +109,17 @@ addEventListener("message", (e) => {
         );
 
         // Nothing secret in any event or log line.
-        const logged = [...lines, ...events.map((e) => JSON.stringify(e))].join("\n");
-        expect(lines.length).toBeGreaterThan(0);
-        const secrets = [
-          COOKIE,
-          ...endpoints.flatMap((e) => [e.token, e.url, new URL(e.url).host]),
-          ...issued.flatMap((c) => [c.url, c.url.split("/").pop() as string, c.viewerUrl]),
-        ];
-        for (const secret of secrets) expect(logged).not.toContain(secret);
+        const logged = [...app.logLines, ...events.map((e) => JSON.stringify(e))].join("\n");
+        expect(app.logLines.length).toBeGreaterThan(0);
+        const sealed = issued.flatMap((c) => [c.url, c.url.split("/").pop() as string, c.viewerUrl]);
+        for (const secret of secretsOf(app, [COOKIE, ...sealed])) expect(logged).not.toContain(secret);
         await runtime.releaseTakeover(control);
       } finally {
-        await screens.close();
-        server.close();
-        const record = await runtime.leases.getComputer(computerId);
-        await runtime.deleteComputer(computerId).catch(() => {});
-        if (record?.providerRef)
-          await env.docker
-            .getContainer(record.providerRef.slice(7))
-            .remove({ force: true })
-            .catch(() => {});
+        await app.close();
+        await removeComputer(app, env, computerId);
       }
     }, 300_000);
   });
-}
-
-async function waitForState(page: Page, frame: string, state: string, timeoutMs = 30_000): Promise<void> {
-  await page.waitForFunction(
-    ([name, wanted]) =>
-      ((window as unknown as { states: Record<string, string[]> }).states[name as string] ?? []).at(-1) === wanted,
-    [frame, state],
-    { timeout: Math.max(timeoutMs, 1), polling: 50 },
-  );
 }
 
 /** The RGB at the middle of a viewer's canvas (the framebuffer, before CSS scaling). */
