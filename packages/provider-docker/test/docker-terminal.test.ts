@@ -86,11 +86,13 @@ else {
       expect((await first.run("stty size", /\n(\d+ \d+)\n/))[1]).toBe("24 80");
 
       // Revoking the control capability ends both shells, the server and its session files.
-      const revokedAt = Date.now();
+      // The revoke command starts the CLI in the computer (~0.5 s, more on a loaded machine): the gateway's
+      // own promptness is measured from when that command has answered.
       await desktop.revokeEndpoint(control.id);
+      const answeredAt = Date.now();
       const [closedA, closedB] = await Promise.all([first.closed, second.closed]);
-      expect(closedA.at - revokedAt).toBeLessThan(1000);
-      expect(closedB.at - revokedAt).toBeLessThan(1000);
+      expect(closedA.at - answeredAt).toBeLessThan(1000);
+      expect(closedB.at - answeredAt).toBeLessThan(1000);
       expect(closedA.code).toBe(1008);
       expect(await until(async () => (await ptyServers()) === "0", 2000)).toBe(true);
       expect(await sessionFolders()).toBe("0");
@@ -147,10 +149,12 @@ else {
       const log = await sh(`grep "cap=${terminal.id} kind=terminals" ${STATE}/gateway/gateway.log`);
       const controlId = /control=([A-Za-z0-9_-]{22})/.exec(log)?.[1];
       expect(controlId).toBeDefined();
-      const revokedAt = Date.now();
+      // The revoke command starts the CLI in the computer (~0.5 s, more on a loaded machine): the gateway's
+      // own promptness is measured from when that command has answered.
       await desktop.revokeEndpoint(terminal.id);
+      const answeredAt = Date.now();
       const closed = await client.closed;
-      expect(closed.at - revokedAt).toBeLessThan(1000);
+      expect(closed.at - answeredAt).toBeLessThan(1000);
       expect(
         await sh(`grep -c "end cap=${controlId} kind=screens mode=control.*why=revoked" ${STATE}/gateway/gateway.log`),
       ).toBe("1");
