@@ -182,6 +182,15 @@ done; exit 1`,
         ok: true,
       });
 
+      // A start without a proxy on a quiesced bot (a person's screen opening it) keeps the relay: never direct.
+      const resumeLater = await machine.quiesceDesktops?.();
+      const reopened = await machine.openDesktop?.("relay-carol");
+      expect((await relayPorts()).get("relay-carol")).toBe(port);
+      const chromiumArgs = (await sh("ps -eo args | grep 'browser-profiles/relay-carol' | grep -v grep || true")).out;
+      expect(chromiumArgs).toContain(`--proxy-server=http://127.0.0.1:${port}`);
+      await resumeLater?.();
+      expect(reopened?.botId).toBe("relay-carol");
+
       await carol.release();
       expect(await relayOf()).toBe("");
       const closed = await sh(`curl -s -o /dev/null -x http://127.0.0.1:${port} ${site}/index.html; echo $?`);

@@ -128,8 +128,13 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
     );
   }
   if (!isAlive(record.browser)) {
-    const profile = profileOf(request.home, record.bot);
-    record.browserProxy = await browserProxyFor(dir, record, profile, request.proxyServer, request.proxyCredentials);
+    // A start without a proxy (a person's screen opening a quiesced bot) keeps the display's: the bot's
+    // traffic must never fall back to going direct. Even a relay that died stays the address: loads then fail.
+    const keep = request.proxyServer === undefined && record.browserProxy !== undefined;
+    if (!keep) {
+      const profile = profileOf(request.home, record.bot);
+      record.browserProxy = await browserProxyFor(dir, record, profile, request.proxyServer, request.proxyCredentials);
+    }
     state.save(record);
     await launchBrowser(state, record, request.home, record.browserProxy);
   }
