@@ -112,10 +112,9 @@ export class LocalAgentHomeStore implements AgentHomeStore {
   ): Promise<HomeCheckpoint> {
     throwIfDone(ctx, "checkpoint");
     const home = this.homeDir(homeKey);
-    await this.settlePending(homeKey, committedRevision);
     // Still undecided (no committed revision given): this newer copy supersedes it.
-    const undecided = await this.readPending(homeKey);
-    await this.dropPending(homeKey);
+    const undecided = await this.settlePending(homeKey, committedRevision);
+    if (undecided) await this.dropPending(homeKey, undecided);
     await recoverInterruptedRestore(home);
     const stored = (await this.readMarker(homeKey))?.revision ?? 0;
     // Revisions only grow: past the marker, an undecided commit and the caller's record alike.
@@ -183,7 +182,7 @@ export class LocalAgentHomeStore implements AgentHomeStore {
       await commit?.(revision);
     } catch (error) {
       // The fence (or the caller) said no: the previous copy stays the latest.
-      await this.dropPending(homeKey);
+      await this.dropPending(homeKey, pending);
       throw error;
     }
     await this.finishPending(pending);
@@ -192,16 +191,22 @@ export class LocalAgentHomeStore implements AgentHomeStore {
   /**
    * Settles a checkpoint a crash left between its commit hook and its swap:
    * finished when the caller's record has its revision, dropped when the
-   * record is behind it. Left alone when the caller gave no revision.
+   * record is behind it. Left alone, and returned, when the caller gave no revision.
    */
-  private async settlePending(homeKey: string, committedRevision: number | undefined): Promise<void> {
+  private async settlePending(
+    homeKey: string,
+    committedRevision: number | undefined,
+  ): Promise<PendingCommit | undefined> {
     const pending = await this.readPending(homeKey);
-    if (pending === undefined) return;
+    if (pending === undefined) return undefined;
     const stored = (await this.readMarker(homeKey))?.revision ?? 0;
-    if (pending.checkpoint.revision <= stored) return this.dropPending(homeKey);
-    if (committedRevision === undefined) return;
-    if (committedRevision >= pending.checkpoint.revision) return this.finishPending(pending);
-    return this.dropPending(homeKey);
+    const { revision } = pending.checkpoint;
+    // At or below the marker: a later checkpoint already went past it.
+    if (revision <= stored) await this.dropPending(homeKey, pending);
+    else if (committedRevision === undefined) return pending;
+    else if (committedRevision >= revision) await this.finishPending(pending);
+    else await this.dropPending(homeKey, pending);
+    return undefined;
   }
 
   /** Swaps the parked copy in (unless a crash after the swap already did), then moves the marker. */
@@ -215,8 +220,9 @@ export class LocalAgentHomeStore implements AgentHomeStore {
     await rm(this.pendingPath(pending.checkpoint.homeKey), { force: true });
   }
 
-  private async dropPending(homeKey: string): Promise<void> {
-    const pending = await this.readPending(homeKey);
+  /** Removes the journal and its parked copy; `pending` when the caller already read it. */
+  private async dropPending(homeKey: string, known?: PendingCommit): Promise<void> {
+    const pending = known ?? (await this.readPending(homeKey));
     if (pending === undefined) return;
     if (pending.parked !== null)
       await rm(join(dirname(this.homeDir(homeKey)), basename(pending.parked)), { recursive: true, force: true });
