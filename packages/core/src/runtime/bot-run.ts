@@ -7,6 +7,7 @@ import type { Lease } from "../lease/lease.js";
 import type { LeaseEngine } from "../lease/lease-engine.js";
 import type { RunState } from "../lease/run-state.js";
 import type { ComputerSlot } from "./computer-slot.js";
+import { openBotDesktop } from "./open-bot-desktop.js";
 
 /** What a run needs from its runtime. */
 export interface BotRunHost {
@@ -83,10 +84,7 @@ export class BotRun {
   async desktop(options?: DesktopOptions): Promise<DesktopSession> {
     const machine = await this.machine();
     if (this.desktopSession) return this.desktopSession;
-    if (!machine.openDesktop) {
-      throw new AgentComputerError("UNSUPPORTED", "This computer has no desktop; use the shell and file tools.");
-    }
-    this.desktopSession = await machine.openDesktop(this.botId, undefined, options);
+    this.desktopSession = await openBotDesktop(machine, this.botId, options);
     return this.desktopSession;
   }
 

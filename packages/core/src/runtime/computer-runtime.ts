@@ -20,6 +20,7 @@ import { ComputerOperations } from "./computer-operations.js";
 import type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
 import type { ComputerSlot } from "./computer-slot.js";
 import { DeploymentLedger } from "./deployment-ledger.js";
+import { openBotDesktop } from "./open-bot-desktop.js";
 import type { OperationHost, StageRunner } from "./operation-host.js";
 import { reconcileComputers } from "./reconcile-computers.js";
 import type { ReconcileOptions } from "./reconcile-options.js";
@@ -165,10 +166,8 @@ export class ComputerRuntime implements BotRunHost {
       throw new AgentComputerError("NOT_FOUND", `Computer "${computerId}" does not exist; a bot's run makes it.`);
     const slot = this.slotOf(computerId, !computerId.startsWith("private-"));
     const machine = await this.ensureMachine(slot);
-    if (!machine.openDesktop)
-      throw new AgentComputerError("UNSUPPORTED", "This computer has no desktop; use the shell and file tools.");
     this.touch(slot);
-    return machine.openDesktop(botId);
+    return openBotDesktop(machine, botId);
   }
 
   /** Ends a takeover; a checkpoint deferred for it is taken now. */
