@@ -76,6 +76,20 @@ interface Capability {
   readonly home?: string;
 }
 
+/** What every grant names: a bot's slot claim and a lifetime within bounds. */
+function isValidClaim(request: { bot: unknown; slot: unknown; incarnation: unknown; ttlMs: unknown }): boolean {
+  const { bot, slot, incarnation, ttlMs } = request;
+  return (
+    typeof bot === "string" &&
+    Number.isInteger(slot) &&
+    (slot as number) >= 0 &&
+    typeof incarnation === "string" &&
+    Number.isInteger(ttlMs) &&
+    (ttlMs as number) >= MIN_TTL_MS &&
+    (ttlMs as number) <= MAX_TTL_MS
+  );
+}
+
 const sha256 = (text: string) => createHash("sha256").update(text).digest();
 
 /**
@@ -129,16 +143,7 @@ export class ScreenGateway {
 
   private async grant(request: Extract<GatewayRequest, { op: "grant" }>): Promise<Record<string, unknown>> {
     const { bot, slot, incarnation, mode, ttlMs } = request;
-    if (
-      (mode !== "view" && mode !== "control") ||
-      !Number.isInteger(slot) ||
-      slot < 0 ||
-      typeof incarnation !== "string" ||
-      typeof bot !== "string" ||
-      !Number.isInteger(ttlMs) ||
-      ttlMs < MIN_TTL_MS ||
-      ttlMs > MAX_TTL_MS
-    ) {
+    if ((mode !== "view" && mode !== "control") || !isValidClaim(request)) {
       throw new CliError("INVALID_ARGUMENT", "Invalid grant request.");
     }
     const gone = () => new CliError("NOT_FOUND", `${bot} has no running desktop on this computer; start it first.`);
@@ -234,13 +239,7 @@ export class ScreenGateway {
   ): Promise<Record<string, unknown>> {
     const { bot, slot, incarnation, controlId, ttlMs, home } = request;
     if (
-      !Number.isInteger(slot) ||
-      slot < 0 ||
-      typeof incarnation !== "string" ||
-      typeof bot !== "string" ||
-      !Number.isInteger(ttlMs) ||
-      ttlMs < MIN_TTL_MS ||
-      ttlMs > MAX_TTL_MS ||
+      !isValidClaim(request) ||
       typeof home !== "string" ||
       !home.startsWith("/") ||
       (controlId !== undefined && (typeof controlId !== "string" || !CAPABILITY_ID.test(controlId)))
