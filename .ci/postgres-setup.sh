@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PostgreSQL for the lease-store-postgres suites: Debian's server on
+# PostgreSQL for the state-store-postgres suites: Debian's server on
 # 127.0.0.1:5432, a test role and database (the URL the tests default to).
 # Idempotent: starts the cluster only when it is down, creates only what is missing.
 set -euo pipefail

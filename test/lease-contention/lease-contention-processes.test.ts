@@ -4,12 +4,12 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { checkFencingHistory, type FencingEvent } from "@agent-computer/core/conformance";
-import { LeaseEngine, type StateStore } from "@agent-computer/core/lease";
-import { PostgresLeaseStore } from "@agent-computer/lease-store-postgres";
-import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+import { LeaseEngine, type StateStore } from "@agent-computer/leases";
+import { PostgresStateStore } from "@agent-computer/state-store-postgres";
+import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
+import { checkFencingHistory, type FencingEvent } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
-import { databaseAnswers, TEST_DATABASE_URL } from "../../packages/lease-store-postgres/test/test-database.js";
+import { databaseAnswers, TEST_DATABASE_URL } from "../../packages/state-store-postgres/test/test-database.js";
 import type { WorkerConfig } from "./worker-config.js";
 
 // The randomized fencing checker with worker PROCESSES against the SQLite and
@@ -38,9 +38,9 @@ async function runProcesses(kind: WorkerConfig["store"], location: string, fence
   const dir = mkdtempSync(join(tmpdir(), `contention-${kind}-`));
   const store: StateStore =
     kind === "sqlite"
-      ? SqliteLeaseStore.open({ path: location })
-      : new PostgresLeaseStore({ connectionString: location });
-  if (store instanceof PostgresLeaseStore) await store.migrate();
+      ? SqliteStateStore.open({ path: location })
+      : new PostgresStateStore({ connectionString: location });
+  if (store instanceof PostgresStateStore) await store.migrate();
   const engine = new LeaseEngine(store);
   const run = randomUUID().slice(0, 8);
   const computers = [0, 1, 2].map((i) => `procs-${run}-${i}`);

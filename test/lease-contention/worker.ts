@@ -4,17 +4,17 @@
 // synchronously, so what it did survives a kill -9.
 import { appendFileSync } from "node:fs";
 import { AgentComputerError } from "@agent-computer/core";
-import type { FencingEvent } from "@agent-computer/core/conformance";
-import { type Lease, LeaseEngine, type StateStore } from "@agent-computer/core/lease";
-import { PostgresLeaseStore } from "@agent-computer/lease-store-postgres";
-import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+import { type Lease, LeaseEngine, type StateStore } from "@agent-computer/leases";
+import { PostgresStateStore } from "@agent-computer/state-store-postgres";
+import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
+import type { FencingEvent } from "@agent-computer/testing";
 import type { WorkerConfig } from "./worker-config.js";
 
 const config = JSON.parse(process.argv[2] as string) as WorkerConfig;
 const store: StateStore =
   config.store === "sqlite"
-    ? SqliteLeaseStore.open({ path: config.location, busyTimeoutMs: 2000 })
-    : new PostgresLeaseStore({ connectionString: config.location, poolConfig: { max: 2 } });
+    ? SqliteStateStore.open({ path: config.location, busyTimeoutMs: 2000 })
+    : new PostgresStateStore({ connectionString: config.location, poolConfig: { max: 2 } });
 const engine = new LeaseEngine(store);
 const random = mulberry32(config.seed);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,10 +1,11 @@
 // Child process of the runtime crash test: one run of bot "alpha" writes a
 // generation of its files, then ends, which checkpoints the home. The parent
 // kills this process (SIGKILL) at a random moment of that checkpoint.
-import { createComputerRuntime } from "@agent-computer/core";
-import { type HomeCheckpointRequest, LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+
+import { type HomeCheckpointRequest, LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
+import { createFakeProvider } from "@agent-computer/testing";
 import { generationBytes } from "./generation.js";
 
 const [root, dataDir, stateFile, generationText, mode] = process.argv.slice(2) as [
@@ -31,7 +32,7 @@ class DyingAfterCommit extends LocalAgentHomeStore {
 }
 const runtime = createComputerRuntime({
   provider: createFakeProvider({ root }),
-  stateStore: SqliteLeaseStore.open({ path: stateFile }),
+  stateStore: SqliteStateStore.open({ path: stateFile }),
   homeStore: mode === "after-commit" ? new DyingAfterCommit({ dataDir }) : new LocalAgentHomeStore({ dataDir }),
   leaseTtlMs: 1000,
   idleMs: 0,

@@ -4,10 +4,11 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createComputerRuntime, type Machine } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { Machine } from "@agent-computer/core";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
+import { createFakeProvider } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
 import { generationBytes } from "./generation.js";
 
@@ -71,7 +72,7 @@ describe("runtime killed mid-checkpoint", () => {
 
       await sleep(1200); // the dead process's leases expire (TTL 1 s)
       const homeStore = new LocalAgentHomeStore({ dataDir });
-      const stateStore = SqliteLeaseStore.open({ path: stateFile });
+      const stateStore = SqliteStateStore.open({ path: stateFile });
       const provider = createFakeProvider({ root });
       const runtime = createComputerRuntime({ provider, stateStore, homeStore, leaseTtlMs: 1000, idleMs: 0 });
       const record = await runtime.leases.getComputer("team-crash");

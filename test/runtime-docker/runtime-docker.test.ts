@@ -1,7 +1,7 @@
-import { type ComputerEvent, createComputerRuntime } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { MemoryStateStore } from "@agent-computer/leases";
 import { dockerProvider } from "@agent-computer/provider-docker";
+import { type ComputerEvent, createComputerRuntime } from "@agent-computer/runtime";
 import { describe, expect, it } from "vitest";
 import {
   dockerTestEnvironment,
@@ -22,7 +22,7 @@ else {
       const events: ComputerEvent[] = [];
       const runtime = createComputerRuntime({
         provider: dockerProvider({ docker: env.docker, image: env.image, dataDir }),
-        stateStore: new MemoryLeaseStore(),
+        stateStore: new MemoryStateStore(),
         homeStore: new LocalAgentHomeStore({ dataDir }),
         idleMs: 0,
         onEvent: (e) => events.push(e),

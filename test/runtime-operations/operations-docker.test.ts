@@ -1,7 +1,7 @@
-import { COMPUTER_LABEL, createComputerRuntime, DEPLOYMENT_LABEL } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { MemoryStateStore } from "@agent-computer/leases";
 import { dockerProvider } from "@agent-computer/provider-docker";
+import { COMPUTER_LABEL, createComputerRuntime, DEPLOYMENT_LABEL } from "@agent-computer/runtime";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   dockerTestEnvironment,
@@ -53,7 +53,7 @@ else {
 
     it("an update keeps the files; one whose new machine cannot start leaves the computer recoverable", async () => {
       const dataDir = await temporaryDataDir();
-      const stateStore = new MemoryLeaseStore();
+      const stateStore = new MemoryStateStore();
       const homeStore = new LocalAgentHomeStore({ dataDir });
       const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
       const runtime = createComputerRuntime({ provider, stateStore, homeStore, idleMs: 0, deployment });
@@ -131,7 +131,7 @@ else {
       const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
       const runtime = createComputerRuntime({
         provider,
-        stateStore: new MemoryLeaseStore(),
+        stateStore: new MemoryStateStore(),
         homeStore: new LocalAgentHomeStore({ dataDir }),
         idleMs: 0,
         deployment: reconciling,

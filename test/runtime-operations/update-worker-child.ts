@@ -2,10 +2,12 @@
 // update of the given computer. Its provider hangs when the update asks for
 // the new machine, as a stuck engine call would; the parent kills this
 // process (SIGKILL) while it hangs there, heartbeating.
-import { createComputerRuntime, type SandboxProvider } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { SandboxProvider } from "@agent-computer/core";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
+import { createFakeProvider } from "@agent-computer/testing";
 
 const [root, dataDir, stateFile, computerId] = process.argv.slice(2) as [string, string, string, string];
 const fake = createFakeProvider({ root });
@@ -22,7 +24,7 @@ const provider: SandboxProvider = {
 };
 const runtime = createComputerRuntime({
   provider,
-  stateStore: SqliteLeaseStore.open({ path: stateFile }),
+  stateStore: SqliteStateStore.open({ path: stateFile }),
   homeStore: new LocalAgentHomeStore({ dataDir }),
   idleMs: 0,
   deployment: "worker-crash",

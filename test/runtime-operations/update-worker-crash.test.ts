@@ -3,11 +3,12 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createComputerRuntime, type Machine, type ProviderRef } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import type { StateStore } from "@agent-computer/core/lease";
-import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { Machine, ProviderRef } from "@agent-computer/core";
+import type { StateStore } from "@agent-computer/leases";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
+import { createFakeProvider } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
 
 // A worker process killed with SIGKILL in the middle of an update: its
@@ -45,7 +46,7 @@ describe("worker killed mid-update", () => {
   it("leaves the operation interrupted and the computer reserved until its owner releases it; recovery then succeeds", async () => {
     const base = mkdtempSync(join(tmpdir(), "update-worker-crash-"));
     const [root, dataDir, stateFile] = [join(base, "machines"), join(base, "data"), join(base, "state.db")];
-    const sqlite = SqliteLeaseStore.open({ path: stateFile });
+    const sqlite = SqliteStateStore.open({ path: stateFile });
     // The injected clock: this process sees the shared store's time plus `skew`.
     let skew = 0;
     const stateStore: StateStore = {

@@ -1,15 +1,10 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import {
-  type ComputerRuntime,
-  createComputerRuntime,
-  type Logger,
-  type ScreenEndpoint,
-  type TerminalEndpoint,
-} from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { Logger, ScreenEndpoint, TerminalEndpoint } from "@agent-computer/core";
+import { MemoryStateStore } from "@agent-computer/leases";
 import { dockerProvider } from "@agent-computer/provider-docker";
+import { type ComputerRuntime, createComputerRuntime } from "@agent-computer/runtime";
 import { createScreens, runtimeScreenAuthority, type ScreenAuthority, type ScreenEvent } from "@agent-computer/screens";
 import type { Page } from "playwright-core";
 import type { DockerTestEnvironment } from "../../packages/provider-docker/test/docker-test-environment.js";
@@ -38,7 +33,7 @@ export interface ScreensApp {
 export async function startScreensApp(env: DockerTestEnvironment, dataDir: string): Promise<ScreensApp> {
   const runtime = createComputerRuntime({
     provider: dockerProvider({ docker: env.docker, image: env.image, dataDir }),
-    stateStore: new MemoryLeaseStore(),
+    stateStore: new MemoryStateStore(),
     homeStore: new LocalAgentHomeStore({ dataDir }),
     idleMs: 0,
   });

@@ -1,11 +1,11 @@
+import type { ProviderCapabilities } from "@agent-computer/core";
 import {
   type ActivityEvent,
   type BotRun,
   ComputerToolSession,
   computerTools,
-  type ProviderCapabilities,
   toAiSdkTools,
-} from "@agent-computer/core";
+} from "@agent-computer/runtime";
 import { jsonSchema, type ToolSet } from "ai";
 
 /** The agent tools of one (computer, bot) as an AI SDK `ToolSet`, for `generateText({ tools })`. */

@@ -4,10 +4,10 @@
 // how to get one. The test runs the same loop with the AI SDK's mock model
 // (test/ai-sdk.test.ts).
 
-import { createComputerRuntime } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { createFakeProvider } from "@agent-computer/testing";
 import { anthropic } from "@ai-sdk/anthropic";
 import { generateText, stepCountIs } from "ai";
 import { createComputerToolSet } from "./computer-tools.js";
@@ -23,7 +23,7 @@ Without a key, the same loop runs with the AI SDK's mock model in: npx vitest ru
 
 const runtime = createComputerRuntime({
   provider: createFakeProvider(),
-  stateStore: new MemoryLeaseStore(),
+  stateStore: new MemoryStateStore(),
   homeStore: new LocalAgentHomeStore({ dataDir: "out/ai-sdk-data" }),
   idleMs: 0,
 });

@@ -1,10 +1,10 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ActivityEvent, createComputerRuntime } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { type ActivityEvent, createComputerRuntime } from "@agent-computer/runtime";
+import { createFakeProvider } from "@agent-computer/testing";
 import type {
   LanguageModelV3CallOptions,
   LanguageModelV3GenerateResult,
@@ -54,7 +54,7 @@ describe("AI SDK example", () => {
   it("runs generateText with the agent tools: write_file, shell and computer_observe results reach the model", async () => {
     const runtime = createComputerRuntime({
       provider: createFakeProvider(),
-      stateStore: new MemoryLeaseStore(),
+      stateStore: new MemoryStateStore(),
       homeStore: new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "ai-sdk-example-")) }),
       idleMs: 0,
     });

@@ -1,12 +1,12 @@
+import type { ProviderCapabilities } from "@agent-computer/core";
 import {
   type ActivityEvent,
   type BotRun,
   type ComputerRuntime,
   ComputerToolSession,
   computerTools,
-  type ProviderCapabilities,
   toMcpTools,
-} from "@agent-computer/core";
+} from "@agent-computer/runtime";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 

@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type ActivityEvent, type BotRun, ComputerToolSession, type ProviderCapabilities } from "@agent-computer/core";
+import type { ProviderCapabilities } from "@agent-computer/core";
+import { type ActivityEvent, type BotRun, ComputerToolSession } from "@agent-computer/runtime";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { createComputerMcpServer } from "./computer-mcp-server.js";
 

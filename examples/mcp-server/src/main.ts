@@ -7,17 +7,18 @@
 // It runs on the in-process fake provider, so it needs no Docker and no key;
 // swap in a real provider (e.g. @agent-computer/provider-docker) for a real
 // computer. stdout carries the protocol: log to stderr only.
-import { type ActivityEvent, createComputerRuntime } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { type ActivityEvent, createComputerRuntime } from "@agent-computer/runtime";
+import { createFakeProvider } from "@agent-computer/testing";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createComputerMcpServer } from "./computer-mcp-server.js";
 import { serveMcpHttp } from "./http.js";
 
 const runtime = createComputerRuntime({
   provider: createFakeProvider(),
-  stateStore: new MemoryLeaseStore(),
+  stateStore: new MemoryStateStore(),
   homeStore: new LocalAgentHomeStore({ dataDir: process.env.AGENT_COMPUTER_DATA_DIR ?? "out/mcp-server-data" }),
   idleMs: 0,
 });

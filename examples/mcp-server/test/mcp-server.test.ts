@@ -2,10 +2,10 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createComputerRuntime } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { createFakeProvider } from "@agent-computer/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -56,7 +56,7 @@ describe("MCP server example", () => {
   it("answers tools/list, shell and computer_observe (image content) over the in-memory transport", async () => {
     const runtime = createComputerRuntime({
       provider: createFakeProvider(),
-      stateStore: new MemoryLeaseStore(),
+      stateStore: new MemoryStateStore(),
       homeStore: new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "mcp-example-")) }),
       idleMs: 0,
     });
@@ -100,7 +100,7 @@ describe("MCP server example", () => {
   it("answers the same over streamable HTTP", async () => {
     const runtime = createComputerRuntime({
       provider: createFakeProvider(),
-      stateStore: new MemoryLeaseStore(),
+      stateStore: new MemoryStateStore(),
       homeStore: new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "mcp-http-")) }),
       idleMs: 0,
     });

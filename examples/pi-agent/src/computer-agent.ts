@@ -1,4 +1,10 @@
-import { type ActivityEvent, type BotRun, ComputerToolSession, computerTools, toPiTools } from "@agent-computer/core";
+import {
+  type ActivityEvent,
+  type BotRun,
+  ComputerToolSession,
+  computerTools,
+  toPiTools,
+} from "@agent-computer/runtime";
 import { Agent } from "@mariozechner/pi-agent-core";
 import type { Model } from "@mariozechner/pi-ai";
 

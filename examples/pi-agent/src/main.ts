@@ -2,10 +2,11 @@
 // With ANTHROPIC_API_KEY or OPENAI_API_KEY set it runs against the real
 // model; without one it says how to get one. The test runs the same flow
 // with a scripted model (test/pi-replay.test.ts).
-import { createComputerRuntime } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { createFakeProvider } from "@agent-computer/testing";
 import { getModel } from "@mariozechner/pi-ai";
 import { createComputerAgent } from "./computer-agent.js";
 import { contactsPage, randomContacts } from "./contacts-app.js";
@@ -25,7 +26,7 @@ Without a key, the same flow runs with a scripted model in: npx vitest run examp
 const model = anthropic ? getModel("anthropic", "claude-sonnet-4-5") : getModel("openai", "gpt-4.1");
 const runtime = createComputerRuntime({
   provider: createFakeProvider(),
-  stateStore: new MemoryLeaseStore(),
+  stateStore: new MemoryStateStore(),
   homeStore: new LocalAgentHomeStore({ dataDir: "out/pi-agent-data" }),
   idleMs: 0,
 });

@@ -1,11 +1,12 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ActivityEvent, createComputerRuntime, type SandboxProvider } from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { createFakeProvider } from "@agent-computer/core/fake";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { SandboxProvider } from "@agent-computer/core";
+import { MemoryStateStore } from "@agent-computer/leases";
 import { dockerProvider } from "@agent-computer/provider-docker";
+import { type ActivityEvent, createComputerRuntime } from "@agent-computer/runtime";
+import { createFakeProvider } from "@agent-computer/testing";
 import type { Context } from "@mariozechner/pi-ai";
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
@@ -34,7 +35,7 @@ async function replay(provider: SandboxProvider, dataDir: string) {
   const port = 8600 + Math.floor(Math.random() * 300);
   const runtime = createComputerRuntime({
     provider,
-    stateStore: new MemoryLeaseStore(),
+    stateStore: new MemoryStateStore(),
     homeStore: new LocalAgentHomeStore({ dataDir }),
     idleMs: 0,
   });

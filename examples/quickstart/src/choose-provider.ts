@@ -1,7 +1,7 @@
 import type { SandboxProvider } from "@agent-computer/core";
-import { createFakeProvider } from "@agent-computer/core/fake";
 import { buildComputerImage } from "@agent-computer/desktop-runtime";
 import { dockerProvider } from "@agent-computer/provider-docker";
+import { createFakeProvider } from "@agent-computer/testing";
 import Docker from "dockerode";
 
 /**

@@ -5,18 +5,18 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { Machine } from "@agent-computer/core";
+import { MemoryStateStore } from "@agent-computer/leases";
 import {
   type BotRun,
   ComputerToolSession,
   callTool,
   computerTools,
   createComputerRuntime,
-  type Machine,
   type ToolResult,
   textOf,
-} from "@agent-computer/core";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+} from "@agent-computer/runtime";
 import { chooseProvider } from "./choose-provider.js";
 import { moveHome } from "./move-home.js";
 import { stage } from "./stage.js";
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   const provider = await chooseProvider(dataDir);
   const runtime = createComputerRuntime({
     provider,
-    stateStore: new MemoryLeaseStore(),
+    stateStore: new MemoryStateStore(),
     homeStore: new LocalAgentHomeStore({ dataDir }),
     idleMs: 0,
     onEvent: (e) => console.log(`    event ${e.type} (${e.durationMs} ms) ${JSON.stringify(e.detail)}`),

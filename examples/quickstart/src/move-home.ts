@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
-import type { ComputerRuntime, Machine, SandboxProvider } from "@agent-computer/core";
+import type { Machine, SandboxProvider } from "@agent-computer/core";
+import type { ComputerRuntime } from "@agent-computer/runtime";
 import { stage } from "./stage.js";
 
 /**

@@ -1,4 +1,4 @@
-// The contract every provider implements (DESIGN §3).
+// The contract every provider implements (docs/architecture.md, "The contract").
 export type { ActionResult, ActOutcome } from "./contract/act-outcome.js";
 export {
   type ComputerSpec,
@@ -48,36 +48,7 @@ export { makeProviderRef, type ProviderRef, providerRefId } from "./contract/pro
 export type { SandboxProvider } from "./contract/sandbox-provider.js";
 export type { ScreenEndpoint } from "./contract/screen-endpoint.js";
 export type { TerminalEndpoint } from "./contract/terminal-endpoint.js";
-// Errors (DESIGN §11).
+// Errors (docs/architecture.md, "Errors").
 export { AgentComputerError, type AgentComputerErrorOptions } from "./errors/agent-computer-error.js";
 export { ERROR_CODES, type ErrorCode, RETRYABLE_BY_DEFAULT } from "./errors/error-code.js";
-// A home that is a folder of this host (fake and mounted-home providers).
-export { LocalHome } from "./home/local-home.js";
-// The page browser machinery (DESIGN §5).
-export * from "./page-browser/index.js";
-// The computer runtime: team and private computers for bots (DESIGN §2, §6, §8, §9).
-export {
-  BotRun,
-  COMPUTER_LABEL,
-  type ComputerEvent,
-  type ComputerOperation,
-  ComputerOperations,
-  type ComputerOperationsOptions,
-  ComputerRuntime,
-  type ComputerRuntimeOptions,
-  createComputerRuntime,
-  DEPLOYMENT_LABEL,
-  InProcessOperationQueue,
-  OPERATION_INTERRUPT_AFTER_MS,
-  type OperationKind,
-  type OperationQueue,
-  type OperationStage,
-  type OperationStatus,
-  type ReconcileOptions,
-  type ReconcileReport,
-  type RuntimeSettings,
-  runtimeSettingsFromEnv,
-} from "./runtime/index.js";
-// Tools (DESIGN §10).
-export * from "./tools/index.js";
 export { parseInput } from "./validation/parse-input.js";

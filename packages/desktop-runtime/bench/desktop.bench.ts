@@ -11,9 +11,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { freemem, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import type { Machine } from "@agent-computer/core";
-import { type BenchCase, benchOptionsFromArgv, median, runBench } from "@agent-computer/core/bench";
 import { computerImageRef, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import { dockerProvider } from "@agent-computer/provider-docker";
+import { type BenchCase, benchOptionsFromArgv, median, runBench } from "@agent-computer/testing/bench";
 
 const options = benchOptionsFromArgv();
 const image = await computerImageRef();

@@ -19,14 +19,14 @@ import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { PageSession, type SnapshotMemory } from "@agent-computer/core";
-import { benchOptionsFromArgv, runBench } from "@agent-computer/core/bench";
-import { EmulatorPageBrowser } from "@agent-computer/core/fake";
-import { getEncoding } from "js-tiktoken";
-import { chromium } from "playwright-core";
+import { PageSession, type SnapshotMemory } from "@agent-computer/page-browser";
+import { EmulatorPageBrowser } from "@agent-computer/page-browser/emulator";
 // Not exported from core's entry: the tool's own renderer, so the count is
 // of exactly what browser_snapshot hands the model.
-import { renderPageSnapshot } from "../../core/src/tools/browser-tools.js";
+import { renderPageSnapshot } from "@agent-computer/runtime";
+import { benchOptionsFromArgv, runBench } from "@agent-computer/testing/bench";
+import { getEncoding } from "js-tiktoken";
+import { chromium } from "playwright-core";
 import type { CdpConnection } from "../computer/desktop/cdp-connection.js";
 import { CdpPageEngine } from "../computer/desktop/cdp-page-engine.js";
 

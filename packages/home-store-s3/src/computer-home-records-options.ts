@@ -1,4 +1,4 @@
-import type { LeaseEngine } from "@agent-computer/core/lease";
+import type { LeaseEngine } from "@agent-computer/leases";
 
 /** Options of `ComputerHomeRecords`. */
 export interface ComputerHomeRecordsOptions {

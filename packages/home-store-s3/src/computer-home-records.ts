@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { parseInput } from "@agent-computer/core";
-import type { ComputerRecord, LeaseEngine } from "@agent-computer/core/lease";
+import type { ComputerRecord, LeaseEngine } from "@agent-computer/leases";
 import { z } from "zod";
 import type { ComputerHomeRecordsOptions } from "./computer-home-records-options.js";
 import type { HomeRecord } from "./home-record.js";

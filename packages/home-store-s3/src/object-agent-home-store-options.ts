@@ -1,4 +1,4 @@
-import type { RestoreLimits } from "@agent-computer/core/checkpoint";
+import type { RestoreLimits } from "@agent-computer/checkpoint";
 import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
 import type { HomeKeyring } from "./home-keyring.js";
 import type { HomeRecords } from "./home-records.js";

@@ -3,14 +3,6 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { PassThrough, type Readable } from "node:stream";
 import {
-  AgentComputerError,
-  checkOpContext,
-  type OpContext,
-  parseInput,
-  signalOf,
-  throwIfDone,
-} from "@agent-computer/core";
-import {
   type AgentHomeStore,
   homeCheckpointRequestSchema as checkpointRequestSchema,
   type HomeCheckpoint,
@@ -29,7 +21,15 @@ import {
   type StagedHome,
   sealCheckpoint,
   stageHome,
-} from "@agent-computer/core/checkpoint";
+} from "@agent-computer/checkpoint";
+import {
+  AgentComputerError,
+  checkOpContext,
+  type OpContext,
+  parseInput,
+  signalOf,
+  throwIfDone,
+} from "@agent-computer/core";
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,

@@ -5,14 +5,14 @@
 // with the parent), printing each stage. At the stop stage it halts until
 // the parent kills it with SIGKILL.
 import { createInterface } from "node:readline";
-import { LeaseEngine } from "@agent-computer/core/lease";
-import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+import { LeaseEngine } from "@agent-computer/leases";
+import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
 import { ComputerHomeRecords, ContentKeyring, ObjectAgentHomeStore } from "../src/index.js";
 import { s3ConfigFor } from "./local-s3.js";
 
 const [port, bucket, dataDir, stateFile] = process.argv.slice(2) as [string, string, string, string];
 let stopAt = "none";
-const leases = new LeaseEngine(SqliteLeaseStore.open({ path: stateFile }));
+const leases = new LeaseEngine(SqliteStateStore.open({ path: stateFile }));
 const records = new ComputerHomeRecords({ leases, computerIds: () => ["crash"] });
 const store = new ObjectAgentHomeStore({
   s3: s3ConfigFor(Number(port)),

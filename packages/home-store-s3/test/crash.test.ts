@@ -5,8 +5,8 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LeaseEngine } from "@agent-computer/core/lease";
-import { SqliteLeaseStore } from "@agent-computer/lease-store-sqlite";
+import { LeaseEngine } from "@agent-computer/leases";
+import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ComputerHomeRecords, ContentKeyring, ObjectAgentHomeStore } from "../src/index.js";
 import { generationOf, writeGeneration } from "./generation.js";
@@ -117,7 +117,7 @@ beforeAll(async () => {
   base = mkdtempSync(join(tmpdir(), "home-store-s3-crash-"));
   const dataDir = join(base, "data");
   const stateFile = join(base, "state.db");
-  const leases = new LeaseEngine(SqliteLeaseStore.open({ path: stateFile }));
+  const leases = new LeaseEngine(SqliteStateStore.open({ path: stateFile }));
   await leases.createComputer({ computerId: "crash", providerKind: "fake", homeKey: "crash", storageId: "st-crash" });
   const store = new ObjectAgentHomeStore({
     s3: s3.config,

@@ -4,7 +4,7 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentComputerError } from "@agent-computer/core";
-import { LeaseEngine, MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LeaseEngine, MemoryStateStore } from "@agent-computer/leases";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -184,7 +184,7 @@ describe("ObjectAgentHomeStore", () => {
   });
 
   it("never makes a paused worker's late upload current (fenced commit)", async () => {
-    const leases = new LeaseEngine(new MemoryLeaseStore());
+    const leases = new LeaseEngine(new MemoryStateStore());
     await leases.createComputer({ computerId: "c1", providerKind: "fake", homeKey: "fenced", storageId: "st-fenced" });
     const records = new ComputerHomeRecords({ leases, computerIdOf: () => "c1", computerIds: () => ["c1"] });
     const paused = storeWith({ records });
@@ -224,7 +224,7 @@ describe("ObjectAgentHomeStore", () => {
   });
 
   it("refuses a wrapped key of another space, of another home, or of a deleted computer, with typed errors", async () => {
-    const leases = new LeaseEngine(new MemoryLeaseStore());
+    const leases = new LeaseEngine(new MemoryStateStore());
     const live = new Set(["k1", "k2"]);
     const records = new ComputerHomeRecords({ leases, computerIds: () => live });
     await leases.createComputer({ computerId: "k1", providerKind: "fake", homeKey: "k1", storageId: "st-k1" });

@@ -10,8 +10,8 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Machine } from "@agent-computer/core";
-import { type BenchCase, benchOptionsFromArgv, runBench } from "@agent-computer/core/bench";
 import { computerImageRef, computerSeccompProfile } from "@agent-computer/desktop-runtime";
+import { type BenchCase, benchOptionsFromArgv, runBench } from "@agent-computer/testing/bench";
 import { dockerProvider } from "../src/index.js";
 
 const HOME_BYTES = 200 * 1024 * 1024;

@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
+import { packHome, restoreHome } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -19,7 +20,6 @@ import {
   signalOf,
   throwIfDone,
 } from "@agent-computer/core";
-import { packHome, restoreHome } from "@agent-computer/core/checkpoint";
 import { ExecHomeFiles, LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
 import { z } from "zod";

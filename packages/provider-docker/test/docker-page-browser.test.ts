@@ -1,6 +1,6 @@
 import type { Machine } from "@agent-computer/core";
-import { definePageBrowserConformance, PAGE_FIXTURES } from "@agent-computer/core/conformance";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { definePageBrowserConformance, PAGE_FIXTURES } from "@agent-computer/testing/conformance";
 import { afterAll, beforeAll, describe } from "vitest";
 import { dockerProvider } from "../src/index.js";
 import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";

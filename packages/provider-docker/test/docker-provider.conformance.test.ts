@@ -1,4 +1,4 @@
-import { defineProviderConformance } from "@agent-computer/core/conformance";
+import { defineProviderConformance } from "@agent-computer/testing/conformance";
 import { dockerProvider } from "../src/index.js";
 import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
 

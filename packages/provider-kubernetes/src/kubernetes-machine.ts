@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import { packHome, stageHome } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -21,7 +22,6 @@ import {
   signalOf,
   throwIfDone,
 } from "@agent-computer/core";
-import { packHome, stageHome } from "@agent-computer/core/checkpoint";
 import { ExecHomeFiles, LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type { V1Pod } from "@kubernetes/client-node";
 import { z } from "zod";

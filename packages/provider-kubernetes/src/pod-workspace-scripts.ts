@@ -1,4 +1,4 @@
-import { TRANSIENT_PROFILE_NAMES } from "@agent-computer/core/checkpoint";
+import { TRANSIENT_PROFILE_NAMES } from "@agent-computer/checkpoint";
 
 /**
  * The sh scripts that move a home in and out of a pod through `pods/exec`.

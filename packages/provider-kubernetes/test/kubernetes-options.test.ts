@@ -1,5 +1,5 @@
+import { isTransientProfilePath, TRANSIENT_PROFILE_NAMES } from "@agent-computer/checkpoint";
 import { AgentComputerError } from "@agent-computer/core";
-import { isTransientProfilePath, TRANSIENT_PROFILE_NAMES } from "@agent-computer/core/checkpoint";
 import { describe, expect, it } from "vitest";
 import { kubernetesOptionsFromEnv, kubernetesProvider } from "../src/index.js";
 

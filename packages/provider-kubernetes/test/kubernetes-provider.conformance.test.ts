@@ -1,4 +1,4 @@
-import { defineProviderConformance } from "@agent-computer/core/conformance";
+import { defineProviderConformance } from "@agent-computer/testing/conformance";
 import { kubernetesProvider } from "../src/index.js";
 import { kubernetesTestEnvironment, reportMissingEngine, TEST_NAMESPACE } from "./kubernetes-test-environment.js";
 

@@ -9,12 +9,13 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createComputerRuntime, type Machine, type ProviderRef } from "@agent-computer/core";
-import { type BenchCase, benchOptionsFromArgv, runBench } from "@agent-computer/core/bench";
-import { LocalAgentHomeStore } from "@agent-computer/core/checkpoint";
-import { MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { Machine, ProviderRef } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
+import { MemoryStateStore } from "@agent-computer/leases";
 import { dockerProvider } from "@agent-computer/provider-docker";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { type BenchCase, benchOptionsFromArgv, runBench } from "@agent-computer/testing/bench";
 import { SITE, serveFixtureSite } from "../../provider-docker/test/fixture-site.js";
 import { RfbTestClient } from "../../provider-docker/test/rfb-test-client.js";
 import { createScreens, runtimeScreenAuthority } from "../src/index.js";
@@ -29,7 +30,7 @@ const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-screens-bench-"));
 const provider = dockerProvider({ image: await computerImageRef(), dataDir, ports: [DIRECT_PORT] });
 const runtime = createComputerRuntime({
   provider,
-  stateStore: new MemoryLeaseStore(),
+  stateStore: new MemoryStateStore(),
   homeStore: new LocalAgentHomeStore({ dataDir }),
   idleMs: 0,
 });

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { type Logger, parseInput, silentLogger } from "@agent-computer/core";
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 import { z } from "zod";
 import type { ScreenAuthority } from "./authority/screen-authority.js";
 import { CapabilityIssuer } from "./capability/capability-issuer.js";

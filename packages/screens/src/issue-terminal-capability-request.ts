@@ -1,4 +1,4 @@
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 
 /** Input of `Screens.issueTerminalCapability`. */
 export interface IssueTerminalCapabilityRequest {

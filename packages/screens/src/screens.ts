@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 import type { IssueScreenCapabilityRequest } from "./issue-screen-capability-request.js";
 import type { IssueTerminalCapabilityRequest } from "./issue-terminal-capability-request.js";
 import type { ScreenCapability } from "./screen-capability.js";

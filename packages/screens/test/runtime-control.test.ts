@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ComputerEvent, DesktopSession } from "@agent-computer/core";
-import { LeaseEngine, MemoryLeaseStore } from "@agent-computer/core/lease";
+import type { DesktopSession } from "@agent-computer/core";
+import { LeaseEngine, MemoryStateStore } from "@agent-computer/leases";
+import type { ComputerEvent } from "@agent-computer/runtime";
 import { expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { createScreens, runtimeScreenAuthority, type ScreenEvent, type ScreenRuntime } from "../src/index.js";
@@ -15,7 +16,7 @@ import { closed, eventually, opened } from "./harness.js";
 
 async function chain() {
   const gateway = await new FakeGateway().start();
-  const leases = new LeaseEngine(new MemoryLeaseStore());
+  const leases = new LeaseEngine(new MemoryStateStore());
   const listeners = new Set<(event: ComputerEvent) => void>();
   const runtime: ScreenRuntime = {
     leases,

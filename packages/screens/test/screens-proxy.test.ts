@@ -1,5 +1,5 @@
 import { AgentComputerError } from "@agent-computer/core";
-import { LeaseEngine, MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LeaseEngine, MemoryStateStore } from "@agent-computer/leases";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ScreenEvent } from "../src/index.js";
 import {
@@ -19,7 +19,7 @@ import {
 
 const watch = new LeakWatch();
 let h: Harness;
-const leases = new LeaseEngine(new MemoryLeaseStore());
+const leases = new LeaseEngine(new MemoryStateStore());
 
 beforeAll(async () => {
   h = await startHarness(watch, { controlCheckIntervalMs: 200 });

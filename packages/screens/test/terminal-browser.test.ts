@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { LeaseEngine, MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LeaseEngine, MemoryStateStore } from "@agent-computer/leases";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
 import { eventually, LeakWatch, startHarness } from "./harness.js";
@@ -38,7 +38,7 @@ if (!existsSync(CHROMIUM)) {
       const watch = new LeakWatch();
       const h = await startHarness(watch);
       try {
-        const leases = new LeaseEngine(new MemoryLeaseStore());
+        const leases = new LeaseEngine(new MemoryStateStore());
         const control = await leases.takeover({ computerId: "team-1", botId: "bot-1", holder: "p", ttlMs: 60_000 });
         const capability = watch.terminal(
           await h.screens.issueTerminalCapability({ computerId: "team-1", botId: "bot-1", ttlMs: 60_000, control }),

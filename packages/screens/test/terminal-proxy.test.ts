@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { AgentComputerError } from "@agent-computer/core";
-import { LeaseEngine, MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LeaseEngine, MemoryStateStore } from "@agent-computer/leases";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WebSocket } from "ws";
 import { createScreens, type ScreenEvent } from "../src/index.js";
@@ -11,7 +11,7 @@ import { closed, eventually, type Harness, LeakWatch, opened, rawUpgrade, startH
 
 const watch = new LeakWatch();
 let h: Harness;
-const leases = new LeaseEngine(new MemoryLeaseStore());
+const leases = new LeaseEngine(new MemoryStateStore());
 
 beforeAll(async () => {
   h = await startHarness(watch, { controlCheckIntervalMs: 200 });

@@ -9,6 +9,11 @@ export interface AgentComputerErrorOptions {
   details?: Record<string, unknown>;
 }
 
+// A brand shared by every copy of this class: the ESM and CJS builds, each
+// entry of a bundle and two installed versions all define their own class,
+// so `instanceof` alone would miss errors thrown by another copy.
+const BRAND = Symbol.for("agent-computer.error");
+
 /**
  * The one error class of agent-computer. `code` is stable, `message` says
  * what a person can do about it, `retryable` says whether the same call may
@@ -25,11 +30,18 @@ export class AgentComputerError extends Error {
     this.code = code;
     this.retryable = options.retryable ?? RETRYABLE_BY_DEFAULT[code];
     this.details = options.details;
+    Object.defineProperty(this, BRAND, { value: true });
   }
 
   /** True when `error` is an AgentComputerError, optionally with one of `codes`. */
   static is(error: unknown, ...codes: ErrorCode[]): error is AgentComputerError {
-    return error instanceof AgentComputerError && (codes.length === 0 || codes.includes(error.code));
+    const branded = typeof error === "object" && error !== null && (error as Record<symbol, unknown>)[BRAND] === true;
+    return branded && (codes.length === 0 || codes.includes((error as AgentComputerError).code));
+  }
+
+  /** `instanceof` that also recognises errors of another copy of this class (see BRAND). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 
   /** A plain object safe to log or hand to a model: no stack, no cause. */

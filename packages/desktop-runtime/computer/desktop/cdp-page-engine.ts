@@ -1,4 +1,5 @@
-import { AgentComputerError, type CollectedPage, PAGE_SCRIPT, type PageEngine } from "@agent-computer/core";
+import { AgentComputerError } from "@agent-computer/core";
+import { type CollectedPage, PAGE_SCRIPT, type PageEngine } from "@agent-computer/page-browser";
 import type { CdpConnection } from "./cdp-connection.js";
 import { sleep } from "./process-status.js";
 

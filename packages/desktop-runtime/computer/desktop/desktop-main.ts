@@ -4,7 +4,8 @@
 // parses one format whatever the provider.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { AgentComputerError, desktopActionBatchSchema, PageSession } from "@agent-computer/core";
+import { AgentComputerError, desktopActionBatchSchema } from "@agent-computer/core";
+import { PageSession } from "@agent-computer/page-browser";
 import { CdpPageEngine } from "./cdp-page-engine.js";
 import { CliError } from "./cli-error.js";
 import { runActions } from "./desktop-actions.js";

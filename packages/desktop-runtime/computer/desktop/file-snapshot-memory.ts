@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { RememberedSnapshot, SnapshotMemory } from "@agent-computer/core";
+import type { RememberedSnapshot, SnapshotMemory } from "@agent-computer/page-browser";
 
 /**
  * The latest snapshot of a bot's tab, kept in a file of the desktop state

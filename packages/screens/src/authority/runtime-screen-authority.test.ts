@@ -1,12 +1,7 @@
-import type {
-  ComputerEvent,
-  ComputerRuntime,
-  DesktopSession,
-  ScreenEndpoint,
-  TerminalEndpoint,
-} from "@agent-computer/core";
+import type { DesktopSession, ScreenEndpoint, TerminalEndpoint } from "@agent-computer/core";
 import { AgentComputerError } from "@agent-computer/core";
-import { LeaseEngine, MemoryLeaseStore } from "@agent-computer/core/lease";
+import { LeaseEngine, MemoryStateStore } from "@agent-computer/leases";
+import type { ComputerEvent, ComputerRuntime } from "@agent-computer/runtime";
 import { describe, expect, it } from "vitest";
 import { runtimeScreenAuthority } from "./runtime-screen-authority.js";
 import type { ScreenAuthorityChange } from "./screen-authority-change.js";
@@ -16,7 +11,7 @@ import type { ScreenRuntime } from "./screen-runtime.js";
 // on the memory store, desktops that hand out endpoints, and lifecycle events.
 
 function fakeRuntime(options: { terminals?: boolean } = {}) {
-  const leases = new LeaseEngine(new MemoryLeaseStore());
+  const leases = new LeaseEngine(new MemoryStateStore());
   const listeners = new Set<(event: ComputerEvent) => void>();
   const calls: string[] = [];
   const runtime: ScreenRuntime = {

@@ -1,5 +1,5 @@
 import { AgentComputerError } from "@agent-computer/core";
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 import type { ScreenAuthority } from "./screen-authority.js";
 import type { ScreenRuntime } from "./screen-runtime.js";
 

@@ -1,4 +1,4 @@
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 
 /**
  * What `ScreenAuthority.check` is asked before a socket is bridged, and

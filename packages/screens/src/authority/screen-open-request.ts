@@ -1,4 +1,4 @@
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 
 /** What `ScreenAuthority.open` is asked for when a capability is issued. */
 export interface ScreenOpenRequest {

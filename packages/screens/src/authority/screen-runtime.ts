@@ -1,5 +1,6 @@
-import type { ComputerEvent, DesktopSession } from "@agent-computer/core";
-import type { LeaseEngine } from "@agent-computer/core/lease";
+import type { DesktopSession } from "@agent-computer/core";
+import type { LeaseEngine } from "@agent-computer/leases";
+import type { ComputerEvent } from "@agent-computer/runtime";
 
 /**
  * The parts of a `ComputerRuntime` that `runtimeScreenAuthority` uses; a

@@ -1,4 +1,4 @@
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 
 /** What `ScreenAuthority.openTerminal` is asked for when a terminal capability is issued. */
 export interface TerminalOpenRequest {

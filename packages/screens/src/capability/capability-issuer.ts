@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { AgentComputerError, type Logger, parseInput } from "@agent-computer/core";
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 import { z } from "zod";
 import { type AcceptedGrant, acceptedGrant } from "../authority/accepted-grant.js";
 import type { ScreenAuthority } from "../authority/screen-authority.js";

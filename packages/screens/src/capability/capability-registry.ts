@@ -1,5 +1,5 @@
 import { parseInput } from "@agent-computer/core";
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 import type { LiveSockets } from "../proxy/live-sockets.js";
 import { leaseShape } from "./issue-request-schema.js";
 import type { IssuedCapability } from "./issued-capability.js";

@@ -1,4 +1,4 @@
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 import { z } from "zod";
 
 /** The longest a capability may live. */

@@ -1,4 +1,4 @@
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 import type { ScreenPolicy } from "../screen-policy.js";
 
 /** What this process remembers of a capability it issued. */

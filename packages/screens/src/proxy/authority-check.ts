@@ -1,4 +1,4 @@
-import type { Lease } from "@agent-computer/core/lease";
+import type { Lease } from "@agent-computer/leases";
 import type { ScreenAuthority } from "../authority/screen-authority.js";
 import type { ScreenCheckRequest } from "../authority/screen-check-request.js";
 import type { CapabilityRegistry } from "../capability/capability-registry.js";

@@ -1,0 +1,302 @@
+import { randomBytes } from "node:crypto";
+import { chmodSync, closeSync, constants, futimesSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import { AgentComputerError, parseInput } from "@agent-computer/core";
+import { z } from "zod";
+import { ByteSource } from "./byte-source.js";
+import { DEFAULT_RESTORE_LIMITS, type RestoreLimits, restoreLimitsSchema } from "./restore-limits.js";
+import { refuseOverLimit, refuseRestore, shown } from "./restore-refusal.js";
+import type { RestoreStats } from "./restore-stats.js";
+import type { StagedHome } from "./staged-home.js";
+import { padding } from "./tar-header.js";
+import { readTarHeader } from "./tar-reader.js";
+
+/** Linux's NAME_MAX: no file system here takes a longer name. */
+const MAX_NAME_BYTES = 255;
+/**
+ * Files up to this size are read whole and written with one synchronous
+ * write: for a home of many small files the per-file thread-pool round trips
+ * of async fs calls, not the bytes, are the cost.
+ */
+const SMALL_FILE = 1024 * 1024;
+const WRITE_CHUNK = 1024 * 1024;
+const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+const FILE = 1;
+const DIRECTORY = 2;
+/** A directory made because an entry below it came first. */
+const IMPLIED_DIRECTORY = 3;
+
+const targetSchema = z.string().min(1, "a target folder");
+
+/**
+ * Restores a home tar into `targetDir`, whole or not at all: the entries are
+ * checked and written into a staging folder beside the target, which then
+ * replaces it. On any refusal (RESTORE_REJECTED, LIMIT_EXCEEDED,
+ * CHECKPOINT_CORRUPT from a sealed stream) the target is exactly as before
+ * and the staging folder is gone. Not for two restores of one target at
+ * once: callers serialise them (the home stores do).
+ */
+export async function restoreHome(
+  tarStream: AsyncIterable<Uint8Array>,
+  targetDir: string,
+  limits: RestoreLimits = {},
+): Promise<RestoreStats> {
+  const staged = await stageHome(tarStream, targetDir, limits);
+  try {
+    await staged.swapIn();
+  } catch (error) {
+    await staged.discard();
+    throw error;
+  }
+  return staged.stats;
+}
+
+/**
+ * The first half of `restoreHome`: extracts and checks the whole archive into
+ * a staging folder beside `targetDir` and stops before anything is visible.
+ * Also finishes or rolls back a swap that a crash interrupted earlier.
+ */
+export async function stageHome(
+  tarStream: AsyncIterable<Uint8Array>,
+  targetDir: string,
+  limits: RestoreLimits = {},
+): Promise<StagedHome> {
+  if (typeof (tarStream as AsyncIterable<Uint8Array>)?.[Symbol.asyncIterator] !== "function")
+    throw new AgentComputerError("INVALID_ARGUMENT", "Invalid tar stream: expected a Readable or an async iterable.");
+  const target = resolve(parseInput(targetSchema, targetDir, "restore target"));
+  const bounds = { ...DEFAULT_RESTORE_LIMITS, ...parseInput(restoreLimitsSchema, limits, "RestoreLimits") };
+  await recoverInterruptedRestore(target);
+  const parent = dirname(target);
+  const tag = randomBytes(6).toString("hex");
+  const staging = join(parent, `.${basename(target)}.restore-${tag}`);
+  await mkdir(parent, { recursive: true });
+  await mkdir(staging, { mode: 0o700 });
+  const source = new ByteSource(tarStream);
+  let stats: RestoreStats;
+  try {
+    stats = await extractInto(source, staging, bounds);
+  } catch (error) {
+    await source.close().catch(() => {});
+    await rm(staging, { recursive: true, force: true });
+    throw asRestoreError(error);
+  }
+  let state: "staged" | "swapped" | "discarded" = "staged";
+  return {
+    stats,
+    stagingDir: staging,
+    async swapIn() {
+      if (state !== "staged") throw new AgentComputerError("CONFLICT", `This staged home was already ${state}.`);
+      await swap(staging, target, tag);
+      state = "swapped";
+    },
+    async discard() {
+      if (state !== "staged") return;
+      state = "discarded";
+      await rm(staging, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Puts right what a crash (kill -9, power cut) in the middle of a swap left
+ * beside `targetDir`: when the target is missing but its previous copy is
+ * there, the previous copy comes back; leftover staging folders and
+ * previous copies are removed. `restoreHome` and the home stores call this
+ * first; call it yourself before reading a home after a crash.
+ */
+export async function recoverInterruptedRestore(targetDir: string): Promise<void> {
+  const target = resolve(parseInput(targetSchema, targetDir, "restore target"));
+  const parent = dirname(target);
+  const names = await readdir(parent).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return [] as string[];
+    throw error;
+  });
+  const base = basename(target);
+  let present = await exists(target);
+  for (const name of names.filter((n) => n.startsWith(`.${base}.previous-`))) {
+    if (!present) {
+      // Crashed between the two renames: the new copy never became the home.
+      await rename(join(parent, name), target);
+      present = true;
+    } else await rm(join(parent, name), { recursive: true, force: true });
+  }
+  for (const name of names.filter((n) => n.startsWith(`.${base}.restore-`))) {
+    await rm(join(parent, name), { recursive: true, force: true });
+  }
+}
+
+/**
+ * Replaces `targetDir` with a complete folder beside it (rename, then remove
+ * the old copy), as `StagedHome.swapIn` does. For a home store that parked a
+ * staged home across a crash and now finishes its swap.
+ */
+export function swapStagedDir(stagingDir: string, targetDir: string): Promise<void> {
+  return swap(resolve(stagingDir), resolve(targetDir), randomBytes(6).toString("hex"));
+}
+
+async function swap(staging: string, target: string, tag: string): Promise<void> {
+  const previous = join(dirname(target), `.${basename(target)}.previous-${tag}`);
+  const hadTarget = await exists(target);
+  if (hadTarget) await rename(target, previous);
+  try {
+    await rename(staging, target);
+  } catch (error) {
+    if (hadTarget) await rename(previous, target);
+    throw error;
+  }
+  if (hadTarget) await rm(previous, { recursive: true, force: true });
+}
+
+async function extractInto(
+  source: ByteSource,
+  staging: string,
+  bounds: Required<RestoreLimits>,
+): Promise<RestoreStats> {
+  const stats: RestoreStats = { files: 0, directories: 0, bytes: 0 };
+  // Every path made so far, so collisions are refused before the disk is touched.
+  const made = new Map<string, number>();
+  for (;;) {
+    const header = await readTarHeader(source);
+    if (header === "end") return stats;
+    const path = checkPath(header.path, bounds);
+    if (header.kind === "other")
+      refuseRestore(`"${shown(path)}" is a ${header.other}; only directories and regular files are restored`);
+    if (stats.files + stats.directories >= bounds.maxEntries)
+      refuseOverLimit(`the archive has more than ${bounds.maxEntries} entries`, { limit: "maxEntries" });
+    makeParents(path, staging, made);
+    const destination = join(staging, path);
+    const existing = made.get(path);
+    if (header.kind === "directory") {
+      if (existing === FILE || existing === DIRECTORY) refuseRestore(`the archive holds "${shown(path)}" twice`);
+      // The owner keeps write access, or the rest of the restore (and cleanup) could not proceed.
+      const mode = (header.mode & 0o777) | 0o700;
+      if (existing === IMPLIED_DIRECTORY) chmodSync(destination, mode);
+      else mkdirSync(destination, { mode });
+      made.set(path, DIRECTORY);
+      stats.directories++;
+      continue;
+    }
+    if (existing !== undefined)
+      refuseRestore(
+        existing === FILE
+          ? `the archive holds "${shown(path)}" twice`
+          : `the file "${shown(path)}" would replace a directory`,
+      );
+    if (header.size > bounds.maxFileBytes)
+      refuseOverLimit(`"${shown(path)}" is ${header.size} bytes, over the ${bounds.maxFileBytes}-byte file limit`, {
+        limit: "maxFileBytes",
+      });
+    if (stats.bytes + header.size > bounds.maxTotalBytes)
+      refuseOverLimit(`the archive's files add up to more than ${bounds.maxTotalBytes} bytes`, {
+        limit: "maxTotalBytes",
+      });
+    made.set(path, FILE);
+    await writeFile(source, destination, header.size, header.mode & 0o777, header.mtime, path);
+    stats.files++;
+    stats.bytes += header.size;
+  }
+}
+
+async function writeFile(
+  source: ByteSource,
+  destination: string,
+  size: number,
+  mode: number,
+  mtime: number,
+  path: string,
+): Promise<void> {
+  const padded = size + padding(size);
+  if (size <= SMALL_FILE) {
+    const data = await source.read(padded);
+    if (data === undefined) refuseRestore(`the archive is truncated inside "${shown(path)}"`);
+    // O_EXCL | O_NOFOLLOW: never follow or replace anything already there.
+    const fd = openSync(destination, CREATE_FLAGS, mode);
+    try {
+      let written = 0;
+      while (written < size) written += writeSync(fd, data, written, size - written);
+      futimesSync(fd, mtime, mtime);
+    } finally {
+      closeSync(fd);
+    }
+    return;
+  }
+  const handle = await open(destination, CREATE_FLAGS, mode);
+  try {
+    let left = size;
+    while (left > 0) {
+      const chunk = await source.readSome(Math.min(left, WRITE_CHUNK));
+      if (chunk === undefined) refuseRestore(`the archive is truncated inside "${shown(path)}"`);
+      let written = 0;
+      while (written < chunk.length) written += (await handle.write(chunk, written)).bytesWritten;
+      left -= chunk.length;
+    }
+    if (padded > size && (await source.read(padded - size)) === undefined)
+      refuseRestore(`the archive is truncated after "${shown(path)}"`);
+    await handle.utimes(mtime, mtime);
+  } finally {
+    await handle.close();
+  }
+}
+
+function makeParents(path: string, staging: string, made: Map<string, number>): void {
+  let slash = path.indexOf("/");
+  while (slash !== -1) {
+    const parent = path.slice(0, slash);
+    const kind = made.get(parent);
+    if (kind === FILE) refuseRestore(`"${shown(path)}" lies under the file "${shown(parent)}"`);
+    if (kind === undefined) {
+      mkdirSync(join(staging, parent), { mode: 0o755 });
+      made.set(parent, IMPLIED_DIRECTORY);
+    }
+    slash = path.indexOf("/", slash + 1);
+  }
+}
+
+/**
+ * A safe home-relative path, or a refusal. Backslashes are ordinary name
+ * bytes on Linux, but `..\` and drive prefixes are refused because another
+ * tool (or a Windows host) would read them as traversal.
+ */
+function checkPath(name: string, bounds: Required<RestoreLimits>): string {
+  if (name.includes("\0")) refuseRestore(`the entry name "${shown(name)}" holds a NUL byte`);
+  if (Buffer.byteLength(name) > bounds.maxPathLength)
+    refuseOverLimit(`the entry path "${shown(name)}" is over ${bounds.maxPathLength} bytes`, {
+      limit: "maxPathLength",
+    });
+  if (name.startsWith("/") || /^[A-Za-z]:/.test(name)) refuseRestore(`"${shown(name)}" is not a relative path`);
+  const trimmed = name.endsWith("/") ? name.slice(0, -1) : name;
+  const segments = trimmed.split("/");
+  for (const segment of segments) {
+    if (segment === "" || segment === "." || segment === "..")
+      refuseRestore(`"${shown(name)}" has an empty, "." or ".." segment`);
+    if (segment.split("\\").some((part) => part === "." || part === ".."))
+      refuseRestore(`"${shown(name)}" has a Windows-style ".." or "." segment`);
+    if (Buffer.byteLength(segment) > MAX_NAME_BYTES)
+      refuseOverLimit(`a name in "${shown(name)}" is over ${MAX_NAME_BYTES} bytes`, { limit: "NAME_MAX" });
+  }
+  if (segments.length > bounds.maxDepth)
+    refuseOverLimit(`"${shown(name)}" is deeper than ${bounds.maxDepth} levels`, { limit: "maxDepth" });
+  return trimmed;
+}
+
+function asRestoreError(error: unknown): AgentComputerError {
+  if (AgentComputerError.is(error)) return error;
+  const code = (error as NodeJS.ErrnoException)?.code;
+  return new AgentComputerError(
+    "UNAVAILABLE",
+    `Restore failed before the swap (${code ?? (error as Error)?.message ?? "unknown error"}); the previous home is untouched.`,
+    { cause: error },
+  );
+}
+
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return false;
+      throw error;
+    },
+  );
+}

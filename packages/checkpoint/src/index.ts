@@ -1,0 +1,30 @@
+// Sealed workspace checkpoints (docs/architecture.md, "Checkpoints"): the
+// codec (pack, seal, open, restore) and the home-store port with its local
+// implementation. See codec/README.md.
+
+export { HEADER_BYTES, SEALED_SEGMENT_BYTES, SEGMENT_BYTES, TAG_BYTES } from "./codec/checkpoint-format.js";
+export type { CheckpointKey } from "./codec/checkpoint-key.js";
+export { openCheckpoint } from "./codec/open-checkpoint.js";
+export { isTransientProfilePath, packHome, TRANSIENT_PROFILE_NAMES } from "./codec/pack-home.js";
+export type { PackOptions } from "./codec/pack-options.js";
+export type { PackStats } from "./codec/pack-stats.js";
+export type { PackedHome } from "./codec/packed-home.js";
+export { recoverInterruptedRestore, restoreHome, stageHome } from "./codec/restore-home.js";
+export { DEFAULT_RESTORE_LIMITS, type RestoreLimits, restoreLimitsSchema } from "./codec/restore-limits.js";
+export type { RestoreStats } from "./codec/restore-stats.js";
+export { sealCheckpoint } from "./codec/seal-checkpoint.js";
+export type { StagedHome } from "./codec/staged-home.js";
+export type { AgentHomeStore } from "./home-store/agent-home-store.js";
+export type { HomeCheckpoint } from "./home-store/home-checkpoint.js";
+export type { HomeCheckpointRequest } from "./home-store/home-checkpoint-request.js";
+export {
+  homeCheckpointRequestSchema,
+  homeKeySchema,
+  homePlaceSchema,
+  homeRestoreRequestSchema,
+} from "./home-store/home-request-schemas.js";
+export type { HomeRestoreRequest } from "./home-store/home-restore-request.js";
+export type { HomeSource } from "./home-store/home-source.js";
+export type { HomeTarget } from "./home-store/home-target.js";
+export { LocalAgentHomeStore } from "./home-store/local-agent-home-store.js";
+export type { LocalAgentHomeStoreOptions } from "./home-store/local-agent-home-store-options.js";

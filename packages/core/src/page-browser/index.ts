@@ -1,9 +1,0 @@
-// The page browser's shared machinery (DESIGN §5), free of any DOM library,
-// so the in-computer helper can bundle it. The emulator and the fake browser
-// are exported from the `fake` subpath.
-export type { CollectedPage } from "./collected-page.js";
-export type { PageEngine } from "./page-engine.js";
-export { PAGE_SCRIPT } from "./page-script.js";
-export { PageSession, type PageSessionOptions } from "./page-session.js";
-export type { RememberedSnapshot } from "./remembered-snapshot.js";
-export type { SnapshotMemory } from "./snapshot-memory.js";

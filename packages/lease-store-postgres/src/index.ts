@@ -1,2 +1,0 @@
-export { PostgresLeaseStore } from "./postgres-lease-store.js";
-export type { PostgresLeaseStoreOptions } from "./postgres-lease-store-options.js";

@@ -1,0 +1,185 @@
+import type { PageActOutcome, PageBrowser, PageElement, PageSnapshot } from "@agent-computer/core";
+import {
+  AgentComputerError,
+  ERROR_CODES,
+  type ErrorCode,
+  type OpContext,
+  type PageAction,
+  pageActionSchema,
+  parseInput,
+  throwIfDone,
+} from "@agent-computer/core";
+import { z } from "zod";
+import type { PageEngine } from "./page-engine.js";
+import type { RememberedSnapshot } from "./remembered-snapshot.js";
+import type { SnapshotMemory } from "./snapshot-memory.js";
+
+/** Options of `PageSession`. */
+export interface PageSessionOptions {
+  /** At most this many elements per snapshot (default and maximum 80, DESIGN §5). */
+  maxElements?: number;
+  /** Page text is cut at this many characters (default 4000). */
+  maxText?: number;
+  /** How long `navigate` waits for the load (default 15 s). */
+  loadTimeoutMs?: number;
+}
+
+// Only web pages: file: and chrome: URLs would let a model read the computer's files through the browser.
+const urlSchema = z
+  .string()
+  .max(8192)
+  .refine((u) => /^(https?:\/\/|about:blank$)/i.test(u) && URL.canParse(u), "expected an http(s) URL");
+
+/**
+ * The page browser over any `PageEngine`: assigns refs, remembers the
+ * latest snapshot, refuses stale refs, and turns a failure midway into an
+ * outcome with confirmed progress. The in-computer helper and the emulator
+ * both run it, so they answer with the same shapes and errors.
+ */
+export class PageSession<Handle> implements PageBrowser {
+  private readonly maxElements: number;
+  private readonly maxText: number;
+  private readonly loadTimeoutMs: number;
+
+  constructor(
+    private readonly engine: PageEngine<Handle>,
+    private readonly memory: SnapshotMemory<Handle>,
+    options: PageSessionOptions = {},
+  ) {
+    this.maxElements = Math.min(80, options.maxElements ?? 80);
+    this.maxText = options.maxText ?? 4000;
+    this.loadTimeoutMs = options.loadTimeoutMs ?? 15_000;
+  }
+
+  async navigate(url: string, ctx: OpContext = {}): Promise<PageSnapshot> {
+    const target = parseInput(urlSchema, url, "url");
+    throwIfDone(ctx, "browser navigate");
+    await this.engine.load(target, this.loadTimeoutMs, ctx);
+    return this.snapshot(ctx);
+  }
+
+  async snapshot(ctx: OpContext = {}): Promise<PageSnapshot> {
+    throwIfDone(ctx, "browser snapshot");
+    const previous = await this.memory.load();
+    const documentKey = await this.engine.documentKey();
+    const { page, handles } = await this.engine.collect({
+      op: "collect",
+      maxElements: this.maxElements,
+      maxText: this.maxText,
+      layout: this.engine.layout,
+    });
+    // An element still on the same document keeps its ref; a new one gets a
+    // fresh number, so an old ref can never come to mean another element.
+    const known = new Map<string | number, string>();
+    if (previous?.documentKey === documentKey) for (const e of previous.entries) known.set(e.identity, e.ref);
+    let nextRef = previous?.nextRef ?? 1;
+    const entries: RememberedSnapshot<Handle>["entries"][number][] = [];
+    const elements: PageElement[] = page.elements.map((element, index) => {
+      const handle = handles[index] as Handle;
+      const identity = this.engine.identity(handle);
+      const ref = known.get(identity) ?? `e${nextRef++}`;
+      entries.push({ ref, handle, identity, role: element.role, name: element.name });
+      return { ref, ...element };
+    });
+    const snapshotNumber = (previous?.snapshotNumber ?? 0) + 1;
+    await this.memory.save({ snapshotNumber, documentKey, nextRef, entries });
+    return {
+      snapshotId: `s${snapshotNumber}`,
+      url: page.url,
+      title: page.title,
+      text: page.text,
+      textTruncated: page.textTruncated,
+      elements,
+      omittedElements: page.omitted,
+    };
+  }
+
+  async act(action: PageAction, ctx: OpContext = {}): Promise<PageActOutcome> {
+    const request = parseInput(pageActionSchema, action, "page action");
+    throwIfDone(ctx, "browser act");
+    const latest = await this.memory.load();
+    if (!latest) {
+      throw new AgentComputerError("STALE_REF", `There is no snapshot yet; take a browser_snapshot and use its refs.`);
+    }
+    const entry = latest.entries.find((e) => e.ref === request.ref);
+    if (!entry) {
+      throw new AgentComputerError(
+        "STALE_REF",
+        `Ref ${request.ref} is not in the latest snapshot (s${latest.snapshotNumber}): its element is gone or was replaced. Take a new browser_snapshot and use its refs.`,
+      );
+    }
+    const what = `${entry.role} "${entry.name.slice(0, 60)}"`;
+    if ((await this.engine.documentKey()) !== latest.documentKey) {
+      throw new AgentComputerError(
+        "STALE_REF",
+        `Ref ${request.ref} (${what}) belongs to a page that has since been replaced (a navigation). Take a new browser_snapshot.`,
+      );
+    }
+    const progress: string[] = [];
+    const failed = (code: ErrorCode, message: string, uncertain: boolean) =>
+      this.outcome(false, progress, uncertain, { code, message });
+    const run = async (command: Record<string, unknown>) => {
+      const answer = await this.engine.perform(entry.handle, { op: "perform", layout: this.engine.layout, ...command });
+      const error = answer.error as { code?: string; message?: string } | undefined;
+      if (error) {
+        const code = (ERROR_CODES as readonly string[]).includes(error.code ?? "")
+          ? (error.code as ErrorCode)
+          : "UNAVAILABLE";
+        const message =
+          code === "STALE_REF"
+            ? `Ref ${request.ref} (${what}) no longer points to a live element: the page replaced or removed it. Take a new browser_snapshot; refs are never moved to a look-alike.`
+            : `${request.action} on ${request.ref} (${what}): ${error.message ?? "failed"}`;
+        return { error: new AgentComputerError(code, message) };
+      }
+      progress.push(...((answer.progress as string[] | undefined) ?? []));
+      return { answer };
+    };
+    try {
+      if (request.action === "fill" || request.action === "type") {
+        const first = await run({ action: "focus-for-typing", clear: request.action === "fill" });
+        if (first.error) throw first.error;
+        const total = Array.from(request.value ?? "").length;
+        const typing = await run({ action: "type-chars", value: request.value ?? "" });
+        if (typing.error) return failed(typing.error.code, typing.error.message, true);
+        const typed = Number(typing.answer.typed ?? 0);
+        progress.push(`typed ${typed} of ${total} characters`);
+        if (typing.answer.navigated) {
+          await this.engine.settle();
+          return failed(
+            "CONFLICT",
+            `The page navigated away while typing into ${request.ref} (${what}) after ${typed} of ${total} characters; what it did with them is unknown. Snapshot and check before retrying.`,
+            true,
+          );
+        }
+        await run({ action: "finish-typing" });
+      } else {
+        const done = await run({ action: request.action, value: request.value });
+        if (done.error) {
+          // Nothing was done when the first step is refused.
+          if (progress.length === 0) throw done.error;
+          return failed(done.error.code, done.error.message, true);
+        }
+      }
+    } catch (error) {
+      if (AgentComputerError.is(error) && progress.length === 0) throw error;
+      // The page went away under the call: the action may or may not have happened.
+      return failed(
+        "UNAVAILABLE",
+        `The page changed while ${request.action} on ${request.ref} (${what}) ran; its effect is uncertain. Snapshot and check before retrying.`,
+        true,
+      );
+    }
+    await this.engine.settle();
+    return this.outcome(true, progress, false, undefined);
+  }
+
+  private async outcome(
+    ok: boolean,
+    progress: string[],
+    uncertain: boolean,
+    error: { code: ErrorCode; message: string } | undefined,
+  ): Promise<PageActOutcome> {
+    const snapshot = await this.snapshot().catch(() => undefined);
+    return { ok, progress, uncertain, ...(error ? { error } : {}), ...(snapshot ? { snapshot } : {}) };
+  }
+}

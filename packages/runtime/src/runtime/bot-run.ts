@@ -1,0 +1,162 @@
+import type { DesktopOptions, DesktopSession, Machine } from "@agent-computer/core";
+import { AgentComputerError } from "@agent-computer/core";
+import type { Lease, LeaseEngine, RunState } from "@agent-computer/leases";
+import { z } from "zod";
+import type { ComputerSlot } from "./computer-slot.js";
+import { openBotDesktop } from "./open-bot-desktop.js";
+
+/** What a run needs from its runtime. */
+export interface BotRunHost {
+  readonly leases: LeaseEngine;
+  readonly leaseTtlMs: number;
+  /** `verify`: ask the provider even if the machine was seen alive a moment ago. */
+  ensureMachine(slot: ComputerSlot, options?: { verify?: boolean }): Promise<Machine>;
+  touch(slot: ComputerSlot): void;
+  takeoverRequested(slot: ComputerSlot, run: BotRun, reason: string): void;
+  /** Whether a person controls this bot's screen through the runtime now. */
+  screenHeld(slot: ComputerSlot, botId: string): boolean;
+  runEnded(slot: ComputerSlot, run: BotRun, outcome: "completed" | "failed"): Promise<void>;
+}
+
+export const runOutcomeSchema = z.enum(["completed", "failed"]);
+
+/**
+ * One run of one bot on its computer. Nothing starts until the run first
+ * uses the computer (`machine()`), and the desktop only when it first uses a
+ * graphical tool (`desktop()`). The run drives its bot under an execution
+ * lease, renewed while it lives; `end()` releases it and saves the home,
+ * unless other bots still work (then the last one to finish saves).
+ */
+export class BotRun {
+  /** `active` while the bot works; `waiting_takeover` while it asks a person for help. */
+  state: RunState = "active";
+  private lease: Lease | undefined;
+  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private desktopSession: DesktopSession | undefined;
+  private ended = false;
+  private takeoverWaiters: (() => void)[] = [];
+
+  constructor(
+    readonly runId: string,
+    readonly botId: string,
+    private readonly slot: ComputerSlot,
+    private readonly host: BotRunHost,
+  ) {}
+
+  get computerId(): string {
+    return this.slot.computerId;
+  }
+
+  /** A person controls this bot's screen now (a takeover through the runtime). */
+  get screenHeldByPerson(): boolean {
+    return this.host.screenHeld(this.slot, this.botId);
+  }
+
+  /** The bot's own folder, relative to the home: where its commands start. */
+  get workdir(): string {
+    return `bots/${this.botId}`;
+  }
+
+  /**
+   * The computer, started, reconnected or replaced as needed, fenced by this
+   * run's execution lease. BOT_BUSY while another run drives the same bot.
+   */
+  async machine(): Promise<Machine> {
+    if (this.ended) throw new AgentComputerError("CONFLICT", `Run ${this.runId} has ended; start a new run.`);
+    // A run's first call always asks the provider: the machine another run saw
+    // a moment ago may have been destroyed since.
+    const raw = await this.host.ensureMachine(this.slot, { verify: !this.lease });
+    if (!this.lease) {
+      this.lease = await this.acquire();
+      this.heartbeat = setInterval(() => void this.renew(), Math.max(50, this.host.leaseTtlMs / 3));
+      this.heartbeat.unref?.();
+      await raw.exec({ argv: ["mkdir", "-p", this.workdir, "shared"] }, { lease: this.lease });
+    }
+    this.host.touch(this.slot);
+    return this.host.leases.fenced(raw, this.lease);
+  }
+
+  /** The bot's desktop, started on first use; UNSUPPORTED where the provider has none. */
+  async desktop(options?: DesktopOptions): Promise<DesktopSession> {
+    const machine = await this.machine();
+    if (this.desktopSession) return this.desktopSession;
+    this.desktopSession = await openBotDesktop(machine, this.botId, options);
+    return this.desktopSession;
+  }
+
+  /**
+   * Asks a person to take over this bot's screen and waits until they have
+   * released it: meanwhile the run is `waiting_takeover`, so the runtime
+   * accepts their takeover; afterwards it is `active` again.
+   */
+  async requestTakeover(reason: string, signal?: AbortSignal): Promise<void> {
+    if (this.ended) throw new AgentComputerError("CONFLICT", `Run ${this.runId} has ended; start a new run.`);
+    this.state = "waiting_takeover";
+    this.host.takeoverRequested(this.slot, this, reason);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => reject(new AgentComputerError("ABORTED", "The takeover request was aborted."));
+        if (signal?.aborted) return onAbort();
+        signal?.addEventListener("abort", onAbort, { once: true });
+        this.takeoverWaiters.push(() => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        });
+      });
+    } finally {
+      this.state = "active";
+    }
+  }
+
+  /** @internal The runtime calls this when a person released this bot's screen. */
+  takeoverEnded(): void {
+    const waiters = this.takeoverWaiters;
+    this.takeoverWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * Ends the run: frees the desktop slot (the profile stays), releases the
+   * execution lease and saves the home at this boundary. Idempotent.
+   */
+  async end(outcome: "completed" | "failed"): Promise<void> {
+    const parsed = runOutcomeSchema.safeParse(outcome);
+    if (!parsed.success) {
+      throw new AgentComputerError("INVALID_ARGUMENT", 'Invalid run outcome: expected "completed" or "failed".');
+    }
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.heartbeat);
+    await this.desktopSession?.release().catch(() => {});
+    if (this.lease) await this.host.leases.release(this.lease).catch(() => {});
+    await this.host.runEnded(this.slot, this, parsed.data);
+  }
+
+  private async acquire(): Promise<Lease> {
+    try {
+      return await this.host.leases.acquireExecution({
+        computerId: this.slot.computerId,
+        botId: this.botId,
+        holder: this.runId,
+        ttlMs: this.host.leaseTtlMs,
+      });
+    } catch (error) {
+      if (!AgentComputerError.is(error, "LEASE_HELD")) throw error;
+      if (await this.host.leases.getReservation(this.slot.computerId)) throw error;
+      throw new AgentComputerError(
+        "BOT_BUSY",
+        `Bot "${this.botId}" is already driven by another run on computer "${this.slot.computerId}"; wait for it to end.`,
+        { cause: error, details: { computerId: this.slot.computerId, botId: this.botId } },
+      );
+    }
+  }
+
+  private async renew(): Promise<void> {
+    if (!this.lease || this.ended) return;
+    try {
+      this.lease = await this.host.leases.renew(this.lease);
+    } catch {
+      // Lost or fenced out: the fenced machine refuses this run's next call.
+    }
+  }
+}

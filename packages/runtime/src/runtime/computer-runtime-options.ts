@@ -1,0 +1,42 @@
+import type { AgentHomeStore } from "@agent-computer/checkpoint";
+import type { ComputerSpec, Logger, SandboxProvider } from "@agent-computer/core";
+import type { StateStore } from "@agent-computer/leases";
+import type { ComputerEvent } from "./computer-event.js";
+import type { ComputerOperationsOptions } from "./computer-operations-options.js";
+
+/** Options of `createComputerRuntime`. Environment variables fill what is absent. */
+export interface ComputerRuntimeOptions {
+  provider: SandboxProvider;
+  /** Leases and computer records (memory, SQLite or PostgreSQL). */
+  stateStore: StateStore;
+  /** Where checkpoints live (LocalAgentHomeStore, ObjectAgentHomeStore). */
+  homeStore: AgentHomeStore;
+  logger?: Logger;
+  /** Image, resources and labels for every computer this runtime provisions. */
+  spec?: Pick<ComputerSpec, "image" | "resources" | "labels">;
+  /** Most active desktops per Team computer; 0 = no cap. Default `SANDBOX_TEAM_SCREEN_LIMIT` or 0. */
+  screenLimit?: number;
+  /** Suspend a computer nobody used for this long. Default `SANDBOX_IDLE_MS` or 15 minutes; 0 = never. */
+  idleMs?: number;
+  /**
+   * On providers that bill while running, suspend after this long up in one
+   * stretch unless a run executes or a person controls a screen. Default
+   * `COMPUTER_MAX_ACTIVE_MS` or 2 hours; 0 = off.
+   */
+  maxActiveMs?: number;
+  /** TTL of execution and checkpoint leases; they are renewed at a third of it (default 60 s). */
+  leaseTtlMs?: number;
+  /** The wall clock for idle accounting and events; inject one in tests. */
+  clock?: () => number;
+  /**
+   * Names this deployment of the runtime: every machine it provisions carries
+   * the label `agent-computer.deployment=<deployment>`, and the reconciler
+   * touches only machines with it. Runtimes sharing one state store and
+   * provider need different names. Default "default".
+   */
+  deployment?: string;
+  /** Update and recovery operations: their queue and whether this runtime works on them. */
+  operations?: ComputerOperationsOptions;
+  /** Receives every lifecycle event. */
+  onEvent?: (event: ComputerEvent) => void;
+}

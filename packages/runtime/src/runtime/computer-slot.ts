@@ -1,0 +1,27 @@
+import type { Machine } from "@agent-computer/core";
+import type { Lease } from "@agent-computer/leases";
+import type PQueue from "p-queue";
+import type { BotRun } from "./bot-run.js";
+
+/** What one runtime process knows about one computer it serves. */
+export interface ComputerSlot {
+  readonly computerId: string;
+  readonly homeKey: string;
+  readonly team: boolean;
+  /** The machine while the computer runs; undefined when suspended or not started yet. */
+  machine: Machine | undefined;
+  /** performance.now() when the machine was last found alive. */
+  checkedAt: number;
+  /** Lifecycle steps (ensure, checkpoint, suspend) of this computer, one at a time. */
+  readonly lifecycle: PQueue;
+  /** Runs of this process that use the computer now. */
+  readonly runs: Set<BotRun>;
+  /** People controlling a screen of this computer through this runtime. */
+  readonly takeovers: Set<Lease>;
+  /** A run ended while others worked: the last one to finish saves. */
+  checkpointPending: boolean;
+  /** By the runtime's clock: the last time a run used the computer. */
+  lastActivityAt: number;
+  /** By the runtime's clock: when the current stretch of running began. */
+  stretchStartedAt: number | undefined;
+}

@@ -1,0 +1,78 @@
+import { mkdtemp } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { createFakeProvider } from "@agent-computer/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createComputerRuntime } from "../runtime/computer-runtime.js";
+import type { ActivityEvent } from "./activity-event.js";
+import { ComputerToolSession } from "./computer-tool-session.js";
+import { computerTools } from "./computer-tools.js";
+import { textOf } from "./tool-adapters.js";
+import { callTool } from "./tool-definition.js";
+
+// The page tools on the fake provider, whose desktops expose the emulator
+// browser: real loopback HTTP pages in an in-process DOM.
+const LOGIN = `<!doctype html><title>Sign in</title><h1>Sign in</h1>
+<form><label>User <input name="user"></label><label>Password <input name="pass" type="password"></label>
+<button type="button">Sign in</button></form>
+<script>document.querySelector("button").addEventListener("click", () => {
+  document.body.innerHTML = "<p>Welcome, " + document.querySelector("[name=user]").value + "</p>";
+});</script>`;
+
+let server: Server;
+let base: string;
+beforeAll(async () => {
+  server = createServer((_req, res) => res.setHeader("content-type", "text/html").end(LOGIN));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+describe("page tools", () => {
+  it("navigate, fill and click by ref; the password never shows in results or activity", async () => {
+    const runtime = createComputerRuntime({
+      provider: createFakeProvider(),
+      stateStore: new MemoryStateStore(),
+      homeStore: new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "browser-tools-")) }),
+      idleMs: 0,
+    });
+    const run = runtime.startRun({ workspaceId: "page", botId: "alpha" });
+    const activity: ActivityEvent[] = [];
+    const session = new ComputerToolSession({
+      run,
+      capabilities: runtime.capabilities,
+      vision: false,
+      onActivity: (e) => activity.push(e),
+    });
+    const tools = computerTools(session);
+    const call = (name: string, input: unknown) => callTool(tools.find((t) => t.name === name)!, input, session);
+    const refOf = (snapshot: string, name: string) =>
+      new RegExp(`(e\\d+) \\w+ "${name}"`).exec(snapshot)?.[1] as string;
+
+    const page = textOf(await call("browser_navigate", { url: base }));
+    expect(page).toMatch(/Sign in/);
+    await call("browser_act", { ref: refOf(page, "User"), action: "fill", value: "ada" });
+    const filled = textOf(
+      await call("browser_act", { ref: refOf(page, "Password"), action: "fill", value: "s3cret-pw!" }),
+    );
+    expect(filled).not.toContain("s3cret-pw!");
+    const done = textOf(await call("browser_act", { ref: refOf(page, "Sign in"), action: "click" }));
+    expect(done).toMatch(/Welcome, ada/);
+    const stale = await call("browser_act", { ref: refOf(page, "User"), action: "fill", value: "x" });
+    expect(textOf(stale)).toMatch(/^STALE_REF/);
+    expect(JSON.stringify(activity)).not.toContain("s3cret-pw!");
+    expect(activity.map((e) => e.tool)).toEqual([
+      "browser_navigate",
+      "browser_act",
+      "browser_act",
+      "browser_act",
+      "browser_act",
+    ]);
+    expect(activity[2]?.summary).toMatch(/^fill e\d+ \(10 characters\)$/);
+    await run.end("completed");
+  });
+});

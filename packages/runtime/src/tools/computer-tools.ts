@@ -1,0 +1,315 @@
+import type { Observation } from "@agent-computer/core";
+import { AgentComputerError, desktopActionBatchSchema } from "@agent-computer/core";
+import { z } from "zod";
+import { browserTools } from "./browser-tools.js";
+import type { ComputerToolSession } from "./computer-tool-session.js";
+import { type ComputerTool, computerTool, recorded, textResult } from "./recorded-call.js";
+import type { ToolContent } from "./tool-result.js";
+
+const OUTPUT_TAIL_BYTES = 8 * 1024;
+const READ_DEFAULT_BYTES = 256 * 1024;
+const ATTACH_MAX_BYTES = 10 * 1024 * 1024;
+const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+/** Frame metadata, and the image only when it differs from the last one the model saw. */
+function frameContent(session: ComputerToolSession, frame: Observation): ToolContent[] {
+  const meta = `Screen ${frame.width}x${frame.height}, cursor at (${frame.cursor.x}, ${frame.cursor.y})${
+    frame.windowTitle ? `, active window "${frame.windowTitle}"` : ""
+  }, frame ${frame.frameHash.slice(0, 12)}.`;
+  if (frame.frameHash === session.lastFrameHash) {
+    return [{ type: "text", text: `${meta} Unchanged since your last screenshot: that screenshot still holds.` }];
+  }
+  session.lastFrameHash = frame.frameHash;
+  return frame.image
+    ? [
+        { type: "text", text: meta },
+        { type: "image", data: frame.image, mimeType: "image/png" },
+      ]
+    : [{ type: "text", text: meta }];
+}
+
+const shell = computerTool({
+  name: "shell",
+  description:
+    "Run a shell command (sh -c) on your computer, starting in your own folder (bots/<your-id>/; shared work goes in ../../shared/). Returns the exit code and the end of stdout and stderr. Use it for files, git, scripts and command-line programs. Long-running servers: start them in the background.",
+  inputSchema: z.object({
+    command: z.string().min(1).max(100_000).describe("The command line to run with sh -c."),
+    timeoutSeconds: z.number().int().min(1).max(900).default(120).describe("Kill it after this long (default 120)."),
+  }),
+  mutating: true,
+  handler: (input, session, signal) =>
+    recorded(session, "shell", input.command, async () => {
+      const machine = await session.run.machine();
+      const result = await machine.exec(
+        {
+          shell: input.command,
+          cwd: session.run.workdir,
+          timeoutMs: input.timeoutSeconds * 1000,
+          maxOutputBytes: 1024 * 1024,
+        },
+        signal ? { signal } : {},
+      );
+      const stdout = decode(result.stdout.slice(-OUTPUT_TAIL_BYTES));
+      const stderr = decode(result.stderr.slice(-OUTPUT_TAIL_BYTES));
+      const status = result.timedOut
+        ? `timed out after ${input.timeoutSeconds}s and was killed`
+        : `exit code ${result.exitCode}`;
+      const cut =
+        result.stdout.length > OUTPUT_TAIL_BYTES || result.stderr.length > OUTPUT_TAIL_BYTES || result.truncated;
+      const body = [
+        `${status}${cut ? " (output shortened to its end)" : ""}`,
+        stdout ? `stdout:\n${stdout}` : "stdout: (empty)",
+        stderr ? `stderr:\n${stderr}` : "",
+      ].filter(Boolean);
+      return { result: textResult(body.join("\n")), outputTail: `${stdout}${stderr}`, ok: result.exitCode === 0 };
+    }),
+});
+
+const readFile = computerTool({
+  name: "read_file",
+  description:
+    "Read a text file from your computer. Paths are relative to your folder (bots/<your-id>/). Large files are cut at maxBytes; binary files are described, not dumped.",
+  inputSchema: z.object({
+    path: z.string().min(1),
+    maxBytes: z
+      .number()
+      .int()
+      .min(1)
+      .max(4 * 1024 * 1024)
+      .default(READ_DEFAULT_BYTES),
+  }),
+  mutating: false,
+  async handler(input, session) {
+    const machine = await session.run.machine();
+    const path = session.homePath(input.path);
+    const entries = await machine.files.list(path.split("/").slice(0, -1).join("/"));
+    const size = entries.find((e) => e.path === path)?.size;
+    const bytes = await machine.files.read(path, undefined, { maxBytes: Math.max(size ?? 0, 1) });
+    const shown = bytes.slice(0, input.maxBytes);
+    if (shown.includes(0)) return textResult(`${input.path} is a binary file of ${bytes.length} bytes.`);
+    const more = bytes.length > input.maxBytes ? `\n[... ${bytes.length - input.maxBytes} more bytes not shown]` : "";
+    return textResult(`${decode(shown)}${more}`);
+  },
+});
+
+const writeFile = computerTool({
+  name: "write_file",
+  description:
+    "Create or replace a text file on your computer (parent folders are made). Paths are relative to your folder (bots/<your-id>/).",
+  inputSchema: z.object({ path: z.string().min(1), content: z.string().max(20 * 1024 * 1024) }),
+  mutating: true,
+  handler: (input, session) => {
+    const bytes = new TextEncoder().encode(input.content);
+    return recorded(session, "write_file", `wrote ${input.path} (${bytes.length} bytes)`, async () => {
+      const machine = await session.run.machine();
+      await machine.files.write(session.homePath(input.path), bytes);
+      return { result: textResult(`Wrote ${bytes.length} bytes to ${input.path}.`) };
+    });
+  },
+});
+
+const listFiles = computerTool({
+  name: "list_files",
+  description:
+    'List a folder on your computer ("." is your own folder, bots/<your-id>/). Shows names, kinds and sizes.',
+  inputSchema: z.object({ path: z.string().default(".") }),
+  mutating: false,
+  async handler(input, session) {
+    const machine = await session.run.machine();
+    const entries = await machine.files.list(session.homePath(input.path));
+    if (entries.length === 0) return textResult(`${input.path} is empty.`);
+    return textResult(
+      entries
+        .map((e) => (e.type === "directory" ? `${e.name}/` : `${e.name}  (${e.type}, ${e.size} bytes)`))
+        .join("\n"),
+    );
+  },
+});
+
+const MIME_TYPES: Record<string, string> = {
+  csv: "text/csv",
+  txt: "text/plain",
+  md: "text/markdown",
+  json: "application/json",
+  pdf: "application/pdf",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  html: "text/html",
+  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  zip: "application/zip",
+};
+
+const attachFile = computerTool({
+  name: "attach_file",
+  description: `Hand a file from your computer to the conversation as an attachment, for the person you work for to see or download (at most ${ATTACH_MAX_BYTES / 1024 / 1024} MB). Paths are relative to your folder.`,
+  inputSchema: z.object({ path: z.string().min(1) }),
+  mutating: false,
+  async handler(input, session) {
+    const machine = await session.run.machine();
+    const data = await machine.files.read(session.homePath(input.path), undefined, { maxBytes: ATTACH_MAX_BYTES });
+    const name = input.path.split("/").at(-1) as string;
+    const mimeType = MIME_TYPES[name.split(".").at(-1)?.toLowerCase() ?? ""] ?? "application/octet-stream";
+    return {
+      content: [
+        { type: "text", text: `Attached ${name} (${data.length} bytes, ${mimeType}).` },
+        { type: "file", name, data, mimeType },
+      ],
+    };
+  },
+});
+
+const observe = computerTool({
+  name: "computer_observe",
+  description:
+    "Take a screenshot of your desktop (your own Linux screen with Chromium). Returns the image, its size, the cursor and the active window. If nothing changed since your last screenshot, no image is sent and your last one still holds.",
+  inputSchema: z.object({}),
+  mutating: false,
+  async handler(_input, session) {
+    const desktop = await session.desktop();
+    return { content: frameContent(session, await desktop.observe()) };
+  },
+});
+
+const VISUAL = new Set([
+  "move",
+  "click",
+  "mouse_down",
+  "mouse_up",
+  "drag",
+  "scroll",
+  "type",
+  "key",
+  "key_down",
+  "key_up",
+]);
+
+const act = computerTool({
+  name: "computer_act",
+  description:
+    "Act on your desktop with an ordered batch of mouse and keyboard actions (move, click with button and count, drag along a path, scroll, type, key combos like ctrl+l, key_down/key_up, wait, zoom into a region). Batch what you can: one call runs them all and returns the screen after. Stops at the first failing action. Coordinates are screen pixels of your last screenshot. For web pages, prefer the page tools when they are offered: they click elements by ref instead of by pixel.",
+  inputSchema: z.object({ actions: desktopActionBatchSchema }),
+  mutating: true,
+  handler: async (input, session) => {
+    const key = JSON.stringify(input.actions);
+    const visual = input.actions.some((a) => VISUAL.has(a.type));
+    const summary = `desktop: ${input.actions.map((a) => a.type).join(", ")}`;
+    if (visual && session.lastAct?.key === key && !session.lastAct.changed) {
+      return {
+        isError: true,
+        content: [
+          {
+            type: "text",
+            text: "Refused: you repeated exactly the same action, and last time it changed nothing on the screen. Do something different: use the page tools (browser_snapshot, then browser_act with a ref) for web pages, keyboard navigation, or look again with computer_observe.",
+          },
+        ],
+      };
+    }
+    return recorded(session, "computer_act", summary, async () => {
+      const desktop = await session.desktop();
+      const before = session.lastFrameHash ?? (await desktop.observe(undefined, { includeImage: false })).frameHash;
+      const outcome = await desktop.act(input.actions);
+      const after = await desktop.observe();
+      session.lastAct = { key, changed: after.frameHash !== before };
+      const failed = outcome.results.find((r) => r.status === "failed");
+      const lines = [
+        outcome.ok
+          ? `All ${outcome.results.length} action(s) done.`
+          : `Action ${failed?.index} (${failed?.type}) failed: ${failed?.error?.message}${
+              failed?.uncertain ? " It may have taken effect: look before retrying." : ""
+            } Actions after it did not run.`,
+        session.lastAct.changed ? "The screen changed." : "The screen did not change.",
+      ];
+      const zooms: ToolContent[] = outcome.results.flatMap((r) =>
+        r.image ? [{ type: "image" as const, data: r.image, mimeType: "image/png" as const }] : [],
+      );
+      return {
+        result: {
+          ...(outcome.ok ? {} : { isError: true }),
+          content: [{ type: "text", text: lines.join(" ") }, ...zooms, ...frameContent(session, after)],
+        },
+        ok: outcome.ok,
+      };
+    });
+  },
+});
+
+const openPath = computerTool({
+  name: "open_path",
+  description:
+    "Open a file or folder from your computer in its default desktop application (a PDF viewer, a spreadsheet, the file manager), on your screen. Paths are relative to your folder.",
+  inputSchema: z.object({ path: z.string().min(1) }),
+  mutating: true,
+  handler: (input, session) =>
+    recorded(session, "open_path", `open ${input.path}`, async () => {
+      const machine = await session.run.machine();
+      const path = session.homePath(input.path);
+      // NOT_FOUND before any window opens.
+      const siblings = await machine.files.list(path.split("/").slice(0, -1).join("/"));
+      if (!siblings.some((entry) => entry.path === path)) {
+        throw new AgentComputerError("NOT_FOUND", `"${input.path}" does not exist; list_files shows what is there.`);
+      }
+      const desktop = await session.desktop();
+      if (!desktop.launch) throw new AgentComputerError("UNSUPPORTED", "This desktop cannot open files.");
+      await desktop.launch(["xdg-open", `${machine.workspacePath}/${path}`]);
+      return { result: textResult(`Opened ${input.path} on your screen; take a screenshot to see it.`) };
+    }),
+});
+
+function launchApp(apps: Readonly<Record<string, readonly string[]>>): ComputerTool {
+  const names = Object.keys(apps);
+  return computerTool({
+    name: "launch_app",
+    description: `Start a desktop application on your screen by name. Available: ${names.join(", ")}.`,
+    inputSchema: z.object({ name: z.enum(names as [string, ...string[]]) }),
+    mutating: true,
+    handler: (input, session) =>
+      recorded(session, "launch_app", `launch ${input.name}`, async () => {
+        const machine = await session.run.machine();
+        const desktop = await session.desktop();
+        if (!desktop.launch) throw new AgentComputerError("UNSUPPORTED", "This desktop cannot launch applications.");
+        const fill = (part: string) =>
+          part.replaceAll("{home}", machine.workspacePath).replaceAll("{bot}", session.run.botId);
+        await desktop.launch((apps[input.name] as readonly string[]).map(fill));
+        return { result: textResult(`Started ${input.name}; take a screenshot to see it.`) };
+      }),
+  });
+}
+
+const requestTakeover = computerTool({
+  name: "request_takeover",
+  description:
+    "Ask a person to take over your screen for something you must not or cannot do yourself: a login, a password, a 2FA code, a CAPTCHA, a payment, or a judgment call. Say exactly what you need. This call waits until the person has finished and released control; then continue where you left off.",
+  inputSchema: z.object({
+    reason: z.string().min(1).max(2000).describe("What the person should do, in one or two sentences."),
+  }),
+  mutating: true,
+  handler: (input, session, signal) =>
+    recorded(session, "request_takeover", `asked a person: ${input.reason}`, async () => {
+      await session.run.requestTakeover(input.reason, signal);
+      session.lastFrameHash = undefined;
+      session.lastAct = undefined;
+      return {
+        result: textResult("The person has finished and released the screen. Take a screenshot before you continue."),
+      };
+    }),
+});
+
+/**
+ * The tools one bot gets on its computer, offered only where they can work:
+ * desktop tools where the provider has a desktop, screenshot tools only for
+ * a model with vision.
+ */
+export type { ComputerTool };
+
+export function computerTools(session: ComputerToolSession): ComputerTool[] {
+  const tools: ComputerTool[] = [shell, readFile, writeFile, listFiles, attachFile];
+  if (!session.capabilities.desktop) return tools;
+  // While a person controls the screen, tools that would change it are not
+  // offered (and would fail FENCED_OUT); looking and asking still are.
+  const held = session.run.screenHeldByPerson;
+  if (session.vision) tools.push(observe, ...(held ? [] : [act]));
+  if (!held) tools.push(openPath, launchApp(session.apps));
+  tools.push(requestTakeover, ...browserTools(session, { screenHeld: held }));
+  return tools;
+}

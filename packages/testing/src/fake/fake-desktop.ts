@@ -1,0 +1,245 @@
+import { createHash } from "node:crypto";
+import type {
+  ActionResult,
+  ActOutcome,
+  DesktopSession,
+  Observation,
+  PageBrowser,
+  ScreenEndpoint,
+} from "@agent-computer/core";
+import {
+  AgentComputerError,
+  checkOpContext,
+  type DesktopAction,
+  desktopActionBatchSchema,
+  type OpContext,
+  parseInput,
+  type ResolvedDesktopAction,
+  throwIfDone,
+} from "@agent-computer/core";
+import { EmulatorPageBrowser } from "@agent-computer/page-browser/emulator";
+import { z } from "zod";
+import { encodePng } from "./png.js";
+
+/** What the fake screen shows; every visible change alters the frame. */
+interface FakeScreenState {
+  cursor: { x: number; y: number };
+  /** Programs launched on this desktop, newest last; the newest has focus. */
+  windows: string[];
+  typed: string;
+  keys: string[];
+  clicks: number;
+  scroll: { x: number; y: number };
+}
+
+export interface FakeDesktopHooks {
+  /** Throws when the machine cannot take desktop actions now. */
+  assertUsable(): void;
+  /** Frees this bot's slot. */
+  onRelease(): void;
+}
+
+/**
+ * A desktop drawn in memory: a band whose colour encodes what was typed,
+ * clicked and scrolled, and a cross at the cursor. Frames are deterministic
+ * PNGs, so equal states give equal hashes and a visible action changes it.
+ */
+export class FakeDesktop implements DesktopSession {
+  private readonly state: FakeScreenState = {
+    cursor: { x: 0, y: 0 },
+    windows: [],
+    typed: "",
+    keys: [],
+    clicks: 0,
+    scroll: { x: 0, y: 0 },
+  };
+  private released = false;
+  /** The emulator (DESIGN §5): loopback HTTP pages in an in-process DOM, created on first use. */
+  private emulator: EmulatorPageBrowser | undefined;
+
+  constructor(
+    readonly botId: string,
+    readonly display: string,
+    private readonly width: number,
+    private readonly height: number,
+    private readonly hooks: FakeDesktopHooks,
+  ) {}
+
+  get pageBrowser(): PageBrowser {
+    const browser = () => {
+      this.emulator ??= new EmulatorPageBrowser();
+      return this.emulator;
+    };
+    return {
+      navigate: (url, ctx) => {
+        this.assertUsable(ctx);
+        return browser().navigate(url, ctx);
+      },
+      snapshot: (ctx) => {
+        this.assertUsable(ctx);
+        return browser().snapshot(ctx);
+      },
+      act: (action, ctx) => {
+        this.assertUsable(ctx);
+        return browser().act(action, ctx);
+      },
+    };
+  }
+
+  async observe(ctx?: OpContext, opts: { includeImage?: boolean } = {}): Promise<Observation> {
+    this.assertUsable(ctx);
+    const png = encodePng(this.width, this.height, this.render());
+    return {
+      ...(opts.includeImage === false ? {} : { image: png }),
+      mimeType: "image/png",
+      width: this.width,
+      height: this.height,
+      cursor: { ...this.state.cursor },
+      frameHash: createHash("sha256").update(png).digest("hex"),
+      windowTitle: this.state.windows.at(-1) ?? `Fake desktop of ${this.botId}`,
+      takenAt: Date.now(),
+    };
+  }
+
+  async act(actions: DesktopAction[], ctx?: OpContext): Promise<ActOutcome> {
+    const batch = parseInput(desktopActionBatchSchema, actions, "DesktopAction batch");
+    this.assertUsable(ctx);
+    const results: ActionResult[] = [];
+    let failed = false;
+    for (const [index, action] of batch.entries()) {
+      if (failed) {
+        results.push({ index, type: action.type, status: "not-run" });
+        continue;
+      }
+      try {
+        const image = await this.apply(action);
+        results.push({ index, type: action.type, status: "done", ...(image ? { image } : {}) });
+      } catch (error) {
+        failed = true;
+        const e = AgentComputerError.is(error) ? error : new AgentComputerError("UNAVAILABLE", String(error));
+        results.push({
+          index,
+          type: action.type,
+          status: "failed",
+          uncertain: false,
+          error: { code: e.code, message: e.message },
+        });
+      }
+    }
+    return { ok: !failed, results };
+  }
+
+  /** Opens a "window" titled after the program and its argument: the frame changes. */
+  async launch(argv: string[], ctx?: OpContext): Promise<void> {
+    const program = parseInput(z.array(z.string().min(1)).min(1), argv, "launch argv");
+    this.assertUsable(ctx);
+    this.state.windows.push(program.map((part) => part.split("/").at(-1)).join(" "));
+  }
+
+  async screenEndpoint(_mode: "view" | "control", _ctx?: OpContext): Promise<ScreenEndpoint> {
+    throw new AgentComputerError(
+      "UNSUPPORTED",
+      "The fake desktop has no live screen; use a provider with a real desktop.",
+    );
+  }
+
+  async release(_ctx?: OpContext): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    await this.emulator?.close();
+    this.emulator = undefined;
+    this.hooks.onRelease();
+  }
+
+  private assertUsable(ctx?: OpContext): void {
+    throwIfDone(checkOpContext(ctx), "desktop call");
+    if (this.released)
+      throw new AgentComputerError("CONFLICT", `The desktop of ${this.botId} was released; open it again.`);
+    this.hooks.assertUsable();
+  }
+
+  private async apply(action: ResolvedDesktopAction): Promise<Uint8Array | undefined> {
+    const s = this.state;
+    switch (action.type) {
+      case "move":
+        s.cursor = this.point(action.x, action.y);
+        return;
+      case "click":
+        if (action.x !== undefined || action.y !== undefined) {
+          s.cursor = this.point(action.x ?? s.cursor.x, action.y ?? s.cursor.y);
+        }
+        s.clicks += action.count;
+        return;
+      case "drag":
+        for (const p of action.path) s.cursor = this.point(p.x, p.y);
+        s.clicks++;
+        return;
+      case "scroll":
+        if (action.x !== undefined && action.y !== undefined) s.cursor = this.point(action.x, action.y);
+        s.scroll = { x: s.scroll.x + action.dx, y: s.scroll.y + action.dy };
+        return;
+      case "type":
+        s.typed += action.text;
+        return;
+      case "key":
+        s.keys.push(action.keys);
+        return;
+      case "mouse_down":
+      case "mouse_up":
+      case "key_down":
+      case "key_up":
+        return; // held state is not visible
+      case "wait":
+        await new Promise((resolve) => setTimeout(resolve, action.ms));
+        return;
+      case "zoom": {
+        const { x, y, width, height } = action.region;
+        this.point(x + width - 1, y + height - 1);
+        return encodePng(width, height, crop(this.render(), this.width, x, y, width, height));
+      }
+    }
+  }
+
+  private point(x: number, y: number): { x: number; y: number } {
+    if (x >= this.width || y >= this.height) {
+      throw new AgentComputerError(
+        "INVALID_ARGUMENT",
+        `(${x}, ${y}) is outside the ${this.width}x${this.height} screen.`,
+      );
+    }
+    return { x, y };
+  }
+
+  private render(): Uint8Array {
+    const { width, height } = this;
+    const rgb = new Uint8Array(width * height * 3).fill(0xe8);
+    const s = this.state;
+    const digest = createHash("sha256")
+      .update(JSON.stringify([s.windows, s.typed, s.keys, s.clicks, s.scroll]))
+      .digest();
+    const band = Math.min(24, height);
+    for (let y = 0; y < band; y++) {
+      for (let x = 0; x < width; x++)
+        rgb.set([digest[0] as number, digest[1] as number, digest[2] as number], (y * width + x) * 3);
+    }
+    for (let d = -4; d <= 4; d++) {
+      paint(rgb, width, height, s.cursor.x + d, s.cursor.y);
+      paint(rgb, width, height, s.cursor.x, s.cursor.y + d);
+    }
+    return rgb;
+  }
+}
+
+function paint(rgb: Uint8Array, width: number, height: number, x: number, y: number): void {
+  if (x < 0 || y < 0 || x >= width || y >= height) return;
+  rgb.set([0, 0, 0], (y * width + x) * 3);
+}
+
+function crop(rgb: Uint8Array, width: number, x: number, y: number, w: number, h: number): Uint8Array {
+  const out = new Uint8Array(w * h * 3);
+  for (let row = 0; row < h; row++) {
+    const start = ((y + row) * width + x) * 3;
+    out.set(rgb.subarray(start, start + w * 3), row * w * 3);
+  }
+  return out;
+}

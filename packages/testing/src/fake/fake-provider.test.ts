@@ -1,0 +1,120 @@
+import { readFileSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Machine } from "@agent-computer/core";
+import { opContext } from "@agent-computer/core";
+import { describe, expect, it } from "vitest";
+import { decodePngSize } from "../conformance/decode-png.js";
+import { createFakeProvider } from "./fake-provider.js";
+
+const spec = { computerId: "c1", homeKey: "h1", labels: { team: "t" } };
+
+describe("fake provider", () => {
+  it("keeps machines across provider instances that share a root", async () => {
+    const root = await mkdtemp(join(tmpdir(), "fake-root-"));
+    const first = createFakeProvider({ root });
+    const machine = await first.provision(spec);
+    await machine.files.write("kept.txt", new TextEncoder().encode("kept"));
+    await machine.stop();
+    const second = createFakeProvider({ root });
+    expect(await second.list({ labels: { team: "t" } })).toEqual([machine.ref]);
+    const again = (await second.reconnect(machine.ref)) as Machine;
+    expect(new TextDecoder().decode(await again.files.read("kept.txt"))).toBe("kept");
+    await again.destroy();
+    expect(await first.reconnect(machine.ref)).toBe("gone");
+  });
+
+  it("refuses work on a stopped handle and PROVIDER_GONE after destroy", async () => {
+    const provider = createFakeProvider();
+    const machine = await provider.provision(spec);
+    await machine.stop();
+    await expect(machine.exec({ argv: ["true"] })).rejects.toMatchObject({ code: "CONFLICT" });
+    const again = (await provider.reconnect(machine.ref)) as Machine;
+    expect((await machine.exec({ argv: ["true"] })).exitCode).toBe(0);
+    await again.destroy();
+    await expect(machine.files.read("x")).rejects.toMatchObject({ code: "PROVIDER_GONE" });
+  });
+
+  it("turns a passed context deadline into TIMEOUT and kills the command", async () => {
+    const machine = await createFakeProvider().provision(spec);
+    const started = Date.now();
+    await expect(machine.exec({ shell: "sleep 5" }, opContext({ timeoutMs: 200 }))).rejects.toMatchObject({
+      code: "TIMEOUT",
+    });
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("reports a missing program as NOT_FOUND", async () => {
+    const machine = await createFakeProvider().provision(spec);
+    await expect(machine.exec({ argv: ["definitely-not-a-program-xyz"] })).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
+  it("runs a batch in order and stops at the first failure, marking the rest not-run", async () => {
+    const machine = await createFakeProvider({ screen: { width: 100, height: 50 } }).provision(spec);
+    const desktop = await machine.openDesktop!("bot");
+    const outcome = await desktop.act([
+      { type: "move", x: 10, y: 10 },
+      { type: "click", x: 500, y: 10 },
+      { type: "type", text: "never typed" },
+    ]);
+    expect(outcome.ok).toBe(false);
+    expect(outcome.results.map((r) => r.status)).toEqual(["done", "failed", "not-run"]);
+    expect(outcome.results[1]?.error?.code).toBe("INVALID_ARGUMENT");
+    expect(outcome.results[1]?.uncertain).toBe(false);
+    expect((await desktop.observe()).cursor).toEqual({ x: 10, y: 10 });
+  });
+
+  it("zooms into a region as a PNG of that size", async () => {
+    const machine = await createFakeProvider().provision(spec);
+    const desktop = await machine.openDesktop!("bot");
+    const outcome = await desktop.act([{ type: "zoom", region: { x: 5, y: 5, width: 40, height: 30 } }]);
+    expect(decodePngSize(outcome.results[0]?.image as Uint8Array)).toEqual({ width: 40, height: 30 });
+  });
+
+  it("gives the same desktop to the same bot and a new display slot to another", async () => {
+    const machine = await createFakeProvider().provision(spec);
+    const a = await machine.openDesktop!("bot-a");
+    expect(await machine.openDesktop!("bot-a")).toBe(a);
+    const b = await machine.openDesktop!("bot-b");
+    expect([a.display, b.display]).toEqual([":100", ":101"]);
+    await a.release();
+    await expect(a.observe()).rejects.toMatchObject({ code: "CONFLICT" });
+    expect((await machine.openDesktop!("bot-c")).display).toBe(":100");
+  });
+
+  it("pauses desktop actions while quiesced for an export", async () => {
+    const machine = await createFakeProvider().provision(spec);
+    const desktop = await machine.openDesktop!("bot");
+    const resume = await machine.quiesceDesktops!();
+    await expect(desktop.act([{ type: "move", x: 1, y: 1 }])).rejects.toMatchObject({ code: "CONFLICT" });
+    await resume();
+    expect((await desktop.act([{ type: "move", x: 1, y: 1 }])).ok).toBe(true);
+  });
+
+  it("has no live screen yet and says so with UNSUPPORTED", async () => {
+    const machine = await createFakeProvider().provision(spec);
+    const desktop = await machine.openDesktop!("bot");
+    await expect(desktop.screenEndpoint("view")).rejects.toMatchObject({ code: "UNSUPPORTED" });
+  });
+});
+
+describe("fake provider background processes", () => {
+  it("kills what a command left running in the background when the machine is destroyed", async () => {
+    const machine = await createFakeProvider().provision(spec);
+    await machine.exec({ shell: "(sleep 30 & echo $! > bg.pid) && sleep 0.2" });
+    const pid = Number(new TextDecoder().decode(await machine.files.read("bg.pid")));
+    // Running, as opposed to gone or a zombie no init process reaped yet.
+    const running = () => {
+      try {
+        return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+      } catch {
+        return false;
+      }
+    };
+    expect(running()).toBe(true);
+    await machine.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(running()).toBe(false);
+  });
+});
