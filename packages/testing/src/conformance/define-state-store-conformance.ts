@@ -1,18 +1,16 @@
 import { randomUUID } from "node:crypto";
+import type { ErrorCode } from "@agent-computer/core";
+import type { CommitExpectation, StateStore, VersionedRecord } from "@agent-computer/leases";
+import { LeaseEngine } from "@agent-computer/leases";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { ErrorCode } from "../errors/error-code.js";
-import type { CommitExpectation } from "../lease/commit-expectation.js";
-import { LeaseEngine } from "../lease/lease-engine.js";
-import { runLeaseContention } from "../lease/run-lease-contention.js";
-import type { StateStore } from "../lease/state-store.js";
-import type { VersionedRecord } from "../lease/versioned-record.js";
+import { runLeaseContention } from "../leases/run-lease-contention.js";
 
-export { checkFencingHistory } from "../lease/check-fencing-history.js";
-export type { FencingEvent } from "../lease/fencing-event.js";
-export type { FencingViolation } from "../lease/fencing-violation.js";
-export type { LeaseContentionOptions } from "../lease/lease-contention-options.js";
-export type { LeaseContentionResult } from "../lease/lease-contention-result.js";
-export { runLeaseContention } from "../lease/run-lease-contention.js";
+export { checkFencingHistory } from "../leases/check-fencing-history.js";
+export type { FencingEvent } from "../leases/fencing-event.js";
+export type { FencingViolation } from "../leases/fencing-violation.js";
+export type { LeaseContentionOptions } from "../leases/lease-contention-options.js";
+export type { LeaseContentionResult } from "../leases/lease-contention-result.js";
+export { runLeaseContention } from "../leases/run-lease-contention.js";
 
 export interface StateStoreConformanceOptions {
   /** Shown in the suite's title. */
