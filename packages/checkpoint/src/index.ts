@@ -1,4 +1,4 @@
-// Sealed workspace checkpoints (docs/architecture.md, "Checkpoints"): the
+// Sealed workspace checkpoints (docs/architecture.md §8): the
 // codec (pack, seal, open, restore) and the home-store port with its local
 // implementation. See codec/README.md.
 

@@ -1,4 +1,4 @@
-// The contract every provider implements (docs/architecture.md, "The contract").
+// The contract every provider implements (docs/architecture.md §3).
 export type { ActionResult, ActOutcome } from "./contract/act-outcome.js";
 export {
   type ComputerSpec,
@@ -48,7 +48,7 @@ export { makeProviderRef, type ProviderRef, providerRefId } from "./contract/pro
 export type { SandboxProvider } from "./contract/sandbox-provider.js";
 export type { ScreenEndpoint } from "./contract/screen-endpoint.js";
 export type { TerminalEndpoint } from "./contract/terminal-endpoint.js";
-// Errors (docs/architecture.md, "Errors").
+// Errors (docs/architecture.md §11).
 export { AgentComputerError, type AgentComputerErrorOptions } from "./errors/agent-computer-error.js";
 export { ERROR_CODES, type ErrorCode, RETRYABLE_BY_DEFAULT } from "./errors/error-code.js";
 export { parseInput } from "./validation/parse-input.js";

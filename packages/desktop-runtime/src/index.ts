@@ -9,7 +9,7 @@ export {
   cancelBackgroundWork,
   scanBackgroundWork,
 } from "./background/scan-background-work.js";
-// Desktops over any machine's exec (DESIGN §3, §4).
+// Desktops over any machine's exec (docs/architecture.md §3, §4).
 export { type BrowserProxy, browserProxyOf } from "./desktop/browser-proxy.js";
 export type { DesktopCommandLine, DesktopCommandRun } from "./desktop/desktop-command.js";
 export { botIdSchema, LinuxDesktopRuntime } from "./desktop/linux-desktop-runtime.js";
@@ -25,7 +25,7 @@ export { SCREEN_GATEWAY_PORT } from "./desktop/screen-gateway-port.js";
 // Home files through any provider's command channel, resolved inside the machine.
 export { ExecHomeFiles } from "./home/exec-home-files.js";
 export type { HomeScriptRunner } from "./home/home-script-runner.js";
-// The computer image (DESIGN §4): its tag, its sandbox settings, and its build.
+// The computer image (docs/architecture.md §4): its tag, its sandbox settings, and its build.
 export { buildComputerImage } from "./image/build-computer-image.js";
 export type { BuildComputerImageOptions } from "./image/build-computer-image-options.js";
 export type { BuildComputerImageResult } from "./image/build-computer-image-result.js";

@@ -105,7 +105,7 @@ if (missing) {
       expect(chromium.log).toMatch(/No usable sandbox|Operation not permitted/);
     }, 90_000);
 
-    it("ships the tools DESIGN §4 lists", () => {
+    it("ships the tools docs/architecture.md §4 lists", () => {
       const id = startComputer(join(computerImageDir(), "seccomp", "chromium.json"));
       const tools = [
         "Xvfb",

@@ -18,7 +18,7 @@ const optionsSchema = z
   .strict();
 
 /**
- * `HomeRecords` on the lease engine's computer records (DESIGN §6): the
+ * `HomeRecords` on the lease engine's computer records (docs/architecture.md §6): the
  * revision is the record's `revision`, the wrapped data key its
  * `wrappedDataKey`, so deleting the computer (`deleteComputer`) makes its
  * objects unreadable and hands them to the reconciler.

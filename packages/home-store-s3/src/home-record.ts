@@ -1,6 +1,6 @@
 /**
  * What an object home store needs to know about a home, kept with the
- * computer record (DESIGN §6, §8) and not in the bucket: the bucket cannot
+ * computer record (docs/architecture.md §6, §8) and not in the bucket: the bucket cannot
  * compare-and-set, the state store can.
  */
 export interface HomeRecord {

@@ -1,4 +1,4 @@
-// ObjectAgentHomeStore (DESIGN §8): homes sealed in an S3-compatible bucket,
+// ObjectAgentHomeStore (docs/architecture.md §8): homes sealed in an S3-compatible bucket,
 // with a local cache; the data key wrapped by the space's content key and
 // kept with the computer record. See README.md.
 export { ComputerHomeRecords } from "./computer-home-records.js";

@@ -115,7 +115,7 @@ interface StoredObject {
 }
 
 /**
- * A home store whose source of truth is an S3-compatible bucket (DESIGN §8).
+ * A home store whose source of truth is an S3-compatible bucket (docs/architecture.md §8).
  *
  * A checkpoint packs the home, checks it into a staging folder of the cache
  * while sealing it (64 KiB AES-256-GCM segments bound to the storage id and

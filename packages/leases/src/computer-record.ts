@@ -1,5 +1,5 @@
 /**
- * What the state store keeps per computer (DESIGN §6), beside its leases so
+ * What the state store keeps per computer (docs/architecture.md §6), beside its leases so
  * that a fenced revision advance is one atomic commit.
  */
 export interface ComputerRecord {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** One stretch a computer ran (DESIGN §9), with why it ended. */
+/** One stretch a computer ran (docs/architecture.md §9), with why it ended. */
 export const computerRunSchema = z.object({
   runId: z.string().min(1).max(256),
   /** Milliseconds since the epoch. */

@@ -1,4 +1,4 @@
-// The lease and fencing engine (docs/architecture.md, "Leases"): the
+// The lease and fencing engine (docs/architecture.md §6): the
 // state-store port, the in-memory store, leases of every kind, computer
 // records and the fenced revision commit. See README.md in this folder.
 export { checkCommit } from "./check-commit.js";

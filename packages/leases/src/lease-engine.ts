@@ -84,7 +84,7 @@ interface GrantSpec {
 }
 
 /**
- * Leases, fencing and computer records over a `StateStore` (DESIGN §6).
+ * Leases, fencing and computer records over a `StateStore` (docs/architecture.md §6).
  *
  * Every decision is made on one read and applied by one compare-and-set
  * commit that expects every key it read, so a decision never outlives the

@@ -1,5 +1,5 @@
 /**
- * What a lease guards (DESIGN §6). `custom` is any key the app names; the
+ * What a lease guards (docs/architecture.md §6). `custom` is any key the app names; the
  * others are the runtime's kinds, whose keys the engine derives from the
  * computer and bot so their exclusion rules cannot be sidestepped.
  * - `execution`: one driver per bot; different bots run concurrently.

@@ -2,7 +2,7 @@ import type { CommitExpectation } from "./commit-expectation.js";
 import type { VersionedRecord } from "./versioned-record.js";
 
 /**
- * The port every lease store implements (DESIGN §6): versioned records and
+ * The port every lease store implements (docs/architecture.md §6): versioned records and
  * one atomic compare-and-set. The `LeaseEngine` builds leases, fencing and
  * computer records on top, so a store stays small and its semantics are
  * checked by `defineStateStoreConformance`.

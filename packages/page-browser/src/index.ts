@@ -1,5 +1,4 @@
-// The page browser's shared machinery (docs/architecture.md, "Page
-// browser"), free of any DOM library, so the in-computer helper can bundle
+// The page browser's shared machinery (docs/architecture.md §5), free of any DOM library, so the in-computer helper can bundle
 // it. The happy-dom emulator and the fake browser are the `/emulator` subpath.
 export type { CollectedPage } from "./collected-page.js";
 export { InMemorySnapshotMemory } from "./in-memory-snapshot-memory.js";

@@ -16,7 +16,7 @@ import type { SnapshotMemory } from "./snapshot-memory.js";
 
 /** Options of `PageSession`. */
 export interface PageSessionOptions {
-  /** At most this many elements per snapshot (default and maximum 80, DESIGN §5). */
+  /** At most this many elements per snapshot (default and maximum 80, docs/architecture.md §5). */
   maxElements?: number;
   /** Page text is cut at this many characters (default 4000). */
   maxText?: number;

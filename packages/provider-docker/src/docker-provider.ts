@@ -45,7 +45,7 @@ export const DOCKER_CAPABILITIES: ProviderCapabilities = {
 const CONTAINER_ID = /^[0-9a-f]{64}$/;
 
 /**
- * Computers as sibling containers of a Docker engine (DESIGN §9): one
+ * Computers as sibling containers of a Docker engine (docs/architecture.md §9): one
  * container per computer from the computer image, running as uid 1000 with
  * the image's seccomp profile, never privileged, never on the host network;
  * the home bind-mounted from `<dataDir>/homes/<homeKey>`.

@@ -18,7 +18,7 @@ export function labelValueOf(id: string): string {
 }
 
 /**
- * The pod for one computer (DESIGN §9): the computer image running as uid
+ * The pod for one computer (docs/architecture.md §9): the computer image running as uid
  * 1000, no service account token (a computer never holds the API's
  * credentials), no service links (no other services' addresses in its
  * environment), no privilege escalation, all capabilities dropped, the

@@ -55,7 +55,7 @@ const POD_REF = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9]
 const READY_POLL_MS = 200;
 
 /**
- * Computers as pods (DESIGN §9): one pod per computer in a namespace that
+ * Computers as pods (docs/architecture.md §9): one pod per computer in a namespace that
  * must exist, from the computer image, as uid 1000 without the API's
  * credentials; commands, files and the home through `pods/exec`. Settings
  * come from `options`, then from `KUBERNETES_SANDBOX_*` variables.

@@ -1,4 +1,4 @@
-// The computer runtime (docs/architecture.md, "Runtime"): Team and Private
+// The computer runtime (docs/architecture.md §2): Team and Private
 // computers for bots, their runs, operations and reconciliation, and the
 // agent tools with their adapters (Pi, the AI SDK, MCP, JSON Schema).
 

@@ -1,4 +1,4 @@
-// Live screens, host side (DESIGN §7): sealed view/control/terminal
+// Live screens, host side (docs/architecture.md §7): sealed view/control/terminal
 // capabilities, revocation, the websocket proxy an app mounts, the noVNC
 // viewer page and the xterm terminal page.
 export { runtimeScreenAuthority } from "./authority/runtime-screen-authority.js";

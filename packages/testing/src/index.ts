@@ -1,5 +1,4 @@
-// What a provider or store author tests with (docs/architecture.md,
-// "Testing"): the in-process fake provider, test clocks and the fencing
+// What a provider or store author tests with (docs/architecture.md §12): the in-process fake provider, test clocks and the fencing
 // history checker. The vitest suites are `/conformance`, the bench runner is
 // `/bench`.
 export { createFakeProvider, FAKE_DEFAULT_CAPABILITIES, type FakeProviderOptions } from "./fake/fake-provider.js";

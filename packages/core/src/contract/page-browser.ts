@@ -4,7 +4,7 @@ import type { PageAction } from "./page-action.js";
 import type { PageSnapshot } from "./page-snapshot.js";
 
 /**
- * The page-level browser of a bot's desktop (DESIGN §5): the bot's visible
+ * The page-level browser of a bot's desktop (docs/architecture.md §5): the bot's visible
  * tab read as text and driven by element refs. A ref whose element was
  * replaced or removed is refused with STALE_REF, never retargeted; frames,
  * shadow-DOM-only controls and unsupported interactions are UNSUPPORTED

@@ -6,7 +6,7 @@ export const providerCapabilitiesSchema = z.object({
   desktop: z.boolean(),
   /** More than one bot can hold a desktop at once on one machine. */
   multiScreen: z.boolean(),
-  /** Desktops expose a `pageBrowser` (DESIGN §5). */
+  /** Desktops expose a `pageBrowser` (docs/architecture.md §5). */
   pageBrowser: z.boolean(),
   /** Desktops offer `terminalEndpoint`. */
   terminal: z.boolean(),

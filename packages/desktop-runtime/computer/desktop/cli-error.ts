@@ -1,7 +1,7 @@
 import type { ErrorCode } from "@agent-computer/core";
 
 /**
- * An error the CLI reports as JSON with a DESIGN §11 code, so the host side
+ * An error the CLI reports as JSON with a docs/architecture.md §11 code, so the host side
  * rethrows the same code without parsing messages.
  */
 export class CliError extends Error {

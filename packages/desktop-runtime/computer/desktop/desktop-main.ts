@@ -1,4 +1,4 @@
-// The in-computer `desktop` command (DESIGN §4): start|stop|list|observe|act,
+// The in-computer `desktop` command (docs/architecture.md §4): start|stop|list|observe|act,
 // quiesce|resume for exports, page for DevTools reads. One JSON document on
 // stdout (act: one JSON line per action, then a summary), so the host side
 // parses one format whatever the provider.
@@ -193,7 +193,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "browse": {
-      // The page browser (DESIGN §5): navigate|snapshot|act, input as JSON on
+      // The page browser (docs/architecture.md §5): navigate|snapshot|act, input as JSON on
       // stdin so typed text (passwords) never shows in a process list.
       const record = runningRecord(state, botOf(opts));
       const op = opts.get("op");

@@ -5,7 +5,7 @@ import { sleep } from "./process-status.js";
 
 /**
  * The first tab of a bot's browser through DevTools on loopback: navigate
- * and evaluate. A seed of the page-browser helper (DESIGN §5), used by the
+ * and evaluate. A seed of the page-browser helper (docs/architecture.md §5), used by the
  * host to read what a page shows.
  */
 export async function onFirstPage<T>(record: DisplaySlotRecord, work: (cdp: CdpConnection) => Promise<T>): Promise<T> {

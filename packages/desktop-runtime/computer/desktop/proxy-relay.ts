@@ -1,4 +1,4 @@
-// `desktop proxy-relay` (DESIGN §4): a bot's loopback proxy relay. Chromium
+// `desktop proxy-relay` (docs/architecture.md §4): a bot's loopback proxy relay. Chromium
 // cannot carry proxy credentials, so it talks to this relay on 127.0.0.1
 // without any, and the relay adds `Proxy-Authorization: Basic` to every
 // request and CONNECT it passes to the upstream proxy. Credentials arrive on

@@ -93,7 +93,7 @@ function isValidClaim(request: { bot: unknown; slot: unknown; incarnation: unkno
 const sha256 = (text: string) => createHash("sha256").update(text).digest();
 
 /**
- * The computer's screen gateway (DESIGN §4, §7): one process, one TCP port
+ * The computer's screen gateway (docs/architecture.md §4, §7): one process, one TCP port
  * for every desktop. The `desktop` command grants and revokes capabilities
  * over a private control socket; clients connect to
  * `ws://<computer>:6080/screens/<id>` (or `/terminals/<id>`, a shell under

@@ -26,7 +26,7 @@ const QUIESCE_TIMEOUT_MS = 5 * 60_000;
 
 /**
  * The desktop part of the provider contract over any machine's `exec`
- * (DESIGN §3, §4): one desktop per bot, each on its own X display with its
+ * (docs/architecture.md §3, §4): one desktop per bot, each on its own X display with its
  * own Chromium and a persistent profile in the home. Providers implement
  * `openDesktop` and `quiesceDesktops` with it; the in-computer `desktop`
  * command (shipped in the computer image) does the work, so every provider

@@ -43,7 +43,7 @@ const REVOKE_TIMEOUT_MS = 20_000;
  */
 export class LinuxDesktopSession implements DesktopSession {
   private released = false;
-  /** The bot's visible Chromium tab as text and refs (DESIGN §5). */
+  /** The bot's visible Chromium tab as text and refs (docs/architecture.md §5). */
   readonly pageBrowser = new LinuxPageBrowser(async (op, input, ctx) => {
     const context = this.usable(ctx);
     const { summary } = await this.run(["browse", "--bot", this.botId, "--op", op], context, PAGE_TIMEOUT_MS, {
@@ -142,7 +142,7 @@ export class LinuxDesktopSession implements DesktopSession {
   /**
    * Reads the bot's first browser tab through DevTools on the computer's
    * loopback: navigate to `url` (optional), then evaluate `expression` and
-   * return its JSON value. A seed of the page browser (DESIGN §5).
+   * return its JSON value. A seed of the page browser (docs/architecture.md §5).
    */
   async evaluateInPage(expression: string | undefined, ctx?: OpContext, opts: { url?: string } = {}): Promise<unknown> {
     const context = this.usable(ctx);

@@ -51,7 +51,7 @@ const optionsSchema = z.object({
 });
 
 /**
- * Update and recovery as durable background operations (DESIGN §6). A
+ * Update and recovery as durable background operations (docs/architecture.md §6). A
  * request stores a queued operation and publishes its id; a worker claims
  * it by compare-and-set (so it never runs twice), reserves the whole
  * computer, and records each real step as a stage while it heartbeats. A

@@ -107,7 +107,7 @@ const browserAct = computerTool({
     ),
 });
 
-/** The page tools (DESIGN §5, §10), offered where the provider has a page browser. */
+/** The page tools (docs/architecture.md §5, §10), offered where the provider has a page browser. */
 export function browserTools(session: ComputerToolSession, options: { screenHeld?: boolean } = {}): ComputerTool[] {
   if (!session.capabilities.pageBrowser) return [];
   // Navigating or acting would change a screen a person controls now.

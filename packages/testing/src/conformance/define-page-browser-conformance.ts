@@ -19,7 +19,7 @@ const byName = (s: PageSnapshot, name: string | RegExp) => {
 };
 
 /**
- * The behaviour every page browser shares (DESIGN §5): run against the
+ * The behaviour every page browser shares (docs/architecture.md §5): run against the
  * emulator in core and against the bot's Chromium in the computer image.
  */
 export function definePageBrowserConformance(options: PageBrowserConformanceOptions): void {

@@ -54,7 +54,7 @@ export class FakeDesktop implements DesktopSession {
     scroll: { x: 0, y: 0 },
   };
   private released = false;
-  /** The emulator (DESIGN §5): loopback HTTP pages in an in-process DOM, created on first use. */
+  /** The emulator (docs/architecture.md §5): loopback HTTP pages in an in-process DOM, created on first use. */
   private emulator: EmulatorPageBrowser | undefined;
 
   constructor(

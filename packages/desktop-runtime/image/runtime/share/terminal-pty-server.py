@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PTY server of one control session (DESIGN section 4): python3, standard library only.
+"""The PTY server of one control session (docs/architecture.md §4): python3, standard library only.
 
 The screen gateway starts one per control capability that has terminals,
 as the computer's user (never root), and stops it when that capability
