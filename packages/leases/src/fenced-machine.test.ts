@@ -37,6 +37,47 @@ function recordingMachine() {
 }
 
 describe("fenced(machine, lease)", () => {
+  it("follows renewals: a machine and desktop fenced with the first lease of a grant keep working for 20 TTLs", async () => {
+    const { engine, advance } = manualEngine();
+    const { machine, calls } = recordingMachine();
+    const first = await engine.acquireExecution({ computerId: "c", botId: "bot-a", holder: "w1", ttlMs: 100 });
+    const m = fenced(machine, first);
+    const desktop = await m.openDesktop!("bot-a");
+    let current = first;
+    for (let step = 0; step < 60; step++) {
+      advance(34); // a renewal every third of a TTL, as a run's heartbeat does
+      current = await engine.renew(current);
+      await m.exec({ argv: ["true"] });
+      await desktop.act([{ type: "wait", ms: 0 }] as never);
+    }
+    expect(current).not.toBe(first);
+    expect(calls.filter((c) => c.name === "act")).toHaveLength(60);
+  });
+
+  it("fails every handle of a grant with the same LEASE_LOST once it expires unrenewed, and a renewal cannot revive it", async () => {
+    const { engine, advance } = manualEngine();
+    const { machine } = recordingMachine();
+    const first = await engine.acquireExecution({ computerId: "c", botId: "bot-a", holder: "w1", ttlMs: 100 });
+    const renewed = await engine.renew(first);
+    const viaFirst = fenced(machine, first);
+    const viaRenewed = fenced(machine, renewed);
+    const desktop = await viaFirst.openDesktop!("bot-a");
+    advance(101);
+    const codes = await Promise.all(
+      [() => viaFirst.exec({ argv: ["true"] }), () => viaRenewed.exec({ argv: ["true"] }), () => desktop.act([])].map(
+        (call) =>
+          call().then(
+            () => "ok",
+            (error: { code?: string }) => error.code,
+          ),
+      ),
+    );
+    expect(codes).toEqual(["LEASE_LOST", "LEASE_LOST", "LEASE_LOST"]);
+    await expect(engine.renew(first)).rejects.toMatchObject({ code: "LEASE_LOST" });
+    await engine.release(renewed);
+    await expect(engine.renew(renewed)).rejects.toMatchObject({ code: "LEASE_LOST" });
+  });
+
   it("passes calls through with the lease while it is current, and refuses mutations once fenced out", async () => {
     const { engine, time } = manualEngine();
     const { machine, calls } = recordingMachine();

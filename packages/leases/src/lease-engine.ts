@@ -227,7 +227,14 @@ export class LeaseEngine {
     return this.transact([meta.storeKey], (now, records, startedAt) => {
       const current = this.classify(lease, leaseRecordOf(records.get(meta.storeKey)), now);
       const next: LeaseRecord = { ...current, expiresAt: now + current.ttlMs };
-      const renewed = this.issue(next, startedAt + next.ttlMs) as L;
+      // A released grant stays released: a renewal that raced the release
+      // must not bring it back.
+      if (meta.localDeadline === Number.NEGATIVE_INFINITY) throw lost(lease, "it was released");
+      // The renewed lease shares its grant's bookkeeping with every earlier
+      // lease of this grant, so a handle bound to any of them (a fenced
+      // machine, a desktop opened on the run's first call) follows the
+      // renewal instead of expiring one TTL into the run (docs/architecture.md §6).
+      const renewed = this.issue(next, startedAt + next.ttlMs, meta) as L;
       return { result: renewed, write: [bump(records.get(meta.storeKey), meta.storeKey, next)] };
     });
   }
@@ -529,7 +536,8 @@ export class LeaseEngine {
     });
   }
 
-  private issue(record: LeaseRecord, localDeadline: number): Lease {
+  /** Hands out a lease for `record`; `grant` is the bookkeeping of the lease it renews. */
+  private issue(record: LeaseRecord, localDeadline: number, grant?: IssuedLease): Lease {
     const lease: Lease | Reservation = Object.freeze({
       kind: record.kind,
       key: record.key,
@@ -542,7 +550,12 @@ export class LeaseEngine {
       ...(record.botId === undefined ? {} : { botId: record.botId }),
       ...(record.kind === "reservation" ? { id: reservationId(record), purpose: record.purpose ?? "update" } : {}),
     });
-    registerLease(lease, { engine: this, storeKey: leaseStoreKey(record.kind, record.key), localDeadline });
+    if (grant) {
+      grant.localDeadline = Math.max(grant.localDeadline, localDeadline);
+      registerLease(lease, grant);
+    } else {
+      registerLease(lease, { engine: this, storeKey: leaseStoreKey(record.kind, record.key), localDeadline });
+    }
     return lease;
   }
 
@@ -637,7 +650,7 @@ function held(current: LeaseRecord, now: number, interrupted: boolean): AgentCom
 function lost(lease: Lease, why: string): AgentComputerError {
   return new AgentComputerError(
     "LEASE_LOST",
-    `The ${lease.kind} lease "${lease.key}" (token ${lease.token}) is lost: ${why}. Acquire it again before acting.`,
+    `The ${lease.kind} lease "${lease.key}" (token ${lease.token}) is lost: ${why}. Every handle bound to it now refuses to act: acquire the lease again (for a bot, start a new run) before acting.`,
     {
       details: { kind: lease.kind, key: lease.key, token: lease.token },
     },

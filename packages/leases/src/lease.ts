@@ -5,7 +5,8 @@ import type { LeaseKind } from "./lease-kind.js";
  * A granted lease, as the `LeaseEngine` that issued it hands it out. Only
  * that engine accepts it back (a copy or another engine's lease is
  * INVALID_ARGUMENT), because the engine also keeps the client-side deadline
- * it measured on its monotonic clock. Frozen; `renew` returns a new one.
+ * it measured on its monotonic clock. Frozen; `renew` returns a new one that shares this grant, so the earlier
+ * objects of one grant follow every renewal and fail together when it is lost.
  */
 export interface Lease extends LeaseClaim {
   readonly kind: LeaseKind;
