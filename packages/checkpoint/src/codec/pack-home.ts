@@ -2,11 +2,12 @@ import {
   closeSync,
   constants,
   type Dirent,
+  existsSync,
   fstatSync,
-  lstatSync,
   openSync,
   read,
   readdirSync,
+  readlinkSync,
   readSync,
 } from "node:fs";
 import { Readable } from "node:stream";
@@ -31,6 +32,16 @@ const BATCH = 1024 * 1024;
 const SMALL_FILE = 256 * 1024;
 const READ_CHUNK = 1024 * 1024;
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const DIR_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_DIRECTORY;
+/**
+ * Linux names every open descriptor here. A folder is walked through the
+ * descriptor it was opened as (`/proc/self/fd/<fd>/<name>`), the way
+ * `openat` would: a bot that swaps a folder of its live home for a link
+ * after it was listed cannot steer the walk out of the home, because no
+ * path is resolved again from the top (docs/architecture.md §8).
+ */
+const FD_DIR = "/proc/self/fd";
+const walkByDescriptor = existsSync(FD_DIR);
 
 /**
  * Names Chromium rewrites or locks while it runs; restoring them would make a
@@ -126,6 +137,7 @@ class Packer {
   private batch = Buffer.allocUnsafe(BATCH);
   private used = 0;
   private readonly openHandles = new Set<number>();
+  private rootReal: string | undefined;
 
   constructor(
     private readonly root: string,
@@ -134,10 +146,15 @@ class Packer {
   ) {}
 
   async *run(): AsyncGenerator<Buffer> {
-    const rootInfo = lstatSync(this.root, { throwIfNoEntry: false });
-    if (!rootInfo?.isDirectory())
+    const root = this.openFolder(this.root);
+    if (root === undefined)
       throw new AgentComputerError("NOT_FOUND", `The home folder ${this.root} does not exist or is not a folder.`);
-    yield* this.walk(this.root, "");
+    if (walkByDescriptor) this.rootReal = readlinkSync(root.path);
+    try {
+      yield* this.walk(root, "");
+    } finally {
+      this.closeFolder(root);
+    }
     // The end-of-archive marker: two zero blocks.
     yield* this.reserve(2 * BLOCK);
     this.batch.fill(0, this.used, this.used + 2 * BLOCK);
@@ -150,10 +167,34 @@ class Packer {
     this.openHandles.clear();
   }
 
-  private async *walk(absolute: string, relative: string): AsyncGenerator<Buffer> {
+  /** Where to reach `name` inside the folder open as `folder`, without resolving the folder's path again. */
+  private childPath(folder: Folder, name: string): string {
+    return `${folder.path}/${name}`;
+  }
+
+  /** Opens a folder that is not a link (O_NOFOLLOW | O_DIRECTORY); undefined when it is gone or no folder now. */
+  private openFolder(path: string): Folder | undefined {
+    let fd: number;
+    try {
+      fd = openSync(path, DIR_FLAGS);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ELOOP" || code === "ENOTDIR") return undefined;
+      throw error;
+    }
+    this.openHandles.add(fd);
+    return { fd, path: walkByDescriptor ? `${FD_DIR}/${fd}` : path };
+  }
+
+  private closeFolder(folder: Folder): void {
+    this.openHandles.delete(folder.fd);
+    closeSync(folder.fd);
+  }
+
+  private async *walk(folder: Folder, relative: string): AsyncGenerator<Buffer> {
     // Synchronous like the file reads: one directory listing is bounded
     // work, and a thread-pool round trip per directory showed as idle time.
-    const entries: Dirent[] = readdirSync(absolute, { withFileTypes: true });
+    const entries: Dirent[] = readdirSync(folder.path, { withFileTypes: true });
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
       const rel = relative === "" ? entry.name : `${relative}/${entry.name}`;
@@ -162,22 +203,45 @@ class Packer {
         this.stats.transient++;
         continue;
       }
-      const abs = `${absolute}/${entry.name}`;
-      if (entry.isDirectory()) {
-        const info = lstatSync(abs, { throwIfNoEntry: false });
-        if (!info?.isDirectory()) {
-          this.stats.changed++;
-          continue;
-        }
-        yield* this.writeHeader({ path: rel, kind: "directory", mode: info.mode, size: 0, mtime: info.mtimeMs / 1000 });
-        this.stats.directories++;
-        yield* this.walk(abs, rel);
-      } else if (entry.isFile()) yield* this.packFile(abs, rel);
+      const child = this.childPath(folder, entry.name);
+      if (entry.isDirectory()) yield* this.packFolder(child, rel);
+      else if (entry.isFile()) yield* this.packFile(child, rel);
       else if (entry.isSymbolicLink()) this.stats.skipped.symlinks++;
       else if (entry.isSocket()) this.stats.skipped.sockets++;
       else if (entry.isFIFO()) this.stats.skipped.fifos++;
       else this.stats.skipped.devices++;
     }
+  }
+
+  private async *packFolder(path: string, rel: string): AsyncGenerator<Buffer> {
+    const folder = this.openFolder(path);
+    if (folder === undefined) {
+      // Swapped for a link or removed since it was listed: nothing to follow.
+      this.stats.changed++;
+      return;
+    }
+    try {
+      if (walkByDescriptor && !this.stillInside(folder)) {
+        this.stats.changed++;
+        return;
+      }
+      const info = fstatSync(folder.fd);
+      yield* this.writeHeader({ path: rel, kind: "directory", mode: info.mode, size: 0, mtime: info.mtimeMs / 1000 });
+      this.stats.directories++;
+      yield* this.walk(folder, rel);
+    } finally {
+      this.closeFolder(folder);
+    }
+  }
+
+  /**
+   * Defence in depth: the folder opened is under the home the walk started
+   * from, by the kernel's own name for the descriptor. A folder moved out of
+   * the home while packing is skipped as changed.
+   */
+  private stillInside(folder: Folder): boolean {
+    const real = readlinkSync(folder.path);
+    return this.rootReal !== undefined && (real === this.rootReal || real.startsWith(`${this.rootReal}/`));
   }
 
   private async *packFile(abs: string, rel: string): AsyncGenerator<Buffer> {
@@ -262,6 +326,12 @@ class Packer {
     this.used = 0;
     return full;
   }
+}
+
+/** A folder open for the walk: its descriptor, and the path that reaches it through that descriptor. */
+interface Folder {
+  fd: number;
+  path: string;
 }
 
 /** An asynchronous positioned read on a numeric fd (the thread pool does the waiting). */
