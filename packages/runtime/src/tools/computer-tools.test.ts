@@ -173,6 +173,15 @@ describe("computer tools", () => {
     expect(textOf(await call("launch_app", { name: "solitaire" }))).toMatch(/^INVALID_ARGUMENT: .*"name"/);
   });
 
+  it("open_path refuses a link the bot planted to a file outside its home, and opens a link inside it by its real path", async () => {
+    const { call } = await setup();
+    await call("shell", { command: "ln -s /etc/passwd passwd; echo hi > notes.txt; ln -s notes.txt inside" });
+    expect(textOf(await call("open_path", { path: "passwd" }))).toMatch(/^INVALID_ARGUMENT: "passwd" leads outside/);
+    expect(textOf(await call("computer_observe", {}))).not.toMatch(/passwd/);
+    expect(textOf(await call("open_path", { path: "inside" }))).toMatch(/Opened inside/);
+    expect(textOf(await call("computer_observe", {}))).toMatch(/active window "xdg-open notes.txt"/);
+  });
+
   it("request_takeover lets a person in, and the bot resumes when they release", async () => {
     const { call, run, runtime, activity } = await setup();
     const requested: ComputerEvent[] = [];

@@ -1,4 +1,4 @@
-import type { Observation } from "@agent-computer/core";
+import type { Machine, Observation } from "@agent-computer/core";
 import { AgentComputerError, desktopActionBatchSchema } from "@agent-computer/core";
 import { z } from "zod";
 import { browserTools } from "./browser-tools.js";
@@ -251,10 +251,35 @@ const openPath = computerTool({
       }
       const desktop = await session.desktop();
       if (!desktop.launch) throw new AgentComputerError("UNSUPPORTED", "This desktop cannot open files.");
-      await desktop.launch(["xdg-open", `${machine.workspacePath}/${path}`]);
+      await desktop.launch(["xdg-open", await resolvedInsideHome(machine, path, input.path)]);
       return { result: textResult(`Opened ${input.path} on your screen; take a screenshot to see it.`) };
     }),
 });
+
+/**
+ * The real path of `path` inside the computer, resolved there (links
+ * included) and checked against the home like the file tools check theirs:
+ * a link the bot planted to a file outside its home is refused, and the
+ * application is given the resolved path, not the link.
+ */
+async function resolvedInsideHome(machine: Machine, path: string, shown: string): Promise<string> {
+  const home = machine.workspacePath;
+  const result = await machine.exec({ argv: ["realpath", "-e", "--", `${home}/${path}`] });
+  const real = new TextDecoder().decode(result.stdout).trim();
+  if (result.exitCode !== 0 || real === "") {
+    throw new AgentComputerError("NOT_FOUND", `"${shown}" does not exist; list_files shows what is there.`);
+  }
+  if (real !== home && !real.startsWith(`${home}/`)) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `"${shown}" leads outside your computer's home; only files in it can be opened.`,
+      {
+        details: { path: shown },
+      },
+    );
+  }
+  return real;
+}
 
 function launchApp(apps: Readonly<Record<string, readonly string[]>>): ComputerTool {
   const names = Object.keys(apps);
