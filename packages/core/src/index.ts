@@ -22,6 +22,18 @@ export {
 export type { ExecResult } from "./contract/exec-result.js";
 export type { FileEntry } from "./contract/file-entry.js";
 export { normalizeHomePath } from "./contract/home-path.js";
+// Ids and labels (docs/architecture.md §2, §9): one rule per id, one set of label names.
+export {
+  BOT_ID_PATTERN,
+  botIdSchema,
+  computerIdSchema,
+  HOME_KEY_PATTERN,
+  homeKeySchema,
+  isBotId,
+  isHomeKey,
+  workspaceIdSchema,
+} from "./contract/ids.js";
+export { COMPUTER_LABELS, type ComputerLabel, isLabelValue, labelValueOf } from "./contract/labels.js";
 export type { LeaseClaim } from "./contract/lease-claim.js";
 export { type ListFilter, listFilterSchema } from "./contract/list-filter.js";
 export { type Logger, silentLogger } from "./contract/logger.js";

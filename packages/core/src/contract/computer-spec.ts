@@ -1,13 +1,14 @@
 import { z } from "zod";
+import { computerIdSchema, homeKeySchema } from "./ids.js";
 
 const labelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,126}$/, "a label key of letters, digits, . _ / -");
 
 /** What `provision` builds. */
 export const computerSpecSchema = z.object({
-  /** The runtime's id for this computer; providers put it in a label. */
-  computerId: z.string().min(1).max(128),
+  /** The runtime's id for this computer; providers put it under `COMPUTER_LABELS.computerId`. */
+  computerId: computerIdSchema,
   /** Which home (workspace) the machine works on. */
-  homeKey: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a home key of letters, digits, . _ -"),
+  homeKey: homeKeySchema,
   /** The machine image, where the provider takes one; else its default. */
   image: z.string().min(1).optional(),
   /** Limits; a provider ignores what it cannot enforce and says so in its README. */
