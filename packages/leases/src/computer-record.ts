@@ -1,3 +1,5 @@
+import type { ComputerScope } from "./computer-scope.js";
+
 /**
  * What the state store keeps per computer (docs/architecture.md §6), beside its leases so
  * that a fenced revision advance is one atomic commit.
@@ -14,6 +16,11 @@ export interface ComputerRecord {
   readonly storageId: string;
   /** The home's checkpoint revision; advances only through `commitRevision`. */
   readonly revision: number;
+  /**
+   * Team or private (and then whose). Optional so records written before it
+   * existed still parse: read it with `scopeOf`, which says what they mean.
+   */
+  readonly scope?: ComputerScope;
   /** The home's data key, wrapped by the space's content key; deleting the record makes checkpoints unreadable. */
   readonly wrappedDataKey?: string;
   /** Each stretch the computer ran, oldest first. */

@@ -1,6 +1,7 @@
 import { AgentComputerError } from "@agent-computer/core";
 import { manualEngine } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
+import { scopeOf } from "./scope-of.js";
 
 async function errorOf(promise: Promise<unknown>): Promise<AgentComputerError | undefined> {
   try {
@@ -65,6 +66,31 @@ describe("computer records", () => {
     );
     expect(kind?.code).toBe("INVALID_ARGUMENT");
     expect(kind?.message).toContain("providerRef");
+  });
+
+  it("store a computer's scope; a record without one (written before scopes) reads as team", async () => {
+    const { engine } = manualEngine();
+    const own = await engine.createComputer({ ...computer, scope: { kind: "private", botId: "alpha" } });
+    expect(own.scope).toEqual({ kind: "private", botId: "alpha" });
+    expect(scopeOf(own)).toEqual({ kind: "private", botId: "alpha" });
+
+    const old = await engine.createComputer({ ...computer, computerId: "c2" });
+    expect(old.scope).toBeUndefined();
+    expect(scopeOf(old)).toEqual({ kind: "team" });
+    const named = await engine.updateComputer({
+      computerId: "c2",
+      expectedVersion: old.version,
+      changes: { scope: { kind: "team" } },
+    });
+    expect((await engine.getComputer("c2"))?.scope).toEqual({ kind: "team" });
+
+    for (const scope of [{ kind: "private" }, { kind: "private", botId: "../x" }, { kind: "shared" }]) {
+      const error = await errorOf(
+        engine.updateComputer({ computerId: "c2", expectedVersion: named.version, changes: { scope } as never }),
+      );
+      expect(error?.code).toBe("INVALID_ARGUMENT");
+      expect(error?.message).toContain('"changes.scope');
+    }
   });
 });
 

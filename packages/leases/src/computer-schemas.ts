@@ -1,15 +1,19 @@
+import { computerIdSchema, homeKeySchema } from "@agent-computer/core";
 import { z } from "zod";
 import { computerRunSchema } from "./computer-run.js";
+import { computerScopeSchema } from "./computer-scope.js";
 
 const PROVIDER_KIND = /^[a-z][a-z0-9-]*$/;
 
-export const computerIdSchema = z.string().min(1).max(256);
+// The computer id rule is core's; the engine's schemas import it from here.
+export { computerIdSchema };
 
 const mutableFields = {
   providerKind: z.string().regex(PROVIDER_KIND, "a provider kind of lower-case letters, digits and -"),
   providerRef: z.string().min(3).max(2048).nullable(),
-  homeKey: z.string().min(1).max(256),
+  homeKey: homeKeySchema,
   storageId: z.string().min(1).max(256),
+  scope: computerScopeSchema.optional(),
   wrappedDataKey: z.string().min(1).max(16_384).optional(),
   runs: z.array(computerRunSchema).max(10_000),
 };

@@ -5,6 +5,7 @@ export { checkCommit } from "./check-commit.js";
 export type { CommitExpectation } from "./commit-expectation.js";
 export type { ComputerRecord } from "./computer-record.js";
 export { type ComputerRun, computerRunSchema } from "./computer-run.js";
+export { type ComputerScope, computerScopeSchema } from "./computer-scope.js";
 // The stored layout of records and lease keys, for state-store authors and
 // the contention harness of @agent-computer/testing.
 export { type ComputerValue, computerValueOf } from "./computer-value.js";
@@ -20,5 +21,6 @@ export type { Reservation } from "./reservation.js";
 export type { ReservationPurpose } from "./reservation-purpose.js";
 export type { ReservationState } from "./reservation-state.js";
 export type { RunState } from "./run-state.js";
+export { scopeOf } from "./scope-of.js";
 export type { StateStore } from "./state-store.js";
 export type { VersionedRecord } from "./versioned-record.js";

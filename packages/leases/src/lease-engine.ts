@@ -8,6 +8,7 @@ import {
   deleteComputerSchema,
   updateComputerSchema,
 } from "./computer-schemas.js";
+import type { ComputerScope } from "./computer-scope.js";
 import { type ComputerValue, computerValueOf, liveComputer } from "./computer-value.js";
 import { fenced } from "./fenced-machine.js";
 import type { Lease } from "./lease.js";
@@ -351,6 +352,8 @@ export class LeaseEngine {
     providerRef?: string | null;
     homeKey: string;
     storageId: string;
+    /** Team or private; absent reads as team (`scopeOf`). */
+    scope?: ComputerScope;
     revision?: number;
     wrappedDataKey?: string;
     runs?: ComputerRecord["runs"];

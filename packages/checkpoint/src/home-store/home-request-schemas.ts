@@ -1,13 +1,12 @@
-import type { Machine } from "@agent-computer/core";
+import { homeKeySchema, type Machine } from "@agent-computer/core";
 import { z } from "zod";
 
 /**
  * The zod schemas every `AgentHomeStore` validates its requests with, so the
  * local and the object store refuse the same inputs with the same paths.
  */
-export const homeKeySchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a home key of letters, digits, '.', '_' and '-' (at most 128)");
+// The home key rule is core's; stores re-export it from here.
+export { homeKeySchema };
 
 const machineSchema = z.custom<Machine>(
   (v) =>

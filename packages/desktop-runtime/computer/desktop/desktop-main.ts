@@ -4,7 +4,7 @@
 // parses one format whatever the provider.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { AgentComputerError, desktopActionBatchSchema } from "@agent-computer/core";
+import { AgentComputerError, desktopActionBatchSchema, isBotId } from "@agent-computer/core";
 import { PageSession } from "@agent-computer/page-browser";
 import { CdpPageEngine } from "./cdp-page-engine.js";
 import { CliError } from "./cli-error.js";
@@ -29,7 +29,6 @@ import { runGateway } from "./screen-gateway.js";
 import { DEFAULT_TTL_MS, grantScreen, MAX_TTL_MS, MIN_TTL_MS, revokeScreen } from "./screen-verbs.js";
 import { grantTerminal } from "./terminal-verbs.js";
 
-const BOT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const USAGE =
   "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume | desktop proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
 
@@ -61,7 +60,7 @@ function int(opts: Map<string, string>, name: string, fallback: number, min: num
 
 function botOf(opts: Map<string, string>): string {
   const bot = opts.get("bot");
-  if (!bot || !BOT_ID.test(bot)) {
+  if (!isBotId(bot)) {
     throw new CliError(
       "INVALID_ARGUMENT",
       "--bot must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.",

@@ -1,4 +1,5 @@
 import {
+  botIdSchema,
   checkOpContext,
   type DesktopOptions,
   desktopOptionsSchema,
@@ -8,16 +9,14 @@ import {
   parseInput,
   throwIfDone,
 } from "@agent-computer/core";
-import { z } from "zod";
+import type { z } from "zod";
 import { browserProxyOf } from "./browser-proxy.js";
 import { runDesktopCommand } from "./desktop-command.js";
 import { type LinuxDesktopRuntimeOptions, linuxDesktopRuntimeOptionsSchema } from "./linux-desktop-runtime-options.js";
 import { LinuxDesktopSession } from "./linux-desktop-session.js";
 
-/** Bot ids name profile folders and appear in command arguments: keep them plain. */
-export const botIdSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit");
+// Bot ids name profile folders and appear in command arguments: core's one rule keeps them plain.
+export { botIdSchema };
 
 /** A cold start brings up X, a window manager and Chromium; under load that can take a while. */
 const START_TIMEOUT_MS = 120_000;

@@ -1,3 +1,4 @@
+import { botIdSchema, computerIdSchema } from "@agent-computer/core";
 import type { Lease } from "@agent-computer/leases";
 import { z } from "zod";
 
@@ -34,8 +35,8 @@ function requireControlLease(
 }
 
 const issueBase = {
-  computerId: z.string().min(1),
-  botId: z.string().min(1),
+  computerId: computerIdSchema,
+  botId: botIdSchema,
   ttlMs: z.number().int().min(1000).max(MAX_TTL_MS),
   control: leaseShape.optional(),
 };

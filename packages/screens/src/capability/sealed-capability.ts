@@ -1,3 +1,4 @@
+import { botIdSchema, computerIdSchema } from "@agent-computer/core";
 import { z } from "zod";
 
 /**
@@ -46,8 +47,8 @@ const wsUrl = z.string().refine((value) => {
 export const sealedCapabilitySchema = z
   .object({
     id: z.string().min(1).max(128),
-    computerId: z.string().min(1),
-    botId: z.string().min(1),
+    computerId: computerIdSchema,
+    botId: botIdSchema,
     mode: z.enum(["view", "control", "terminal"]),
     expiresAt: z.number().nonnegative(),
     endpoint: z.object({
@@ -62,8 +63,8 @@ export const sealedCapabilitySchema = z
         key: z.string().min(1),
         holder: z.string().min(1),
         token: z.number().int().nonnegative(),
-        computerId: z.string().min(1),
-        botId: z.string().min(1),
+        computerId: computerIdSchema,
+        botId: botIdSchema,
         ttlMs: z.number().int().positive(),
         grantedAt: z.number().nonnegative(),
         expiresAt: z.number().nonnegative(),

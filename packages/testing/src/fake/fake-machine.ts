@@ -11,6 +11,7 @@ import type {
 } from "@agent-computer/core";
 import {
   AgentComputerError,
+  botIdSchema,
   checkOpContext,
   type DesktopOptions,
   desktopOptionsSchema,
@@ -37,8 +38,6 @@ export interface FakeMachineHost {
   /** Forgets the machine for good. */
   remove(state: FakeMachineState): Promise<void>;
 }
-
-const botIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, "a bot id of letters, digits, _ and -");
 
 /**
  * A machine that runs commands with this host's /bin/sh in a private folder.
