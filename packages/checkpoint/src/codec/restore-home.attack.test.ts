@@ -254,4 +254,21 @@ describe("restoreHome refuses hostile archives, leaving the target as it was", (
     await restoreHome(Readable.from([archive]), target);
     expect((await digestTree(target)).has(long)).toBe(true);
   });
+
+  it("refuses a second restore of one target while the first runs, with CONFLICT, and keeps the first one's home", async () => {
+    const slow = async function* () {
+      yield file("first.txt", "one");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      yield END;
+    };
+    const first = restoreHome(slow(), target);
+    const second = restoreHome(Readable.from([Buffer.concat([file("second.txt", "two"), END])]), target);
+    const [a, b] = await Promise.allSettled([first, second]);
+    expect(a.status).toBe("fulfilled");
+    expect(b).toMatchObject({ status: "rejected", reason: { code: "CONFLICT" } });
+    expect(AgentComputerError.is((b as PromiseRejectedResult).reason, "CONFLICT")).toBe(true);
+    expect([...(await digestTree(target)).keys()]).toEqual(["first.txt"]);
+    await restoreHome(Readable.from([Buffer.concat([file("third.txt", "three"), END])]), target);
+    expect([...(await digestTree(target)).keys()]).toEqual(["third.txt"]);
+  });
 });

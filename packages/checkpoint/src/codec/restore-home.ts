@@ -35,8 +35,9 @@ const targetSchema = z.string().min(1, "a target folder");
  * checked and written into a staging folder beside the target, which then
  * replaces it. On any refusal (RESTORE_REJECTED, LIMIT_EXCEEDED,
  * CHECKPOINT_CORRUPT from a sealed stream) the target is exactly as before
- * and the staging folder is gone. Not for two restores of one target at
- * once: callers serialise them (the home stores do).
+ * and the staging folder is gone. A second restore of a target while one is
+ * staged or swapping in this process is CONFLICT and touches nothing
+ * (across processes, callers serialise them: the home stores do).
  */
 export async function restoreHome(
   tarStream: AsyncIterable<Uint8Array>,
@@ -67,6 +68,38 @@ export async function stageHome(
     throw new AgentComputerError("INVALID_ARGUMENT", "Invalid tar stream: expected a Readable or an async iterable.");
   const target = resolve(parseInput(targetSchema, targetDir, "restore target"));
   const bounds = { ...DEFAULT_RESTORE_LIMITS, ...parseInput(restoreLimitsSchema, limits, "RestoreLimits") };
+  claimTarget(target);
+  try {
+    return await stageClaimed(tarStream, target, bounds);
+  } catch (error) {
+    restoring.delete(target);
+    throw error;
+  }
+}
+
+/**
+ * Targets with a restore staged, not yet swapped in, discarded or detached,
+ * in this process: a second restore of one is CONFLICT, because its cleanup
+ * of leftovers would remove the first one's staging folder.
+ */
+const restoring = new Set<string>();
+
+function claimTarget(target: string): void {
+  if (restoring.has(target)) {
+    throw new AgentComputerError(
+      "CONFLICT",
+      `Another restore of ${target} is in progress; wait for it to finish, then restore again.`,
+      { details: { target } },
+    );
+  }
+  restoring.add(target);
+}
+
+async function stageClaimed(
+  tarStream: AsyncIterable<Uint8Array>,
+  target: string,
+  bounds: Required<RestoreLimits>,
+): Promise<StagedHome> {
   await recoverInterruptedRestore(target);
   const parent = dirname(target);
   const tag = randomBytes(6).toString("hex");
@@ -82,19 +115,32 @@ export async function stageHome(
     await rm(staging, { recursive: true, force: true });
     throw asRestoreError(error);
   }
-  let state: "staged" | "swapped" | "discarded" = "staged";
+  let state: "staged" | "swapped" | "discarded" | "detached" = "staged";
   return {
     stats,
     stagingDir: staging,
     async swapIn() {
       if (state !== "staged") throw new AgentComputerError("CONFLICT", `This staged home was already ${state}.`);
-      await swap(staging, target, tag);
+      try {
+        await swap(staging, target, tag);
+      } catch (error) {
+        throw asRestoreError(error);
+      } finally {
+        restoring.delete(target);
+      }
       state = "swapped";
     },
     async discard() {
       if (state !== "staged") return;
       state = "discarded";
+      restoring.delete(target);
       await rm(staging, { recursive: true, force: true });
+    },
+    detach() {
+      if (state !== "staged") throw new AgentComputerError("CONFLICT", `This staged home was already ${state}.`);
+      state = "detached";
+      restoring.delete(target);
+      return staging;
     },
   };
 }
@@ -125,6 +171,7 @@ export async function recoverInterruptedRestore(targetDir: string): Promise<void
   for (const name of names.filter((n) => n.startsWith(`.${base}.restore-`))) {
     await rm(join(parent, name), { recursive: true, force: true });
   }
+  // Staged folders a caller moved away (a home store parks them) are not ours to track.
 }
 
 /**

@@ -13,4 +13,10 @@ export interface StagedHome {
   swapIn(): Promise<void>;
   /** Removes the staging folder; the target stays as it was. */
   discard(): Promise<void>;
+  /**
+   * Hands the staging folder over to the caller (a home store parks it
+   * across its fenced commit) and ends this restore: the target is free for
+   * the next one. Returns the folder's path.
+   */
+  detach(): string;
 }

@@ -164,7 +164,7 @@ export class LocalAgentHomeStore implements AgentHomeStore {
     // Parked under a name crash recovery of restores leaves alone, until the commit is settled.
     const parked = `.${homeKey}.pending-${next}`;
     await rm(join(dirname(home), parked), { recursive: true, force: true });
-    await rename(staged.stagingDir, join(dirname(home), parked));
+    await rename(staged.detach(), join(dirname(home), parked));
     const checkpoint = summary(homeKey, next, { ...staged.stats, digest: `sha256:${hash.digest("hex")}` });
     await this.commitThrough(commit, { checkpoint, parked }, ctx);
     return checkpoint;
