@@ -1,12 +1,8 @@
 /**
- * Labels every computer container carries, so `list` finds only this
- * project's machines and a person reading `docker ps` sees which computer
- * and home a container serves.
+ * The labels every computer container carries are core's one set
+ * (`COMPUTER_LABELS`): `list` finds only this project's machines by
+ * `managed`, and a person reading `docker ps` sees which computer and home a
+ * container serves. Docker takes any label value, so the ids sit in them as
+ * they are.
  */
-export const COMPUTER_LABELS = {
-  managed: "org.agent-computer.managed",
-  computerId: "org.agent-computer.computer-id",
-  homeKey: "org.agent-computer.home-key",
-  screenLimit: "org.agent-computer.screen-limit",
-  workspacePath: "org.agent-computer.workspace-path",
-} as const;
+export { COMPUTER_LABELS } from "@agent-computer/core";
