@@ -1,22 +1,12 @@
+import { performance } from "node:perf_hooks";
 import type { DesktopOptions, DesktopSession, Machine } from "@agent-computer/core";
 import { AgentComputerError } from "@agent-computer/core";
-import type { Lease, LeaseEngine, RunState } from "@agent-computer/leases";
+import type { Lease, RunState } from "@agent-computer/leases";
 import { z } from "zod";
+import { redactSecrets } from "../tools/redact-secrets.js";
+import type { ComputerLifecycle } from "./computer-lifecycle.js";
 import type { ComputerSlot } from "./computer-slot.js";
 import { openBotDesktop } from "./open-bot-desktop.js";
-
-/** What a run needs from its runtime. */
-export interface BotRunHost {
-  readonly leases: LeaseEngine;
-  readonly leaseTtlMs: number;
-  /** `verify`: ask the provider even if the machine was seen alive a moment ago. */
-  ensureMachine(slot: ComputerSlot, options?: { verify?: boolean }): Promise<Machine>;
-  touch(slot: ComputerSlot): void;
-  takeoverRequested(slot: ComputerSlot, run: BotRun, reason: string): void;
-  /** Whether a person controls this bot's screen through the runtime now. */
-  screenHeld(slot: ComputerSlot, botId: string): boolean;
-  runEnded(slot: ComputerSlot, run: BotRun, outcome: "completed" | "failed"): Promise<void>;
-}
 
 export const runOutcomeSchema = z.enum(["completed", "failed"]);
 
@@ -40,7 +30,7 @@ export class BotRun {
     readonly runId: string,
     readonly botId: string,
     private readonly slot: ComputerSlot,
-    private readonly host: BotRunHost,
+    private readonly lifecycle: ComputerLifecycle,
   ) {}
 
   get computerId(): string {
@@ -49,7 +39,7 @@ export class BotRun {
 
   /** A person controls this bot's screen now (a takeover through the runtime). */
   get screenHeldByPerson(): boolean {
-    return this.host.screenHeld(this.slot, this.botId);
+    return this.lifecycle.screenHeld(this.slot, this.botId);
   }
 
   /** The bot's own folder, relative to the home: where its commands start. */
@@ -65,15 +55,15 @@ export class BotRun {
     if (this.ended) throw new AgentComputerError("CONFLICT", `Run ${this.runId} has ended; start a new run.`);
     // A run's first call always asks the provider: the machine another run saw
     // a moment ago may have been destroyed since.
-    const raw = await this.host.ensureMachine(this.slot, { verify: !this.lease });
+    const raw = await this.lifecycle.ensure(this.slot, { verify: !this.lease });
     if (!this.lease) {
       this.lease = await this.acquire();
-      this.heartbeat = setInterval(() => void this.renew(), Math.max(50, this.host.leaseTtlMs / 3));
+      this.heartbeat = setInterval(() => void this.renew(), Math.max(50, this.lifecycle.leaseTtlMs / 3));
       this.heartbeat.unref?.();
       await raw.exec({ argv: ["mkdir", "-p", this.workdir, "shared"] }, { lease: this.lease });
     }
-    this.host.touch(this.slot);
-    return this.host.leases.fenced(raw, this.lease);
+    this.lifecycle.touch(this.slot);
+    return this.lifecycle.leases.fenced(raw, this.lease);
   }
 
   /** The bot's desktop, started on first use; UNSUPPORTED where the provider has none. */
@@ -92,7 +82,11 @@ export class BotRun {
   async requestTakeover(reason: string, signal?: AbortSignal): Promise<void> {
     if (this.ended) throw new AgentComputerError("CONFLICT", `Run ${this.runId} has ended; start a new run.`);
     this.state = "waiting_takeover";
-    this.host.takeoverRequested(this.slot, this, reason);
+    // The reason is the model's own words: it may quote a secret.
+    this.lifecycle.events.emit("takeover-requested", this.computerId, performance.now(), {
+      botId: this.botId,
+      reason: redactSecrets(reason).slice(0, 500),
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => reject(new AgentComputerError("ABORTED", "The takeover request was aborted."));
@@ -128,21 +122,21 @@ export class BotRun {
     this.ended = true;
     clearInterval(this.heartbeat);
     await this.desktopSession?.release().catch(() => {});
-    if (this.lease) await this.host.leases.release(this.lease).catch(() => {});
-    await this.host.runEnded(this.slot, this, parsed.data);
+    if (this.lease) await this.lifecycle.leases.release(this.lease).catch(() => {});
+    await this.lifecycle.runEnded(this.slot, this, parsed.data);
   }
 
   private async acquire(): Promise<Lease> {
     try {
-      return await this.host.leases.acquireExecution({
+      return await this.lifecycle.leases.acquireExecution({
         computerId: this.slot.computerId,
         botId: this.botId,
         holder: this.runId,
-        ttlMs: this.host.leaseTtlMs,
+        ttlMs: this.lifecycle.leaseTtlMs,
       });
     } catch (error) {
       if (!AgentComputerError.is(error, "LEASE_HELD")) throw error;
-      if (await this.host.leases.getReservation(this.slot.computerId)) throw error;
+      if (await this.lifecycle.leases.getReservation(this.slot.computerId)) throw error;
       throw new AgentComputerError(
         "BOT_BUSY",
         `Bot "${this.botId}" is already driven by another run on computer "${this.slot.computerId}"; wait for it to end.`,
@@ -154,7 +148,7 @@ export class BotRun {
   private async renew(): Promise<void> {
     if (!this.lease || this.ended) return;
     try {
-      this.lease = await this.host.leases.renew(this.lease);
+      this.lease = await this.lifecycle.leases.renew(this.lease);
     } catch {
       // Lost or fenced out: the fenced machine refuses this run's next call.
     }

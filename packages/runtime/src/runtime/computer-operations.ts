@@ -3,15 +3,16 @@ import type { ErrorCode, Machine } from "@agent-computer/core";
 import { AgentComputerError, type Logger, parseInput, silentLogger } from "@agent-computer/core";
 import type { ComputerRecord, Reservation } from "@agent-computer/leases";
 import { z } from "zod";
+import type { ComputerLifecycle } from "./computer-lifecycle.js";
 import type { ComputerOperation } from "./computer-operation.js";
 import type { ComputerOperationsOptions } from "./computer-operations-options.js";
 import type { ComputerSlot } from "./computer-slot.js";
 import type { DeploymentLedger } from "./deployment-ledger.js";
 import { InProcessOperationQueue } from "./in-process-operation-queue.js";
-import type { OperationHost, StageRunner } from "./operation-host.js";
 import type { OperationKind } from "./operation-kind.js";
 import type { OperationQueue } from "./operation-queue.js";
 import type { OperationStage } from "./operation-stage.js";
+import type { StageRunner } from "./stage-runner.js";
 
 /** The same timeout the lease engine gives reservations: both turn `interrupted` together. */
 export const OPERATION_INTERRUPT_AFTER_MS = 10 * 60_000;
@@ -67,7 +68,7 @@ export class ComputerOperations {
   private readonly unsubscribe: (() => void) | undefined;
 
   constructor(
-    private readonly host: OperationHost,
+    private readonly lifecycle: ComputerLifecycle,
     private readonly ledger: DeploymentLedger,
     options: ComputerOperationsOptions = {},
   ) {
@@ -85,10 +86,10 @@ export class ComputerOperations {
    * nothing about whether a newer image exists.
    */
   async canUpdate(computerId: string): Promise<boolean> {
-    const record = await this.host.leases.getComputer(
+    const record = await this.lifecycle.leases.getComputer(
       parseInput(requestSchema.shape.computerId, computerId, "computerId"),
     );
-    return record !== undefined && record.providerKind === this.host.providerKind;
+    return record !== undefined && record.providerKind === this.lifecycle.providerKind;
   }
 
   /**
@@ -168,7 +169,7 @@ export class ComputerOperations {
       );
     }
     if (operation.reservationId)
-      await this.host.leases.releaseInterrupted({ id: operation.reservationId, workersStopped: true });
+      await this.lifecycle.leases.releaseInterrupted({ id: operation.reservationId, workersStopped: true });
     const now = await this.ledger.now();
     const released = await this.ledger.updateOperation(id, operation.version, (current) => ({
       ...fieldsOf(current),
@@ -267,20 +268,20 @@ export class ComputerOperations {
       if (AgentComputerError.is(error, "CONFLICT")) return; // another worker claimed it first
       throw error;
     }
-    await new OperationRun(this.host, this.ledger, claimed, this.heartbeatMs, this.logger).run();
+    await new OperationRun(this.lifecycle, this.ledger, claimed, this.heartbeatMs, this.logger).run();
   }
 
   private async request(kind: OperationKind, input: { computerId: string; owner: string }): Promise<ComputerOperation> {
     const { computerId, owner } = input;
-    const record = await this.host.leases.getComputer(computerId);
+    const record = await this.lifecycle.leases.getComputer(computerId);
     if (!record) throw new AgentComputerError("NOT_FOUND", `Computer "${computerId}" does not exist.`);
-    if (kind === "update" && record.providerKind !== this.host.providerKind) {
+    if (kind === "update" && record.providerKind !== this.lifecycle.providerKind) {
       throw new AgentComputerError(
         "UNSUPPORTED",
-        `Computer "${computerId}" runs on "${record.providerKind}", not this runtime's "${this.host.providerKind}"; an update rebuilds on the same provider. Use recovery to replace it.`,
+        `Computer "${computerId}" runs on "${record.providerKind}", not this runtime's "${this.lifecycle.providerKind}"; an update rebuilds on the same provider. Use recovery to replace it.`,
       );
     }
-    const reserved = await this.host.leases.getReservation(computerId);
+    const reserved = await this.lifecycle.leases.getReservation(computerId);
     if (reserved) {
       throw new AgentComputerError(
         "LEASE_HELD",
@@ -290,7 +291,7 @@ export class ComputerOperations {
         { details: { computerId, purpose: reserved.purpose, status: reserved.status } },
       );
     }
-    const runs = this.host.activeRuns(computerId);
+    const runs = this.lifecycle.activeRuns(computerId);
     if (runs > 0)
       throw new AgentComputerError("BOT_BUSY", `Stop the bots first: ${runs} run(s) use computer "${computerId}".`);
     const operation = await this.ledger.createOperation({
@@ -336,7 +337,7 @@ class OperationRun {
   private reservation: Reservation | undefined;
 
   constructor(
-    private readonly host: OperationHost,
+    private readonly lifecycle: ComputerLifecycle,
     private readonly ledger: DeploymentLedger,
     claimed: ComputerOperation,
     private readonly heartbeatMs: number,
@@ -349,7 +350,7 @@ class OperationRun {
   async run(): Promise<void> {
     const { id, computerId, kind, worker } = this.operation;
     try {
-      this.reservation = await this.host.leases.reserve({
+      this.reservation = await this.lifecycle.leases.reserve({
         computerId,
         holder: `operation:${id}:${worker}`,
         purpose: kind,
@@ -364,7 +365,7 @@ class OperationRun {
     heartbeat.unref?.();
     let outcome: { status: "succeeded" | "failed"; error?: unknown; warnings: string[] };
     try {
-      const warnings = await this.host.underOperation(computerId, (slot) =>
+      const warnings = await this.lifecycle.underOperation(computerId, (slot) =>
         kind === "update" ? this.update(slot) : this.recover(slot),
       );
       outcome = { status: "succeeded", warnings };
@@ -380,7 +381,7 @@ class OperationRun {
     }
     try {
       await this.finish(outcome.status, outcome.error, outcome.warnings);
-      await this.host.leases.release(this.reservation);
+      await this.lifecycle.leases.release(this.reservation);
     } catch (error) {
       this.logger.warn("finishing a computer operation failed; it turns interrupted", { id, error: String(error) });
     }
@@ -389,7 +390,7 @@ class OperationRun {
   private async update(slot: ComputerSlot): Promise<string[]> {
     const warnings: string[] = [];
     let record = await this.record();
-    const old = await this.host.currentMachine(slot, record);
+    const old = await this.lifecycle.currentMachine(slot, record);
     await this.stage("checkpointing", async () => {
       if (!old) {
         warnings.push(
@@ -397,10 +398,10 @@ class OperationRun {
         );
         return { skipped: true, revision: record.revision };
       }
-      return { revision: await this.host.checkpointLive(slot, old, "update") };
+      return { revision: await this.lifecycle.checkpointLive(slot, old, "update") };
     });
     record = await this.record();
-    const next = await this.host.replaceMachine(slot, record, this.stageRunner());
+    const next = await this.lifecycle.replaceMachine(slot, record, this.stageRunner());
     await this.removeOld(old, next, warnings);
     return warnings;
   }
@@ -409,10 +410,10 @@ class OperationRun {
     const warnings: string[] = [];
     const record = await this.record();
     // The old machine is not trusted: nothing is read from or saved out of it.
-    const next = await this.host.replaceMachine(slot, record, this.stageRunner());
+    const next = await this.lifecycle.replaceMachine(slot, record, this.stageRunner());
     const old =
       record.providerRef && record.providerRef !== next.ref
-        ? await this.host.currentMachine(slot, record).catch(() => undefined)
+        ? await this.lifecycle.currentMachine(slot, record).catch(() => undefined)
         : undefined;
     await this.removeOld(old, next, warnings);
     return warnings;
@@ -438,7 +439,7 @@ class OperationRun {
   }
 
   private async failureWarnings(error: unknown): Promise<string[]> {
-    const record = await this.host.leases.getComputer(this.operation.computerId).catch(() => undefined);
+    const record = await this.lifecycle.leases.getComputer(this.operation.computerId).catch(() => undefined);
     const revision = record?.revision ?? 0;
     const saved = `The workspace saved at revision ${revision} stays restorable.`;
     const failedStage = this.operation.stages.find((s) => s.status === "failed")?.name;
@@ -451,7 +452,7 @@ class OperationRun {
   }
 
   private async record(): Promise<ComputerRecord> {
-    const record = await this.host.leases.getComputer(this.operation.computerId);
+    const record = await this.lifecycle.leases.getComputer(this.operation.computerId);
     if (!record) throw new AgentComputerError("NOT_FOUND", `Computer "${this.operation.computerId}" was deleted.`);
     return record;
   }
@@ -492,7 +493,7 @@ class OperationRun {
   private async heartbeat(): Promise<void> {
     if (!this.reservation || this.lost) return;
     try {
-      this.reservation = await this.host.leases.renew(this.reservation);
+      this.reservation = await this.lifecycle.leases.renew(this.reservation);
       const at = await this.ledger.now();
       await this.change((c) => ({ ...c, heartbeatAt: at }));
     } catch (error) {

@@ -30,7 +30,8 @@ export interface ComputerRuntimeOptions {
   clock?: () => number;
   /**
    * Names this deployment of the runtime: every machine it provisions carries
-   * the label `agent-computer.deployment=<deployment>`, and the reconciler
+   * the label `agent-computer.org/deployment=<deployment>` (core's
+   * `COMPUTER_LABELS.deployment`), and the reconciler
    * touches only machines with it. Runtimes sharing one state store and
    * provider need different names. Default "default".
    */

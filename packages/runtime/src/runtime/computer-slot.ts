@@ -1,13 +1,17 @@
 import type { Machine } from "@agent-computer/core";
-import type { Lease } from "@agent-computer/leases";
+import type { ComputerScope, Lease } from "@agent-computer/leases";
 import type PQueue from "p-queue";
 import type { BotRun } from "./bot-run.js";
 
 /** What one runtime process knows about one computer it serves. */
 export interface ComputerSlot {
   readonly computerId: string;
-  readonly homeKey: string;
-  readonly team: boolean;
+  /**
+   * The scope a run of this process gave the computer (`startRun`), written
+   * into its record when the record has none yet; undefined while only its
+   * id is known. The record's scope is the one that counts.
+   */
+  scope: ComputerScope | undefined;
   /** The machine while the computer runs; undefined when suspended or not started yet. */
   machine: Machine | undefined;
   /** performance.now() when the machine was last found alive. */

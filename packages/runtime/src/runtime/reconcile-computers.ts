@@ -1,8 +1,9 @@
 import type { ProviderRef } from "@agent-computer/core";
-import { AgentComputerError, parseInput } from "@agent-computer/core";
+import { AgentComputerError, COMPUTER_LABELS, labelValueOf, parseInput } from "@agent-computer/core";
 import type { ComputerRecord } from "@agent-computer/leases";
 import { z } from "zod";
-import type { ReconcileHost } from "./reconcile-host.js";
+import type { ComputerLifecycle } from "./computer-lifecycle.js";
+import type { ComputerOperations } from "./computer-operations.js";
 import type { ReconcileOptions } from "./reconcile-options.js";
 import type { ReconcileReport } from "./reconcile-report.js";
 
@@ -29,38 +30,69 @@ const optionsSchema = z.object({
  * observes.
  */
 export async function reconcileComputers(
-  host: ReconcileHost,
+  lifecycle: ComputerLifecycle,
+  operations: ComputerOperations,
   options: ReconcileOptions = {},
 ): Promise<ReconcileReport> {
   const { orphanGraceMs, republishAfterMs } = parseInput(optionsSchema, options, "ReconcileOptions");
-  const interrupted = await host.operations.markInterrupted();
-  const republished = await host.operations.republishQueued(republishAfterMs);
-
+  const interrupted = await operations.markInterrupted();
+  const republished = await operations.republishQueued(republishAfterMs);
   // List first, then read reservations: a machine in this list was made
   // before the list, so an operation that made it had reserved before too.
-  const listed = await host.provider.list({ labels: { ...host.deploymentLabels } });
+  const listed = await lifecycle.provider.list({ labels: lifecycle.deploymentLabels });
+  const { records, held } = await recordsAndHeld(lifecycle, await operations.openComputerIds());
+  const owned = await ownedMachines(lifecycle, records, held);
+  const orphans = await destroyOrphans(
+    lifecycle,
+    listed.filter((ref) => !owned.has(ref)),
+    orphanGraceMs,
+  );
+  const reconciled = await forgetGoneMachines(lifecycle, records, new Set(listed), held);
+  return { interrupted, republished, ...orphans, reconciled };
+}
+
+/** The deployment's records, and the computers a reservation or an open operation holds. */
+async function recordsAndHeld(
+  lifecycle: ComputerLifecycle,
+  held: Set<string>,
+): Promise<{ records: ComputerRecord[]; held: Set<string> }> {
   const records: ComputerRecord[] = [];
-  const held = await host.operations.openComputerIds();
-  for (const computerId of await host.ledger.computerIds()) {
-    const record = await host.leases.getComputer(computerId);
+  for (const computerId of await lifecycle.ledger.computerIds()) {
+    const record = await lifecycle.leases.getComputer(computerId);
     if (!record) {
-      await host.ledger.removeComputer(computerId); // deleted elsewhere
+      await lifecycle.ledger.removeComputer(computerId); // deleted elsewhere
       continue;
     }
     records.push(record);
-    if (await host.leases.getReservation(computerId)) held.add(computerId);
+    if (await lifecycle.leases.getReservation(computerId)) held.add(computerId);
   }
-  const owned = new Set<string>(records.flatMap((r) => (r.providerRef ? [r.providerRef] : [])));
-  // A reserved computer may hold a machine its record does not name yet
-  // (an update between provisioning and switching): all its machines are kept.
-  for (const computerId of held) {
-    const labels = { ...host.deploymentLabels, [host.computerLabel]: computerId };
-    for (const ref of await host.provider.list({ labels })) owned.add(ref);
-  }
+  return { records, held };
+}
 
-  const orphans = listed.filter((ref) => !owned.has(ref));
-  const firstSeen = await host.ledger.sightOrphans(orphans);
-  const now = await host.ledger.now();
+/**
+ * The machines records name, and every machine of a held computer: a
+ * reserved computer may hold a machine its record does not name yet (an
+ * update between provisioning and switching).
+ */
+async function ownedMachines(
+  lifecycle: ComputerLifecycle,
+  records: ComputerRecord[],
+  held: Set<string>,
+): Promise<Set<string>> {
+  const owned = new Set<string>(records.flatMap((r) => (r.providerRef ? [r.providerRef] : [])));
+  for (const computerId of held)
+    for (const ref of await machinesOfComputer(lifecycle, computerId, lifecycle.deploymentLabels)) owned.add(ref);
+  return owned;
+}
+
+/** Destroys the orphans first seen at least `orphanGraceMs` ago; the others wait. */
+async function destroyOrphans(
+  lifecycle: ComputerLifecycle,
+  orphans: ProviderRef[],
+  orphanGraceMs: number,
+): Promise<Pick<ReconcileReport, "destroyed" | "awaitingGrace">> {
+  const firstSeen = await lifecycle.ledger.sightOrphans(orphans);
+  const now = await lifecycle.ledger.now();
   const destroyed: string[] = [];
   const awaitingGrace: string[] = [];
   for (const ref of orphans) {
@@ -68,33 +100,60 @@ export async function reconcileComputers(
       awaitingGrace.push(ref);
       continue;
     }
-    await destroy(host, ref);
+    await destroy(lifecycle, ref);
     destroyed.push(ref);
   }
+  return { destroyed, awaitingGrace };
+}
 
-  const present = new Set<string>(listed);
+/** Closes the open stretch of each record whose machine is no longer there as `reconciled`; returns their ids. */
+async function forgetGoneMachines(
+  lifecycle: ComputerLifecycle,
+  records: ComputerRecord[],
+  present: Set<string>,
+  held: Set<string>,
+): Promise<string[]> {
   const reconciled: string[] = [];
   for (const record of records) {
     const ref = record.providerRef;
-    if (!ref || record.providerKind !== host.provider.kind || present.has(ref) || held.has(record.computerId)) continue;
+    if (!ref || record.providerKind !== lifecycle.providerKind || present.has(ref) || held.has(record.computerId))
+      continue;
     // Not under this deployment's labels: confirm by the computer's own
     // label, which also finds machines made before the deployment label.
-    const mine = await host.provider.list({ labels: { [host.computerLabel]: record.computerId } });
-    if (mine.includes(ref as ProviderRef)) continue;
+    if ((await machinesOfComputer(lifecycle, record.computerId, {})).includes(ref as ProviderRef)) continue;
     try {
-      await host.forgetGoneMachine(record);
+      await lifecycle.forgetGoneMachine(record);
       reconciled.push(record.computerId);
     } catch (error) {
       // The record moved since it was read (a run brought the computer up): the next pass looks again.
       if (!AgentComputerError.is(error, "CONFLICT")) throw error;
     }
   }
-  return { interrupted, republished, destroyed, awaitingGrace, reconciled };
+  return reconciled;
 }
 
-async function destroy(host: ReconcileHost, ref: ProviderRef): Promise<void> {
+/**
+ * The machines labelled with the computer's id (and `labels`). A provider
+ * keeps `labelValueOf(id)` there where label values are short (Kubernetes)
+ * or the id itself where they take anything (Docker); the two differ only
+ * for ids that are not label values, and then both are asked.
+ */
+async function machinesOfComputer(
+  lifecycle: ComputerLifecycle,
+  computerId: string,
+  labels: Record<string, string>,
+): Promise<ProviderRef[]> {
+  const found = new Set<ProviderRef>();
+  for (const value of new Set([labelValueOf(computerId), computerId])) {
+    const filter = { labels: { ...labels, [COMPUTER_LABELS.computerId]: value } };
+    for (const ref of await lifecycle.provider.list(filter)) found.add(ref);
+  }
+  return [...found];
+}
+
+async function destroy(lifecycle: ComputerLifecycle, ref: ProviderRef): Promise<void> {
   // The contract destroys through a machine handle; reconnect may resume a
   // stopped orphan first, which is harmless since it is removed right away.
-  const machine = await host.provider.reconnect(ref);
+  const machine = await lifecycle.provider.reconnect(ref);
   if (machine !== "gone") await machine.destroy();
 }

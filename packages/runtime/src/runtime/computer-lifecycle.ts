@@ -1,0 +1,469 @@
+import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import type { AgentHomeStore } from "@agent-computer/checkpoint";
+import type { ComputerSpec, Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
+import { AgentComputerError, COMPUTER_LABELS, labelValueOf } from "@agent-computer/core";
+import type { ComputerRecord, ComputerScope, LeaseEngine } from "@agent-computer/leases";
+import { scopeOf } from "@agent-computer/leases";
+import PQueue from "p-queue";
+import type { BotRun } from "./bot-run.js";
+import type { ComputerEvents } from "./computer-events.js";
+import type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
+import type { ComputerSlot } from "./computer-slot.js";
+import { ComputerStretches, type StretchEnd } from "./computer-stretches.js";
+import type { DeploymentLedger } from "./deployment-ledger.js";
+import { checkpointHome, type HomeCheckpointParts } from "./home-checkpoint.js";
+import type { RuntimeSettings } from "./runtime-settings.js";
+import type { StageRunner } from "./stage-runner.js";
+
+/** A machine found alive this recently is handed out without asking the provider again. */
+const LIVENESS_MS = 1000;
+/** Runs straight through: bring-up outside an operation records no stages. */
+const noStages: StageRunner = (_name, work) => work();
+
+/** What a lifecycle is built from; `ComputerRuntime` makes one from its options. */
+export interface ComputerLifecycleParts {
+  readonly provider: SandboxProvider;
+  readonly homeStore: AgentHomeStore;
+  readonly leases: LeaseEngine;
+  readonly ledger: DeploymentLedger;
+  readonly events: ComputerEvents;
+  readonly clock: () => number;
+  readonly leaseTtlMs: number;
+  /** Names this runtime's machines (`COMPUTER_LABELS.deployment`). */
+  readonly deployment: string;
+  readonly spec: ComputerRuntimeOptions["spec"];
+  readonly settings: RuntimeSettings;
+}
+
+/**
+ * The lifecycle of the computers one runtime process serves: bring up
+ * (reconnect, or provision a replacement and restore the home into it),
+ * checkpoint under the fenced checkpoint lease, suspend, and remove. Each
+ * computer's steps run one at a time in its slot's queue. `ComputerRuntime`
+ * is the public front; runs (`BotRun`), operations (`ComputerOperations`)
+ * and the reconciler use this directly. Not for app code.
+ */
+export class ComputerLifecycle {
+  readonly provider: SandboxProvider;
+  readonly leases: LeaseEngine;
+  readonly ledger: DeploymentLedger;
+  readonly events: ComputerEvents;
+  readonly leaseTtlMs: number;
+  private readonly stretches: ComputerStretches;
+  private readonly slots = new Map<string, ComputerSlot>();
+  /** Computers this process runs an operation on: idle suspension leaves them alone. */
+  private readonly operating = new Set<string>();
+  /** Computer ids known to be in the deployment's index already. */
+  private readonly indexed = new Set<string>();
+  /** This process, as the holder of checkpoint leases and reservations. */
+  private readonly holder = `runtime-${randomUUID()}`;
+
+  constructor(private readonly parts: ComputerLifecycleParts) {
+    this.provider = parts.provider;
+    this.leases = parts.leases;
+    this.ledger = parts.ledger;
+    this.events = parts.events;
+    this.leaseTtlMs = parts.leaseTtlMs;
+    this.stretches = new ComputerStretches(parts.leases, parts.clock);
+  }
+
+  get providerKind(): string {
+    return this.provider.kind;
+  }
+
+  /** The labels every machine of this deployment carries; the reconciler lists by them. */
+  get deploymentLabels(): Record<string, string> {
+    return { [COMPUTER_LABELS.deployment]: labelValueOf(this.parts.deployment) };
+  }
+
+  /**
+   * This process's slot for a computer, made on first use. `scope` is what
+   * a run says the computer is; it fills a record that has no scope yet.
+   */
+  slotOf(computerId: string, scope?: ComputerScope): ComputerSlot {
+    const slot = this.slots.get(computerId) ?? this.newSlot(computerId);
+    slot.scope ??= scope;
+    return slot;
+  }
+
+  /** The slot, if this process has one for the computer. */
+  knownSlot(computerId: string): ComputerSlot | undefined {
+    return this.slots.get(computerId);
+  }
+
+  /** Runs of this process that use the computer now. */
+  activeRuns(computerId: string): number {
+    return this.slots.get(computerId)?.runs.size ?? 0;
+  }
+
+  /** A run or a person just used the computer: that counts as activity. */
+  touch(slot: ComputerSlot): void {
+    slot.lastActivityAt = this.parts.clock();
+  }
+
+  /** Whether a person controls this bot's screen through this runtime now. */
+  screenHeld(slot: ComputerSlot, botId: string): boolean {
+    return [...slot.takeovers].some((lease) => lease.botId === botId);
+  }
+
+  /**
+   * The computer's machine, started, reconnected or replaced. A machine seen
+   * alive within the last second is handed out as it is, unless `verify`.
+   * LEASE_HELD while an operation or a stop holds the computer.
+   */
+  async ensure(slot: ComputerSlot, options: { verify?: boolean } = {}): Promise<Machine> {
+    return (await slot.lifecycle.add(async () => {
+      const recent = performance.now() - slot.checkedAt < LIVENESS_MS;
+      if (slot.machine && recent && !options.verify) return slot.machine;
+      // Nothing starts, reconnects or replaces a computer another process is repairing.
+      await this.refuseIfReserved(slot.computerId, "start");
+      return this.bringUp(slot);
+    })) as Machine;
+  }
+
+  /** LEASE_HELD, saying why and until when, while a reservation holds the computer. */
+  async refuseIfReserved(computerId: string, what: string): Promise<void> {
+    const reserved = await this.leases.getReservation(computerId);
+    if (!reserved) return;
+    throw new AgentComputerError(
+      "LEASE_HELD",
+      reserved.status === "interrupted"
+        ? `Cannot ${what} computer "${computerId}": it stays reserved for an interrupted ${reserved.purpose} until its owner releases it (releaseInterrupted with workersStopped: true).`
+        : `Cannot ${what} computer "${computerId}": it is reserved for ${reserved.purpose}; retry when that finishes.`,
+      { details: { computerId, purpose: reserved.purpose, status: reserved.status, id: reserved.id } },
+    );
+  }
+
+  /** The machine behind the record's ref (this process's handle when it has one); undefined when gone. Never provisions. */
+  async currentMachine(slot: ComputerSlot, record: ComputerRecord): Promise<Machine | undefined> {
+    if (record.providerRef === null || record.providerKind !== this.providerKind) return undefined;
+    if (slot.machine?.ref === record.providerRef) return slot.machine;
+    const found = await this.provider.reconnect(record.providerRef as ProviderRef);
+    return found === "gone" ? undefined : found;
+  }
+
+  /**
+   * Provisions a machine with the configured provider and image, restores
+   * the last saved home into it and switches `record` to it, closing the open
+   * stretch as `replaced`. On failure the new machine is destroyed and the
+   * record is untouched. For update and recovery, inside `underOperation`.
+   */
+  replaceMachine(slot: ComputerSlot, record: ComputerRecord, stage: StageRunner): Promise<Machine> {
+    return this.replace(slot, record, "replaced", stage);
+  }
+
+  /** Runs `work` in the computer's queue; idle suspension leaves the computer alone meanwhile. */
+  async underOperation<T>(computerId: string, work: (slot: ComputerSlot) => Promise<T>): Promise<T> {
+    const slot = this.slotOf(computerId);
+    this.operating.add(computerId);
+    try {
+      return (await slot.lifecycle.add(() => work(slot))) as T;
+    } finally {
+      this.operating.delete(computerId);
+    }
+  }
+
+  /** Saves the home under the checkpoint lease, through the computer's queue. */
+  checkpoint(slot: ComputerSlot, reason: string): Promise<void> {
+    return slot.lifecycle.add(() => this.checkpointNow(slot, reason)) as Promise<void>;
+  }
+
+  /** Saves `machine`'s live home now (an operation already holds the queue); returns the saved revision. */
+  async checkpointLive(slot: ComputerSlot, machine: Machine, reason: string): Promise<number> {
+    slot.machine = machine;
+    await this.checkpointNow(slot, reason);
+    return (await this.leases.getComputer(slot.computerId))?.revision ?? 0;
+  }
+
+  /** A run ended: save now, or defer while other bots or people still work (the last one to finish saves). */
+  async runEnded(slot: ComputerSlot, run: BotRun, outcome: "completed" | "failed"): Promise<void> {
+    slot.runs.delete(run);
+    this.touch(slot);
+    if (!slot.machine) return;
+    if (slot.runs.size > 0 || slot.takeovers.size > 0) {
+      slot.checkpointPending = true;
+      this.events.emit("checkpoint-deferred", slot.computerId, performance.now(), {
+        botId: run.botId,
+        waitingFor: slot.runs.size + slot.takeovers.size,
+      });
+      return;
+    }
+    await this.checkpoint(slot, `run-${outcome}`);
+  }
+
+  /** Claims the computer, saves the home, stops the machine and closes the stretch with `reason`. */
+  async suspend(slot: ComputerSlot, reason: "idle" | "active_limit" | "stopped"): Promise<void> {
+    await slot.lifecycle.add(async () => {
+      const machine = slot.machine;
+      if (!machine) return;
+      const started = performance.now();
+      const reservation = await this.leases.reserve({
+        computerId: slot.computerId,
+        holder: this.holder,
+        purpose: reason === "stopped" ? "stop" : "idle-suspension",
+      });
+      try {
+        await this.checkpointNow(slot, reason === "stopped" ? "stop" : reason);
+        await machine.stop();
+        this.machineStopped(slot);
+        await this.stretches.close(slot.computerId, reason);
+        this.events.emit("suspending", slot.computerId, started, { reason });
+      } finally {
+        await this.leases.release(reservation).catch(() => {});
+      }
+    });
+  }
+
+  /**
+   * Suspends the computers that are idle for `idleMs`, and, on providers that
+   * bill while running, those up for `maxActiveMs` in one stretch. Returns
+   * the suspended ids.
+   */
+  async suspendIdle(): Promise<string[]> {
+    const now = this.parts.clock();
+    const suspended: string[] = [];
+    for (const slot of this.slots.values()) {
+      const reason = await this.suspensionDue(slot, now);
+      if (!reason) continue;
+      await this.suspend(slot, reason);
+      suspended.push(slot.computerId);
+    }
+    return suspended;
+  }
+
+  /**
+   * Deletes the computer for good under a computer-wide reservation:
+   * destroys its machine, closes its stretch as `deleted`, deletes its
+   * record, its home and its place in the deployment's index.
+   */
+  async remove(slot: ComputerSlot, record: ComputerRecord): Promise<void> {
+    const id = slot.computerId;
+    // "stop" is the closest purpose the lease engine has: deletion stops the computer for good.
+    const reservation = await this.leases.reserve({
+      computerId: id,
+      holder: `deletion-${randomUUID()}`,
+      purpose: "stop",
+    });
+    try {
+      await slot.lifecycle.add(async () => {
+        const current = (await this.leases.getComputer(id)) ?? record;
+        await (await this.currentMachine(slot, current))?.destroy();
+        slot.machine = undefined;
+        await this.stretches.close(id, "deleted");
+        const last = await this.leases.getComputer(id);
+        if (last) await this.leases.deleteComputer({ computerId: id, expectedVersion: last.version });
+        // After the record: a crash here leaves a home no record owns (object stores' reconciler removes those).
+        await this.parts.homeStore.delete(current.homeKey);
+        await this.ledger.removeComputer(id);
+        this.indexed.delete(id);
+      });
+    } finally {
+      await this.leases.release(reservation).catch(() => {});
+    }
+    this.slots.delete(id);
+  }
+
+  /** The reconciler found the record's machine gone: forgets its ref and closes the stretch as `reconciled`. */
+  async forgetGoneMachine(record: ComputerRecord): Promise<void> {
+    await this.stretches.forgetMachine(record);
+    const slot = this.slots.get(record.computerId);
+    if (slot?.machine?.ref === record.providerRef) this.machineStopped(slot);
+  }
+
+  private newSlot(computerId: string): ComputerSlot {
+    const slot: ComputerSlot = {
+      computerId,
+      scope: undefined,
+      machine: undefined,
+      checkedAt: 0,
+      lifecycle: new PQueue({ concurrency: 1 }),
+      runs: new Set(),
+      takeovers: new Set(),
+      checkpointPending: false,
+      lastActivityAt: this.parts.clock(),
+      stretchStartedAt: undefined,
+    };
+    this.slots.set(computerId, slot);
+    return slot;
+  }
+
+  /** Reconnects by the record's ref, or provisions a replacement and restores the home into it first. */
+  private async bringUp(slot: ComputerSlot): Promise<Machine> {
+    const record = await this.recordOf(slot);
+    if (record.providerRef === null) return this.replace(slot, record, undefined, noStages);
+    if (record.providerKind !== this.providerKind) return this.replace(slot, record, "replaced", noStages);
+    const started = performance.now();
+    const found = await this.provider.reconnect(record.providerRef as ProviderRef);
+    if (found === "gone") {
+      slot.machine = undefined;
+      return this.replace(slot, record, "gone", noStages);
+    }
+    await this.stretches.open(record, { providerKind: this.providerKind, ref: found.ref }, undefined);
+    if (slot.machine?.ref !== found.ref) return this.ready(slot, found, started, "reconnected");
+    slot.machine = found;
+    slot.checkedAt = performance.now();
+    return found;
+  }
+
+  /**
+   * Provisions a machine for the record's computer, restores the latest
+   * checkpoint into it and switches the record to it. Bring-up and the
+   * update and recovery operations share this path.
+   */
+  private async replace(
+    slot: ComputerSlot,
+    record: ComputerRecord,
+    previousEnd: StretchEnd | undefined,
+    stage: StageRunner,
+  ): Promise<Machine> {
+    const started = performance.now();
+    const machine = await stage("provisioning", () => this.provider.provision(this.specFor(record)));
+    this.events.emit("provisioning", slot.computerId, started, { providerKind: this.providerKind });
+    try {
+      await this.restoreHome(record, machine, stage);
+      await stage("switching", async () => {
+        await this.stretches.open(record, { providerKind: this.providerKind, ref: machine.ref }, previousEnd);
+        return { fromKind: record.providerKind, toKind: this.providerKind };
+      });
+    } catch (error) {
+      // Nothing may use a machine whose home was not restored.
+      await machine.destroy().catch(() => {});
+      throw error;
+    }
+    if (previousEnd) this.events.emit("replaced", slot.computerId, started, { reason: previousEnd });
+    return this.ready(slot, machine, started, previousEnd ? "replaced" : "provisioned");
+  }
+
+  /** Puts the record's latest checkpoint into `machine` (or into the mounted home). */
+  private async restoreHome(record: ComputerRecord, machine: Machine, stage: StageRunner): Promise<void> {
+    const started = performance.now();
+    const restored = await stage("restoring", async () => {
+      const latest = await this.parts.homeStore.restore({
+        homeKey: record.homeKey,
+        target: this.provider.capabilities.mountedHome ? { mounted: true } : { machine },
+        committedRevision: record.revision,
+      });
+      return { revision: latest?.revision ?? 0 };
+    });
+    if (restored.revision > 0)
+      this.events.emit("restoring", record.computerId, started, { revision: restored.revision });
+  }
+
+  private ready(slot: ComputerSlot, machine: Machine, started: number, how: string): Machine {
+    slot.machine = machine;
+    slot.checkedAt = performance.now();
+    slot.stretchStartedAt ??= this.parts.clock();
+    this.touch(slot);
+    this.events.emit("ready", slot.computerId, started, { how });
+    return machine;
+  }
+
+  private machineStopped(slot: ComputerSlot): void {
+    slot.machine = undefined;
+    slot.stretchStartedAt = undefined;
+  }
+
+  /** The computer's record, made on first use with the slot's scope, or given that scope when it has none. */
+  private async recordOf(slot: ComputerSlot): Promise<ComputerRecord> {
+    // Indexed before the record exists, so the reconciler can find every record this deployment made.
+    if (!this.indexed.has(slot.computerId)) {
+      await this.ledger.addComputer(slot.computerId);
+      this.indexed.add(slot.computerId);
+    }
+    const existing = await this.leases.getComputer(slot.computerId);
+    return existing ? this.withScope(existing, slot.scope) : this.createRecord(slot);
+  }
+
+  private async createRecord(slot: ComputerSlot): Promise<ComputerRecord> {
+    try {
+      return await this.leases.createComputer({
+        computerId: slot.computerId,
+        providerKind: this.providerKind,
+        providerRef: null,
+        homeKey: slot.computerId,
+        storageId: slot.computerId,
+        ...(slot.scope ? { scope: slot.scope } : {}),
+      });
+    } catch (error) {
+      // Another process created it first: use theirs.
+      if (!AgentComputerError.is(error, "CONFLICT")) throw error;
+      return (await this.leases.getComputer(slot.computerId)) as ComputerRecord;
+    }
+  }
+
+  /** A record written before scopes were stored gets the scope a run gave it; a stored scope is never changed. */
+  private async withScope(record: ComputerRecord, scope: ComputerScope | undefined): Promise<ComputerRecord> {
+    if (record.scope || !scope) return record;
+    try {
+      return await this.leases.updateComputer({
+        computerId: record.computerId,
+        expectedVersion: record.version,
+        changes: { scope },
+      });
+    } catch (error) {
+      // Another process wrote first: theirs is as good (the next bring-up fills the scope in).
+      if (!AgentComputerError.is(error, "CONFLICT")) throw error;
+      return (await this.leases.getComputer(record.computerId)) ?? record;
+    }
+  }
+
+  /** What to provision for the record's computer: a Team computer's screen cap, a Private one's bot label. */
+  private specFor(record: ComputerRecord): ComputerSpec {
+    const scope = scopeOf(record);
+    const { spec, settings } = this.parts;
+    return {
+      computerId: record.computerId,
+      homeKey: record.homeKey,
+      ...(spec?.image ? { image: spec.image } : {}),
+      ...(spec?.resources ? { resources: spec.resources } : {}),
+      screenLimit: scope.kind === "team" ? settings.screenLimit : 0,
+      labels: {
+        ...spec?.labels,
+        ...this.deploymentLabels,
+        [COMPUTER_LABELS.computerId]: labelValueOf(record.computerId),
+        ...(scope.kind === "private" ? { [COMPUTER_LABELS.botId]: labelValueOf(scope.botId) } : {}),
+      },
+    };
+  }
+
+  private async checkpointNow(slot: ComputerSlot, reason: string): Promise<void> {
+    const machine = slot.machine;
+    if (!machine) return;
+    const started = performance.now();
+    const saved = await checkpointHome(this.checkpointParts(), slot.computerId, machine);
+    slot.checkpointPending = false;
+    this.events.emit("checkpointing", slot.computerId, started, {
+      reason,
+      revision: saved.revision,
+      mounted: saved.mounted,
+    });
+  }
+
+  private checkpointParts(): HomeCheckpointParts {
+    return {
+      leases: this.leases,
+      homeStore: this.parts.homeStore,
+      holder: this.holder,
+      leaseTtlMs: this.leaseTtlMs,
+      mountedHome: this.provider.capabilities.mountedHome,
+    };
+  }
+
+  /**
+   * Why the computer should be suspended now, if it should: nobody used it
+   * for `idleMs`, or (where the provider bills while running) it is up for
+   * `maxActiveMs`. A run, a person in control or an operation keeps it up.
+   */
+  private async suspensionDue(slot: ComputerSlot, now: number): Promise<"idle" | "active_limit" | undefined> {
+    if (!slot.machine || slot.runs.size > 0 || slot.takeovers.size > 0) return undefined;
+    // An update or recovery holds the computer: it is not idle, it is being repaired.
+    if (this.operating.has(slot.computerId) || (await this.leases.getReservation(slot.computerId))) return undefined;
+    const { idleMs, maxActiveMs } = this.parts.settings;
+    if (idleMs > 0 && now - slot.lastActivityAt >= idleMs) return "idle";
+    const upSince = slot.stretchStartedAt;
+    const capped = this.provider.capabilities.billsWhileRunning && maxActiveMs > 0;
+    if (capped && upSince !== undefined && now - upSince >= maxActiveMs) return "active_limit";
+    return undefined;
+  }
+}

@@ -1,0 +1,114 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { ComputerSpec, SandboxProvider } from "@agent-computer/core";
+import { COMPUTER_LABELS } from "@agent-computer/core";
+import type { ComputerScope } from "@agent-computer/leases";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { createFakeProvider } from "@agent-computer/testing";
+import { describe, expect, it } from "vitest";
+import { createComputerRuntime } from "./computer-runtime.js";
+
+const SCREEN_LIMIT = 3;
+
+/** A fake provider that remembers every spec it was asked to provision. */
+async function setup() {
+  const fake = createFakeProvider();
+  const provisioned: ComputerSpec[] = [];
+  const provider: SandboxProvider = {
+    specificationVersion: "v1",
+    kind: fake.kind,
+    capabilities: fake.capabilities,
+    reconnect: (ref, ctx) => fake.reconnect(ref, ctx),
+    list: (filter, ctx) => fake.list(filter, ctx),
+    provision: (spec, ctx) => {
+      provisioned.push(spec);
+      return fake.provision(spec, ctx);
+    },
+  };
+  const runtime = createComputerRuntime({
+    provider,
+    stateStore: new MemoryStateStore(),
+    homeStore: new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "scope-test-")) }),
+    screenLimit: SCREEN_LIMIT,
+    idleMs: 0,
+    leaseTtlMs: 5000,
+    deployment: "scope-test",
+  });
+  /** A computer record an app made itself, under an id of its own. */
+  const appComputer = (computerId: string, scope?: ComputerScope) =>
+    runtime.leases.createComputer({
+      computerId,
+      providerKind: fake.kind,
+      homeKey: computerId,
+      storageId: computerId,
+      ...(scope ? { scope } : {}),
+    });
+  const lastSpec = () => provisioned.at(-1) as ComputerSpec;
+  return { runtime, provisioned, appComputer, lastSpec };
+}
+
+describe("a computer's scope comes from its record, not its id", () => {
+  it("is stored when a run makes the computer: team with the screen cap, private with its bot's label", async () => {
+    const { runtime, lastSpec } = await setup();
+    const team = runtime.startRun({ workspaceId: "ws1", botId: "alpha" });
+    await team.machine();
+    await team.end("completed");
+    expect((await runtime.leases.getComputer("team-ws1"))?.scope).toEqual({ kind: "team" });
+    expect(lastSpec().screenLimit).toBe(SCREEN_LIMIT);
+    expect(lastSpec().labels).toMatchObject({
+      [COMPUTER_LABELS.computerId]: "team-ws1",
+      [COMPUTER_LABELS.deployment]: "scope-test",
+    });
+    expect(lastSpec().labels).not.toHaveProperty(COMPUTER_LABELS.botId);
+
+    const own = runtime.startRun({ workspaceId: "ws1", botId: "alpha", private: true });
+    await own.machine();
+    await own.end("completed");
+    expect((await runtime.leases.getComputer("private-ws1-alpha"))?.scope).toEqual({ kind: "private", botId: "alpha" });
+    expect(lastSpec().screenLimit).toBe(0);
+    expect(lastSpec().labels).toMatchObject({ [COMPUTER_LABELS.botId]: "alpha" });
+  });
+
+  it("gives a team computer whose id computerIdFor did not make the team screen limit, in desktopFor and in recovery", async () => {
+    const { runtime, provisioned, appComputer, lastSpec } = await setup();
+    await appComputer("desk-42", { kind: "team" });
+    const desktop = await runtime.desktopFor({ computerId: "desk-42", botId: "alpha" });
+    expect(desktop.botId).toBe("alpha");
+    expect(lastSpec()).toMatchObject({ computerId: "desk-42", screenLimit: SCREEN_LIMIT });
+
+    const op = await runtime.operations.requestRecovery({ computerId: "desk-42", owner: "owner-1" });
+    expect((await runtime.operations.waitFor(op.id)).status).toBe("succeeded");
+    expect(provisioned).toHaveLength(2);
+    expect(lastSpec()).toMatchObject({ computerId: "desk-42", screenLimit: SCREEN_LIMIT });
+    expect((await runtime.leases.getComputer("desk-42"))?.scope).toEqual({ kind: "team" });
+  });
+
+  it("gives a private computer under a team-looking id no screen cap and its bot's label", async () => {
+    const { runtime, appComputer, lastSpec } = await setup();
+    await appComputer("team-lookalike", { kind: "private", botId: "beta" });
+    await runtime.desktopFor({ computerId: "team-lookalike", botId: "beta" });
+    expect(lastSpec()).toMatchObject({ screenLimit: 0, labels: { [COMPUTER_LABELS.botId]: "beta" } });
+
+    const op = await runtime.operations.requestRecovery({ computerId: "team-lookalike", owner: "owner-1" });
+    expect((await runtime.operations.waitFor(op.id)).status).toBe("succeeded");
+    expect(lastSpec()).toMatchObject({ screenLimit: 0, labels: { [COMPUTER_LABELS.botId]: "beta" } });
+  });
+
+  it("reads a record without a scope as team, and a run that names the scope writes it in", async () => {
+    const { runtime, appComputer, lastSpec } = await setup();
+    await appComputer("private-ws2-gamma");
+    await runtime.desktopFor({ computerId: "private-ws2-gamma", botId: "gamma" });
+    expect(lastSpec().screenLimit).toBe(SCREEN_LIMIT);
+    await runtime.stopComputer("private-ws2-gamma");
+
+    const run = runtime.startRun({ workspaceId: "ws2", botId: "gamma", private: true });
+    await run.machine();
+    await run.end("completed");
+    expect((await runtime.leases.getComputer("private-ws2-gamma"))?.scope).toEqual({ kind: "private", botId: "gamma" });
+    const op = await runtime.operations.requestRecovery({ computerId: "private-ws2-gamma", owner: "owner-1" });
+    expect((await runtime.operations.waitFor(op.id)).status).toBe("succeeded");
+    expect(lastSpec()).toMatchObject({ screenLimit: 0, labels: { [COMPUTER_LABELS.botId]: "gamma" } });
+  });
+});

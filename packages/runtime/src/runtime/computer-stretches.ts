@@ -1,0 +1,74 @@
+import { randomUUID } from "node:crypto";
+import type { ComputerRecord, LeaseEngine } from "@agent-computer/leases";
+
+/** Why a stretch of running ended (docs/architecture.md §9). */
+export type StretchEnd = NonNullable<ComputerRecord["runs"][number]["endReason"]>;
+
+/** A record keeps its most recent stretches only. */
+const MAX_STRETCH_RECORDS = 50;
+
+/**
+ * The stretches a computer ran, as its record keeps them: each time its
+ * machine comes up a stretch opens, and it closes with the reason it ended.
+ */
+export class ComputerStretches {
+  constructor(
+    private readonly leases: LeaseEngine,
+    private readonly clock: () => number,
+  ) {}
+
+  /**
+   * Records that the computer runs on `ref` of `providerKind`: the open
+   * stretch closes with `previousEnd` (or as `replaced` when the machine
+   * changed) and a new one opens. The same machine without an end keeps its
+   * stretch, and the record is returned as it is.
+   */
+  async open(
+    record: ComputerRecord,
+    machine: { providerKind: string; ref: string },
+    previousEnd: StretchEnd | undefined,
+  ): Promise<ComputerRecord> {
+    const open = record.runs.at(-1)?.endedAt === undefined && record.runs.length > 0;
+    if (open && !previousEnd && record.providerRef === machine.ref) return record;
+    const runs = open ? this.ended(record.runs, previousEnd ?? "replaced") : [...record.runs];
+    runs.push({ runId: `stretch-${randomUUID()}`, startedAt: this.clock() });
+    return this.leases.updateComputer({
+      computerId: record.computerId,
+      expectedVersion: record.version,
+      changes: {
+        providerKind: machine.providerKind,
+        providerRef: machine.ref,
+        runs: runs.slice(-MAX_STRETCH_RECORDS),
+      },
+    });
+  }
+
+  /** Closes the computer's open stretch with `reason`; nothing when none is open or the record is gone. */
+  async close(computerId: string, reason: StretchEnd): Promise<void> {
+    const record = await this.leases.getComputer(computerId);
+    const last = record?.runs.at(-1);
+    if (!record || !last || last.endedAt !== undefined) return;
+    await this.leases.updateComputer({
+      computerId,
+      expectedVersion: record.version,
+      changes: { runs: this.ended(record.runs, reason) },
+    });
+  }
+
+  /** The record's machine is gone: forgets its ref and closes the open stretch as `reconciled`. */
+  async forgetMachine(record: ComputerRecord): Promise<void> {
+    const open = record.runs.at(-1)?.endedAt === undefined && record.runs.length > 0;
+    await this.leases.updateComputer({
+      computerId: record.computerId,
+      expectedVersion: record.version,
+      changes: { providerRef: null, runs: open ? this.ended(record.runs, "reconciled") : [...record.runs] },
+    });
+  }
+
+  /** `runs` with the last one ended now for `reason`. */
+  private ended(runs: ComputerRecord["runs"], reason: StretchEnd): ComputerRecord["runs"][number][] {
+    const last = runs.at(-1);
+    if (!last) return [];
+    return [...runs.slice(0, -1), { ...last, endedAt: this.clock(), endReason: reason }];
+  }
+}
