@@ -573,7 +573,7 @@ export class LeaseEngine {
     if (current && current.token > lease.token) {
       throw new AgentComputerError(
         "FENCED_OUT",
-        `A newer holder (token ${current.token}) has the ${lease.kind} lease "${lease.key}"; this holder (token ${lease.token}) must stop.`,
+        `A newer holder (token ${current.token}) has the ${lease.kind} lease "${lease.key}"; this holder (token ${lease.token}) must stop: every handle bound to its lease refuses to act (for a bot: end this run and start a new one).`,
         { details: { kind: lease.kind, key: lease.key, token: lease.token, currentToken: current.token } },
       );
     }
@@ -653,7 +653,7 @@ function held(current: LeaseRecord, now: number, interrupted: boolean): AgentCom
 function lost(lease: Lease, why: string): AgentComputerError {
   return new AgentComputerError(
     "LEASE_LOST",
-    `The ${lease.kind} lease "${lease.key}" (token ${lease.token}) is lost: ${why}. Every handle bound to it now refuses to act: acquire the lease again (for a bot, start a new run) before acting.`,
+    `The ${lease.kind} lease "${lease.key}" (token ${lease.token}) is lost: ${why}. Every handle bound to it now refuses to act: acquire the lease again (for a bot: end this run and start a new one).`,
     {
       details: { kind: lease.kind, key: lease.key, token: lease.token },
     },
