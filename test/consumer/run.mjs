@@ -282,13 +282,14 @@ async function main() {
     } else {
       const bin = join(project, "node_modules", ".bin", "agent-computer-image");
       const imageReady = await check(
-        `the computer image, named by the installed desktop-runtime (Docker ${engine.stdout.trim()})`,
+        `the computer image the installed packages name (Docker ${engine.stdout.trim()})`,
         () => {
           // The installed image folder must be the tree's byte for byte (the
           // tag hashes it), or hosts would run another image than CI tested.
-          const tree = run(process.execPath, ["packages/desktop-runtime/dist/bin/agent-computer-image.js", "tag"], {
-            capture: true,
-          }).trim();
+          const owner = packages.find((p) => p.manifest.bin?.["agent-computer-image"]);
+          if (!owner) throw new Error("no package has the agent-computer-image command");
+          const treeBin = join(owner.workspace, owner.manifest.bin["agent-computer-image"]);
+          const tree = run(process.execPath, [treeBin, "tag"], { capture: true }).trim();
           const installed = run(bin, ["tag"], { cwd: project, capture: true }).trim();
           if (installed !== tree) throw new Error(`the installed image tag ${installed} is not the tree's ${tree}`);
           console.log(`   ${installed}`);
