@@ -8,6 +8,7 @@
 export class CheckpointBarrier {
   private pending: { arrived: number; done: Promise<void>; resolve: () => void } | undefined;
   private running: Promise<void> = Promise.resolve();
+  private busy = false;
 
   constructor(
     private parties: number,
@@ -19,9 +20,9 @@ export class CheckpointBarrier {
     return this.pending !== undefined;
   }
 
-  /** Asks every bot to park after its current step. A request already pending is kept. */
+  /** Asks every bot to park after its current step. Ignored while one is pending or running. */
   request(): void {
-    if (this.pending) return;
+    if (this.pending || this.busy) return;
     let resolve: () => void = () => {};
     const done = new Promise<void>((r) => {
       resolve = r;
@@ -54,6 +55,10 @@ export class CheckpointBarrier {
     const pending = this.pending;
     if (!pending || pending.arrived < this.parties) return;
     this.pending = undefined;
-    this.running = this.checkpoint().finally(() => pending.resolve());
+    this.busy = true;
+    this.running = this.checkpoint().finally(() => {
+      this.busy = false;
+      pending.resolve();
+    });
   }
 }

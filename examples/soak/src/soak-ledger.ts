@@ -23,8 +23,9 @@ export interface StepTally {
   unexpected: number;
 }
 
-/** Errors kept in full; beyond this only their counts grow. */
-const KEPT_ERRORS = 1000;
+/** Errors kept in full, unexpected and expected; beyond these only their counts and times grow. */
+const KEPT_UNEXPECTED = 200;
+const KEPT_EXPECTED = 20;
 
 /**
  * Everything the soak measures, as it happens: each operation's latencies
@@ -37,8 +38,10 @@ export class SoakLedger {
   readonly steps = new Map<StepKind, StepTally>(
     STEP_KINDS.map((kind) => [kind, { ran: 0, ok: 0, expected: 0, unexpected: 0 }]),
   );
+  /** The first errors in full (KEPT_UNEXPECTED unexpected, KEPT_EXPECTED expected). */
   readonly errors: SoakError[] = [];
-  readonly errorCounts = new Map<string, { expected: boolean; count: number }>();
+  /** Every error: by "expected CODE" or "unexpected CODE", with when each happened. */
+  readonly errorCounts = new Map<string, { expected: boolean; code: string; count: number; atMs: number[] }>();
   private readonly samples = new Map<string, { at: number[]; ms: number[] }>();
   /** When each step ended, in ms since the start. */
   private readonly stepEnds: number[] = [];
@@ -74,10 +77,13 @@ export class SoakLedger {
   error(input: Omit<SoakError, "atMs" | "expected">): boolean {
     const expected = isExpectedError(this.provider, input.op, input.code);
     const key = `${expected ? "expected" : "unexpected"} ${input.code}`;
-    const counted = this.errorCounts.get(key) ?? { expected, count: 0 };
+    const counted = this.errorCounts.get(key) ?? { expected, code: input.code, count: 0, atMs: [] };
+    const atMs = Math.round(this.now());
     counted.count++;
+    counted.atMs.push(atMs);
     this.errorCounts.set(key, counted);
-    if (this.errors.length < KEPT_ERRORS) this.errors.push({ ...input, atMs: Math.round(this.now()), expected });
+    const kept = this.errors.filter((e) => e.expected === expected).length;
+    if (kept < (expected ? KEPT_EXPECTED : KEPT_UNEXPECTED)) this.errors.push({ ...input, atMs, expected });
     return expected;
   }
 
@@ -113,10 +119,9 @@ export class SoakLedger {
   /** Errors that happened in [fromMs, toMs), by code, expected ones marked. */
   errorsBetween(fromMs: number, toMs: number): Map<string, number> {
     const out = new Map<string, number>();
-    for (const e of this.errors) {
-      if (e.atMs < fromMs || e.atMs >= toMs) continue;
-      const key = e.expected ? `${e.code} (expected)` : e.code;
-      out.set(key, (out.get(key) ?? 0) + 1);
+    for (const { expected, code, atMs } of this.errorCounts.values()) {
+      const n = atMs.filter((at) => at >= fromMs && at < toMs).length;
+      if (n > 0) out.set(expected ? `${code} (expected)` : code, n);
     }
     return out;
   }

@@ -16,6 +16,8 @@ export interface SoakSummary {
   readonly reportEverySec: number;
   readonly pauseMs: number;
   readonly computerId: string;
+  /** Stopped early by SIGINT or SIGTERM: the checks ran on what there was. */
+  readonly interrupted: boolean;
   /** Bringing the computer up and serving the soak page, before the clock starts. */
   readonly setupMs: number;
   /** From the bots' start until the last step ended. */

@@ -29,8 +29,9 @@ const BOTS = ["alpha", "beta"] as const;
  * end, the last one saves, new runs start), interval reports, and at the
  * end a restore of the last checkpoint into a new computer. Resolves with
  * the summary; `summary.ok` says whether every enforced check passed.
+ * `interrupted` ends the soak early, after the bots' current steps.
  */
-export async function runSoak(options: SoakOptions): Promise<SoakSummary> {
+export async function runSoak(options: SoakOptions, interrupted?: AbortSignal): Promise<SoakSummary> {
   const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-soak-"));
   const provider = await soakProvider(options.provider, dataDir);
   const homeStore = new LocalAgentHomeStore({ dataDir });
@@ -141,7 +142,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakSummary> {
 
     ledger.startedAt = performance.now();
     const deadline = ledger.startedAt + options.minutes * 60_000;
-    const stop = () => performance.now() >= deadline;
+    const stop = () => performance.now() >= deadline || interrupted?.aborted === true;
     reporter.start();
     const barrier = new CheckpointBarrier(drivers.length, () => checkpoint("scheduled"));
     const scheduler = setInterval(() => {
@@ -207,6 +208,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakSummary> {
     reportEverySec: options.reportEverySec,
     pauseMs: options.pauseMs,
     computerId,
+    interrupted: interrupted?.aborted === true,
     setupMs,
     durationMs,
     steps: Object.fromEntries(ledger.steps) as SoakSummary["steps"],

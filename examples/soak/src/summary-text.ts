@@ -17,7 +17,7 @@ export function summaryText(s: SoakSummary): string {
   });
   const lines = [
     "",
-    `=== soak summary: ${s.provider}, ${(s.durationMs / 60_000).toFixed(2)} min of ${s.minutes}, seed ${s.seed}, lease TTL ${s.leaseTtlMs} ms ===`,
+    `=== soak summary: ${s.provider}, ${(s.durationMs / 60_000).toFixed(2)} min of ${s.minutes}${s.interrupted ? " (INTERRUPTED)" : ""}, seed ${s.seed}, lease TTL ${s.leaseTtlMs} ms ===`,
     `steps: ${s.totalSteps} (${steps})`,
     `runs: ${s.runs.length}, shortest ${s.shortestRunTtls} TTLs, longest ${s.longestRunTtls} TTLs (${s.runs
       .map((r) => `${r.botId} ${(r.ms / 1000).toFixed(1)} s`)
