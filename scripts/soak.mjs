@@ -9,7 +9,7 @@ import { join } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
 const tsx = join(root, "node_modules", ".bin", "tsx");
-const child = spawn(tsx, [join(root, "examples", "soak", "src", "main.ts"), ...process.argv.slice(2)], {
+const child = spawn(tsx, ["--expose-gc", join(root, "examples", "soak", "src", "main.ts"), ...process.argv.slice(2)], {
   stdio: "inherit",
 });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));

@@ -4,6 +4,8 @@ import type { Machine } from "@agent-computer/core";
 /** This process's resident memory and open file descriptors, right now. */
 export interface HostVitals {
   readonly rssBytes: number;
+  /** V8's used heap: beside RSS it tells a JavaScript leak from native memory. */
+  readonly heapUsedBytes: number;
   /** Entries of /proc/self/fd, less the one the listing itself opens; undefined off Linux. */
   readonly fds: number | undefined;
 }
@@ -15,7 +17,8 @@ export function hostVitals(): HostVitals {
   } catch {
     fds = undefined;
   }
-  return { rssBytes: process.memoryUsage.rss(), fds };
+  const { rss, heapUsed } = process.memoryUsage();
+  return { rssBytes: rss, heapUsedBytes: heapUsed, fds };
 }
 
 /**

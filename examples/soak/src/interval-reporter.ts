@@ -10,14 +10,20 @@ export interface IntervalReport {
   readonly steps: number;
   readonly ops: Readonly<Record<string, LatencyStats>>;
   readonly errors: Readonly<Record<string, number>>;
-  /** Medians of the samples taken during the interval (every VITALS_EVERY_MS). */
+  /**
+   * This process's RSS and used heap right after a full collection at the
+   * report (scripts/soak.mjs runs tsx with --expose-gc); without gc exposed,
+   * the medians of the samples taken during the interval.
+   */
   readonly hostRssBytes: number;
+  readonly hostHeapUsedBytes: number;
+  /** The median of the fd counts sampled during the interval (every VITALS_EVERY_MS). */
   readonly hostFds: number | undefined;
   /** The computer's memory at the report; null where it cannot be read (fake). */
   readonly computerMemoryBytes: number | null;
 }
 
-/** Host vitals are sampled this often; an interval reports their medians, so one GC or socket does not sway it. */
+/** Host vitals are sampled this often; an interval reports their medians, so one socket in flight does not sway it. */
 const VITALS_EVERY_MS = 2000;
 
 export const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
@@ -67,8 +73,13 @@ export class IntervalReporter {
     const toMs = this.ledger.now();
     const fromMs = this.lastMs;
     this.lastMs = toMs;
+    // A full collection first, where exposed (scripts/soak.mjs passes --expose-gc): then the
+    // reading is what the process retains, not how long ago V8 last collected.
+    const gc = (globalThis as { gc?: () => void }).gc;
+    gc?.();
     const samples = [...this.vitals, hostVitals()];
     this.vitals = [];
+    const memory = gc ? samples.slice(-1) : samples;
     const ops: Record<string, LatencyStats> = {};
     for (const op of this.ledger.ops) {
       const stats = this.ledger.statsOf(op, fromMs, toMs);
@@ -82,7 +93,8 @@ export class IntervalReporter {
       steps: this.ledger.stepsBetween(fromMs, toMs),
       ops,
       errors: Object.fromEntries(this.ledger.errorsBetween(fromMs, toMs)),
-      hostRssBytes: median(samples.map((s) => s.rssBytes)) as number,
+      hostRssBytes: median(memory.map((s) => s.rssBytes)) as number,
+      hostHeapUsedBytes: median(memory.map((s) => s.heapUsedBytes)) as number,
       hostFds: median(fds),
       computerMemoryBytes: (await this.computerMemory?.().catch(() => undefined)) ?? null,
     };
@@ -98,7 +110,7 @@ function formatInterval(r: IntervalReport, noComputerMemory: boolean): string {
       errors.length === 0 ? "none" : errors.map(([code, n]) => `${code} x${n}`).join(", ")
     }`,
     ...latencyTable(r.ops),
-    `    host rss ${mb(r.hostRssBytes)}, ${r.hostFds ?? "?"} fds; computer memory ${
+    `    host rss ${mb(r.hostRssBytes)} (heap ${mb(r.hostHeapUsedBytes)}), ${r.hostFds ?? "?"} fds; computer memory ${
       r.computerMemoryBytes !== null ? mb(r.computerMemoryBytes) : noComputerMemory ? "n/a (fake)" : "unreadable"
     }`,
   ];
