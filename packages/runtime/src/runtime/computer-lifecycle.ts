@@ -1,15 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { AgentHomeStore } from "@agent-computer/checkpoint";
-import type { ComputerSpec, Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
+import type { Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
 import { AgentComputerError, COMPUTER_LABELS, labelValueOf } from "@agent-computer/core";
 import type { ComputerRecord, ComputerScope, LeaseEngine } from "@agent-computer/leases";
-import { scopeOf } from "@agent-computer/leases";
 import PQueue from "p-queue";
 import type { BotRun } from "./bot-run.js";
 import type { ComputerEvents } from "./computer-events.js";
 import type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
 import type { ComputerSlot } from "./computer-slot.js";
+import { computerSpecFor, type MachineDefaults } from "./computer-spec-for.js";
 import { ComputerStretches, type StretchEnd } from "./computer-stretches.js";
 import type { DeploymentLedger } from "./deployment-ledger.js";
 import { checkpointHome, type HomeCheckpointParts } from "./home-checkpoint.js";
@@ -318,7 +318,9 @@ export class ComputerLifecycle {
     stage: StageRunner,
   ): Promise<Machine> {
     const started = performance.now();
-    const machine = await stage("provisioning", () => this.provider.provision(this.specFor(record)));
+    const machine = await stage("provisioning", () =>
+      this.provider.provision(computerSpecFor(record, this.machineDefaults())),
+    );
     this.events.emit("provisioning", slot.computerId, started, { providerKind: this.providerKind });
     try {
       await this.restoreHome(record, machine, stage);
@@ -408,25 +410,6 @@ export class ComputerLifecycle {
     }
   }
 
-  /** What to provision for the record's computer: a Team computer's screen cap, a Private one's bot label. */
-  private specFor(record: ComputerRecord): ComputerSpec {
-    const scope = scopeOf(record);
-    const { spec, settings } = this.parts;
-    return {
-      computerId: record.computerId,
-      homeKey: record.homeKey,
-      ...(spec?.image ? { image: spec.image } : {}),
-      ...(spec?.resources ? { resources: spec.resources } : {}),
-      screenLimit: scope.kind === "team" ? settings.screenLimit : 0,
-      labels: {
-        ...spec?.labels,
-        ...this.deploymentLabels,
-        [COMPUTER_LABELS.computerId]: labelValueOf(record.computerId),
-        ...(scope.kind === "private" ? { [COMPUTER_LABELS.botId]: labelValueOf(scope.botId) } : {}),
-      },
-    };
-  }
-
   private async checkpointNow(slot: ComputerSlot, reason: string): Promise<void> {
     const machine = slot.machine;
     if (!machine) return;
@@ -438,6 +421,14 @@ export class ComputerLifecycle {
       revision: saved.revision,
       mounted: saved.mounted,
     });
+  }
+
+  private machineDefaults(): MachineDefaults {
+    return {
+      spec: this.parts.spec,
+      teamScreenLimit: this.parts.settings.screenLimit,
+      deploymentLabels: this.deploymentLabels,
+    };
   }
 
   private checkpointParts(): HomeCheckpointParts {
