@@ -8,8 +8,10 @@
 // packs each one with `npm pack` into a folder under os.tmpdir(), makes a
 // new project there, outside the workspace, and installs the tarballs with
 // npm (dependencies come from the registry, as for a user). In that project
-// it then typechecks and runs, in ESM and in CJS, the programs of
-// test/consumer/project/: every entry point of every package, errors
+// it then typechecks, in ESM and in CJS, the programs of
+// test/consumer/project/ (and, with skipLibCheck off, that our declaration
+// files resolve every module they import), and runs them in ESM and in CJS:
+// every entry point of every package, errors
 // recognised across entries, bundles and a second installed copy of core,
 // runtime's README example, screens' page server, and core's README example
 // (the provider conformance suite on the fake provider, with vitest); and,
