@@ -7,17 +7,16 @@
 // `npm test` built it), checks that every built package is publishable,
 // packs each one with `npm pack` into a folder under os.tmpdir(), makes a
 // new project there, outside the workspace, and installs the tarballs with
-// npm (dependencies come from the registry, as for a user). In that project
-// it then typechecks, in ESM and in CJS, the programs of
-// test/consumer/project/ (and, with skipLibCheck off, that our declaration
-// files resolve every module they import), and runs them in ESM and in CJS:
-// every entry point of every package, errors
-// recognised across entries, bundles and a second installed copy of core,
-// runtime's README example, screens' page server, and core's README example
-// (the provider conformance suite on the fake provider, with vitest); and,
-// on the real Docker engine, provider-docker's README example. When CI is
-// set a missing engine fails the test; otherwise those steps are skipped
-// with the reason.
+// npm (dependencies come from the registry, as for a user). There it
+// typechecks the programs of test/consumer/project/ against the .d.ts (ESM)
+// and .d.cts (CJS) types, checks with skipLibCheck off that our declaration
+// files resolve every module they import, and runs, in ESM and in CJS:
+// every entry point of every package; errors recognised across entries,
+// bundles and a second installed copy of core; runtime's README example;
+// screens' page server; core's README example (the provider conformance
+// suite on the fake provider, with vitest); and, on the real Docker engine,
+// provider-docker's README example. When CI is set a missing engine fails
+// the test; otherwise those steps are skipped with the reason.
 //
 // Why a script and not a vitest file of the root run: it rebuilds and packs
 // the packages that the other suites import while they run, it installs and
