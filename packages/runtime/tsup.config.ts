@@ -16,5 +16,8 @@ export default defineConfig([
     dts: true,
     sourcemap: true,
     target: "node20",
+    // p-queue (and its p-timeout) ship ESM only: a require() of them gets the
+    // module namespace, not the class, so the CJS build carries its own copy.
+    noExternal: ["p-queue", "p-timeout"],
   },
 ]);
