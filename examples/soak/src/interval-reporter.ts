@@ -53,7 +53,9 @@ export class IntervalReporter {
     this.vitals = [hostVitals()];
     const sample = setInterval(() => this.vitals.push(hostVitals()), VITALS_EVERY_MS);
     const report = setInterval(() => {
-      this.reporting = this.reporting.then(() => this.report());
+      this.reporting = this.reporting
+        .then(() => this.report())
+        .catch((error: Error) => console.log(`  (interval report failed: ${error.message})`));
     }, this.everyMs);
     sample.unref();
     report.unref();

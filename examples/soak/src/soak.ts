@@ -145,9 +145,12 @@ export async function runSoak(options: SoakOptions, interrupted?: AbortSignal): 
     const stop = () => performance.now() >= deadline || interrupted?.aborted === true;
     reporter.start();
     const barrier = new CheckpointBarrier(drivers.length, () => checkpoint("scheduled"));
+    const everyMs = options.checkpointEveryMin * 60_000;
+    // One due in the last tenth of an interval is left to the final checkpoint:
+    // its new runs would end almost at once.
     const scheduler = setInterval(() => {
-      if (!stop()) barrier.request();
-    }, options.checkpointEveryMin * 60_000);
+      if (!stop() && deadline - performance.now() > everyMs / 10) barrier.request();
+    }, everyMs);
     scheduler.unref();
     const pageSite = site;
     try {
