@@ -20,6 +20,7 @@ import { SoakLedger } from "./soak-ledger.js";
 import type { SoakOptions } from "./soak-options.js";
 import { soakProvider } from "./soak-provider.js";
 import type { SoakSummary } from "./soak-summary.js";
+import { TeamCheckpoints } from "./team-checkpoints.js";
 
 const BOTS = ["alpha", "beta"] as const;
 
@@ -75,57 +76,11 @@ export async function runSoak(options: SoakOptions, interrupted?: AbortSignal): 
   console.log(
     `Soak: ${options.provider}, ${options.minutes} min, seed ${options.seed}, lease TTL ${runtime.leaseTtlMs} ms, checkpoint every ${options.checkpointEveryMin} min, report every ${options.reportEverySec} s, bots ${BOTS.join(" and ")} on ${computerId}`,
   );
-  const checkpoints: SoakSummary["checkpoints"][number][] = [];
-  let checkpointsCommitted = true;
-  let lastCheckpointFiles: ReadonlyMap<string, string> | undefined;
+  const checkpoints = new TeamCheckpoints({ runtime, homeStore, computerId, drivers, ledger, expected });
   let site: PageSite | undefined;
   let restore: RestoreResult | undefined;
   let setupMs = 0;
   let durationMs = 0;
-
-  /** Ends every bot's run (the last one saves the home), checks the new revision, and starts new runs unless final. */
-  const checkpoint = async (trigger: "scheduled" | "final") => {
-    const started = performance.now();
-    for (const driver of drivers) {
-      await driver.endRun().catch((error: Error) => {
-        ledger.error({
-          botId: driver.botId,
-          step: "checkpoint",
-          op: "run_end",
-          code: codeOf(error),
-          message: error.message,
-        });
-      });
-    }
-    const ms = performance.now() - started;
-    ledger.latency("checkpoint", ms);
-    const record = await runtime.leases.getComputer(computerId);
-    const latest = record ? await homeStore.latest(record.homeKey) : undefined;
-    const previous = checkpoints.at(-1)?.revision ?? 0;
-    const revision = record?.revision ?? 0;
-    if (revision <= previous || latest?.revision !== revision) {
-      checkpointsCommitted = false;
-      ledger.error({
-        botId: "-",
-        step: "checkpoint",
-        op: "checkpoint",
-        code: "CHECKPOINT_MISSING",
-        message: `after the runs ended the record holds revision ${revision} (before: ${previous}), the home store ${latest?.revision ?? "none"}`,
-      });
-    } else lastCheckpointFiles = expected.snapshot();
-    checkpoints.push({
-      atS: Math.round(ledger.now() / 100) / 10,
-      trigger,
-      revision,
-      ms: Math.round(ms),
-      files: latest?.files ?? null,
-      bytes: latest?.bytes ?? null,
-    });
-    console.log(
-      `  checkpoint (${trigger}) revision ${revision} in ${Math.round(ms)} ms${trigger === "scheduled" ? "; new runs start" : ""}`,
-    );
-    if (trigger === "scheduled") for (const driver of drivers) driver.startRun();
-  };
 
   const reporter = new IntervalReporter(
     ledger,
@@ -144,7 +99,7 @@ export async function runSoak(options: SoakOptions, interrupted?: AbortSignal): 
     const deadline = ledger.startedAt + options.minutes * 60_000;
     const stop = () => performance.now() >= deadline || interrupted?.aborted === true;
     reporter.start();
-    const barrier = new CheckpointBarrier(drivers.length, () => checkpoint("scheduled"));
+    const barrier = new CheckpointBarrier(drivers.length, () => checkpoints.take("scheduled"));
     const everyMs = options.checkpointEveryMin * 60_000;
     // One due in the last tenth of an interval is left to the final checkpoint:
     // its new runs would end almost at once.
@@ -160,13 +115,13 @@ export async function runSoak(options: SoakOptions, interrupted?: AbortSignal): 
       await barrier.idle();
     }
     durationMs = Math.round(ledger.now());
-    await checkpoint("final");
+    await checkpoints.take("final");
     await reporter.stop();
 
     const record = await runtime.leases.getComputer(computerId);
-    if (record && lastCheckpointFiles) {
+    if (record && checkpoints.lastFiles) {
       console.log(`  restoring revision ${record.revision} into a new computer on a new home key ...`);
-      restore = await restoreIntoNewComputer({ provider, homeStore, record, expected: lastCheckpointFiles });
+      restore = await restoreIntoNewComputer({ provider, homeStore, record, expected: checkpoints.lastFiles });
       ledger.latency("restore", restore.ms);
     }
   } finally {
@@ -197,7 +152,7 @@ export async function runSoak(options: SoakOptions, interrupted?: AbortSignal): 
     durationMs,
     intervals: reporter.intervals,
     restore,
-    checkpointsCommitted,
+    checkpointsCommitted: checkpoints.allCommitted,
     latencyEnforced: options.latencyCheck,
     memoryEnforced: options.memoryCheck,
   });
@@ -227,17 +182,13 @@ export async function runSoak(options: SoakOptions, interrupted?: AbortSignal): 
     runs,
     shortestRunTtls: Math.min(...runs.map((r) => r.ttls)),
     longestRunTtls: Math.max(...runs.map((r) => r.ttls)),
-    checkpoints,
+    checkpoints: checkpoints.taken,
     restore: restore ?? null,
     lifecycle,
     intervals: reporter.intervals,
     checks,
     ok: checks.every((check) => check.ok || !check.enforced),
   };
-}
-
-function codeOf(error: unknown): string {
-  return typeof (error as { code?: unknown }).code === "string" ? (error as { code: string }).code : "EXCEPTION";
 }
 
 /** Reads the computer's memory through a handle of its own (no lease: reading changes nothing). */
