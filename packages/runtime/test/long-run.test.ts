@@ -78,6 +78,23 @@ describe("a run longer than its lease", () => {
     server.close();
   }, 60_000);
 
+  it("keeps renewing while one call runs for 4 TTLs, then the run's desktop still acts", async () => {
+    const { make } = await setup();
+    const run = make().startRun({ workspaceId: "inflight", botId: "alpha" });
+    const desktop = await run.desktop();
+    const machine = await run.machine();
+    const started = performance.now();
+    await desktop.act([{ type: "wait", ms: 4 * TTL_MS }]);
+    expect((await machine.exec({ argv: ["sleep", String((3 * TTL_MS) / 1000)] })).exitCode).toBe(0);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(7 * TTL_MS);
+    await desktop.act([{ type: "move", x: 3, y: 3 }]);
+    await run.end("completed");
+    // Ended: the lease is released, so the bot's next run starts at once.
+    const next = make().startRun({ workspaceId: "inflight", botId: "alpha" });
+    await (await next.machine()).exec({ argv: ["true"] });
+    await next.end("completed");
+  }, 60_000);
+
   it("fails every handle with the same FENCED_OUT once the lease is really lost, and a new run takes over", async () => {
     const { make } = await setup();
     const first = make();

@@ -22,6 +22,7 @@ export class BotRun {
   state: RunState = "active";
   private lease: Lease | undefined;
   private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private renewing = false;
   private desktopSession: DesktopSession | undefined;
   private ended = false;
   private takeoverWaiters: (() => void)[] = [];
@@ -145,12 +146,23 @@ export class BotRun {
     }
   }
 
+  /**
+   * One heartbeat: renews the run's lease, which every handle of this run
+   * follows (a renewal renews the whole grant: docs/architecture.md §6). The
+   * timer runs while calls are in flight, however long they take; a
+   * renewal still in flight is not doubled. A lease really lost (expired,
+   * fenced out) stops the heartbeat: every handle then refuses with the
+   * same error. A store that failed for a moment is tried again next beat.
+   */
   private async renew(): Promise<void> {
-    if (!this.lease || this.ended) return;
+    if (!this.lease || this.ended || this.renewing) return;
+    this.renewing = true;
     try {
       this.lease = await this.lifecycle.leases.renew(this.lease);
-    } catch {
-      // Lost or fenced out: the fenced machine refuses this run's next call.
+    } catch (error) {
+      if (AgentComputerError.is(error, "LEASE_LOST", "FENCED_OUT")) clearInterval(this.heartbeat);
+    } finally {
+      this.renewing = false;
     }
   }
 }
