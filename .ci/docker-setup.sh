@@ -67,12 +67,15 @@ else
   log "made $base_image"
 fi
 
-# 4. The computer image, through the image command (it reuses an image with
-#    the exact tag it computes).
+# 4. The computer image, through provider-docker's image command (it reuses
+#    an image with the exact tag it computes). desktop-runtime is always
+#    rebuilt: its build writes the in-computer CLI bundle the tag covers.
 if [ "${AGENT_COMPUTER_SKIP_IMAGE:-}" != "1" ]; then
   cd "$root"
   [ -d node_modules ] || npm ci
   [ -f packages/core/dist/index.js ] || npm run build -w packages/core
+  [ -f packages/checkpoint/dist/index.js ] || npm run build -w packages/checkpoint
   npm run build -w packages/desktop-runtime >/dev/null
-  node packages/desktop-runtime/dist/bin/agent-computer-image.js build
+  npm run build -w packages/provider-docker >/dev/null
+  node packages/provider-docker/dist/bin/agent-computer-image.js build
 fi

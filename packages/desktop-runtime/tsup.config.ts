@@ -12,14 +12,6 @@ export default defineConfig([
     shims: true,
   },
   {
-    entry: { "bin/agent-computer-image": "bin/agent-computer-image.ts" },
-    format: ["esm"],
-    sourcemap: true,
-    target: "node20",
-    shims: true,
-    banner: { js: "#!/usr/bin/env node" },
-  },
-  {
     // The in-computer desktop command: one file for the image's Node 18,
     // dependencies inlined, written into the image's runtime folder so the
     // image tag covers it. No source map: it would make the bytes, and so

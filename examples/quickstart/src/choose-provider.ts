@@ -1,6 +1,5 @@
 import type { SandboxProvider } from "@agent-computer/core";
-import { buildComputerImage } from "@agent-computer/desktop-runtime";
-import { dockerProvider } from "@agent-computer/provider-docker";
+import { buildComputerImage, dockerProvider } from "@agent-computer/provider-docker";
 import { createFakeProvider } from "@agent-computer/testing";
 import Docker from "dockerode";
 

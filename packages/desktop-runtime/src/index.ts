@@ -22,13 +22,8 @@ export type { LinuxObservation } from "./desktop/linux-observation.js";
 export { type LinuxObserveOptions, linuxObserveOptionsSchema } from "./desktop/linux-observe-options.js";
 export { type BrowseRunner, LinuxPageBrowser } from "./desktop/linux-page-browser.js";
 export { SCREEN_GATEWAY_PORT } from "./desktop/screen-gateway-port.js";
-// Home files through any provider's command channel, resolved inside the machine.
-export { ExecHomeFiles } from "./home/exec-home-files.js";
-export type { HomeScriptRunner } from "./home/home-script-runner.js";
-// The computer image (docs/architecture.md §4): its tag, its sandbox settings, and its build.
-export { buildComputerImage } from "./image/build-computer-image.js";
-export type { BuildComputerImageOptions } from "./image/build-computer-image-options.js";
-export type { BuildComputerImageResult } from "./image/build-computer-image-result.js";
+// The computer image (docs/architecture.md §4): its files, its tag and its sandbox settings.
+// provider-docker builds it on an engine (`agent-computer-image`).
 export type { ComputerImageExtras } from "./image/computer-image-extras.js";
 export {
   COMPUTER_IMAGE_REPOSITORY,
@@ -37,8 +32,4 @@ export {
   computerImageTag,
 } from "./image/computer-image-ref.js";
 export { COMPUTER_SHM_BYTES, computerSeccompProfile } from "./image/computer-sandbox.js";
-export { debianMirrorOfThisMachine } from "./image/debian-mirror.js";
 export { computerImageDir, desktopRuntimePackage } from "./image/desktop-runtime-root.js";
-export { BASE_IMAGE, ensureBaseImage } from "./image/ensure-base-image.js";
-export type { ImageBuildProgress } from "./image/image-build-progress.js";
-export type { ImageBuildStage } from "./image/image-build-stage.js";

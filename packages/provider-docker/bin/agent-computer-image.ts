@@ -1,6 +1,7 @@
 // `agent-computer-image build|tag`: builds the computer image with staged
-// progress, or prints the tag this package's files give.
-import { buildComputerImage, type ComputerImageExtras, computerImageRef } from "../src/index.js";
+// progress, or prints the tag desktop-runtime's image files give.
+import { type ComputerImageExtras, computerImageRef } from "@agent-computer/desktop-runtime";
+import { buildComputerImage } from "../src/index.js";
 
 const usage = `Usage: agent-computer-image <command> [options]
 

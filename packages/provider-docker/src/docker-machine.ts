@@ -3,34 +3,24 @@ import type { Readable } from "node:stream";
 import { packHome, restoreHome } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
-  checkOpContext,
-  DEFAULT_MAX_OUTPUT_BYTES,
-  type DesktopOptions,
-  type DesktopSession,
-  type ExecRequest,
   type ExecResult,
-  execRequestSchema,
   loggerOf,
-  type Machine,
-  type MachineFiles,
-  normalizeHomePath,
   type OpContext,
   type ProviderRef,
-  parseInput,
   signalOf,
-  throwIfDone,
 } from "@agent-computer/core";
-import { ExecHomeFiles, LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import {
+  CommandChannelMachine,
+  destroyOnAbort,
+  enterOperation,
+  type MachineCommand,
+} from "@agent-computer/core/provider-utils";
+import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
-import { z } from "zod";
 import { giveHomeToComputer } from "./computer-home-owner.js";
 import { runContainerCommand } from "./container-command.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
-
-const readOptionsSchema = z.object({ maxBytes: z.number().int().positive().optional() });
-const portSchema = z.number().int().min(1).max(65535);
-const portOptionsSchema = z.object({ private: z.boolean() });
 
 /**
  * One computer container. Commands and file calls go through the Engine
@@ -38,67 +28,27 @@ const portOptionsSchema = z.object({ private: z.boolean() });
  * `workspacePath`, so export reads it in place and import (while stopped)
  * replaces it in place: it is never copied in or out of the container.
  */
-export class DockerMachine implements Machine {
+export class DockerMachine extends CommandChannelMachine {
   readonly ref: ProviderRef;
-  readonly files: MachineFiles;
   private readonly container: Docker.Container;
-  /** Desktops come from the shared Linux runtime, through this machine's exec. */
-  private readonly desktops: LinuxDesktopRuntime;
 
   constructor(
     private readonly host: DockerMachineHost,
     readonly containerId: string,
-    readonly workspacePath: string,
+    workspacePath: string,
     /** The home's folder on the engine's host. */
     readonly homeDir: string,
     /** Active desktops allowed at once (0 = no cap), from the spec. */
     screenLimit = 0,
   ) {
+    // Desktops come from the shared Linux runtime, through this machine's exec.
+    super(workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
     this.ref = `docker:${containerId}`;
     this.container = host.docker.getContainer(containerId);
-    this.desktops = new LinuxDesktopRuntime(this, { screenLimit });
-    this.files = {
-      list: (path, ctx) => this.home(ctx, "list files", (home) => home.list(path)),
-      read: (path, ctx, opts) => {
-        const { maxBytes } = parseInput(readOptionsSchema, opts ?? {}, "read options");
-        return this.home(ctx, "read a file", (home) => home.read(path, maxBytes));
-      },
-      write: (path, data, ctx) => {
-        if (!(data instanceof Uint8Array) && typeof (data as Readable | undefined)?.pipe !== "function") {
-          throw new AgentComputerError("INVALID_ARGUMENT", "Invalid file data: expected a Uint8Array or a Readable.");
-        }
-        return this.home(ctx, "write a file", (home) => home.write(path, data));
-      },
-      exportWorkspace: (ctx) => this.exportWorkspace(ctx),
-      importWorkspace: (tar, ctx) => this.importWorkspace(tar, ctx),
-    } satisfies MachineFiles;
   }
 
-  async exec(req: ExecRequest, ctx?: OpContext): Promise<ExecResult> {
-    const request = parseInput(execRequestSchema, req, "ExecRequest");
-    const context = checkOpContext(ctx);
-    throwIfDone(context, "command");
-    const rel = normalizeHomePath(request.cwd ?? "");
-    return this.run(
-      {
-        argv: request.argv ?? ["/bin/sh", "-c", request.shell as string],
-        workingDir: rel === "" ? this.workspacePath : `${this.workspacePath}/${rel}`,
-        env: request.env,
-        stdin: request.stdin,
-        timeoutMs: request.timeoutMs,
-        maxOutputBytes: request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
-        onOutput: request.onOutput,
-      },
-      context,
-      "run a command",
-    );
-  }
-
-  async portUrl(port: number, opts: { private: boolean }, ctx?: OpContext): Promise<string> {
-    parseInput(portSchema, port, "port");
-    parseInput(portOptionsSchema, opts, "port options");
-    const context = checkOpContext(ctx);
-    throwIfDone(context, "port lookup");
+  /** Ports listed in `dockerProvider({ ports })` are published on the host's loopback. */
+  protected async urlOfPort(port: number, context: OpContext): Promise<string> {
     const info = await this.inspect(context, "look up a port");
     const binding = info.NetworkSettings?.Ports?.[`${port}/tcp`]?.[0];
     if (!binding?.HostPort) {
@@ -112,17 +62,8 @@ export class DockerMachine implements Machine {
     return `http://127.0.0.1:${binding.HostPort}`;
   }
 
-  openDesktop(botId: string, ctx?: OpContext, opts?: DesktopOptions): Promise<DesktopSession> {
-    return this.desktops.openDesktop(botId, ctx, opts);
-  }
-
-  quiesceDesktops(ctx?: OpContext): Promise<() => Promise<void>> {
-    return this.desktops.quiesceDesktops(ctx);
-  }
-
   async stop(ctx?: OpContext): Promise<void> {
-    const context = checkOpContext(ctx);
-    throwIfDone(context, "stop");
+    const context = enterOperation(ctx, "stop");
     try {
       await this.container.stop({ t: this.host.stopTimeoutSeconds, abortSignal: signalOf(context, "stop") });
     } catch (error) {
@@ -135,8 +76,7 @@ export class DockerMachine implements Machine {
   }
 
   async destroy(ctx?: OpContext): Promise<void> {
-    const context = checkOpContext(ctx);
-    throwIfDone(context, "destroy");
+    const context = enterOperation(ctx, "destroy");
     try {
       await this.container.remove({ force: true, v: true, abortSignal: signalOf(context, "destroy") });
     } catch (error) {
@@ -146,27 +86,19 @@ export class DockerMachine implements Machine {
     loggerOf(context).info("docker machine destroyed; its home stays in the data folder", { ref: this.ref });
   }
 
-  private async exportWorkspace(ctx?: OpContext): Promise<Readable> {
-    const context = checkOpContext(ctx);
-    throwIfDone(context, "workspace export");
+  /** Reads the mounted home in place on this host. */
+  protected async exportHome(context: OpContext): Promise<Readable> {
     await this.inspect(context, "export the workspace");
     await stat(this.homeDir).catch(() => {
       throw new AgentComputerError("NOT_FOUND", `The home folder of ${this.ref} is missing on the host.`);
     });
     const { tar } = packHome(this.homeDir);
-    const signal = signalOf(context, "workspace export");
-    const onAbort = () => tar.destroy(signal.reason as Error);
-    signal.addEventListener("abort", onAbort, { once: true });
-    tar.once("close", () => signal.removeEventListener("abort", onAbort));
+    tar.once("close", destroyOnAbort(tar, signalOf(context, "workspace export")));
     return tar;
   }
 
-  private async importWorkspace(tar: Readable, ctx?: OpContext): Promise<void> {
-    const context = checkOpContext(ctx);
-    throwIfDone(context, "workspace import");
-    if (typeof tar?.pipe !== "function") {
-      throw new AgentComputerError("INVALID_ARGUMENT", "Invalid workspace: expected a tar Readable.");
-    }
+  /** Restores into the mounted home in place, only while the container is stopped. */
+  protected async importHome(tar: Readable, context: OpContext): Promise<void> {
     const info = await this.inspect(context, "import the workspace");
     if (info.State?.Running || info.State?.Restarting) {
       tar.destroy();
@@ -176,24 +108,19 @@ export class DockerMachine implements Machine {
       );
     }
     const signal = signalOf(context, "workspace import");
-    const onAbort = () => tar.destroy(signal.reason as Error);
-    signal.addEventListener("abort", onAbort, { once: true });
+    const stopWatching = destroyOnAbort(tar, signal);
     try {
       await restoreHome(tar, this.homeDir);
     } finally {
-      signal.removeEventListener("abort", onAbort);
+      stopWatching();
     }
     if (signal.aborted) throw signal.reason;
     // restoreHome wrote as this process's user; the machine writes as uid 1000.
     await giveHomeToComputer(this.homeDir, true);
   }
 
-  /** Runs a command, mapping a missing or stopped container to the contract's errors. */
-  private async run(
-    command: Omit<Parameters<typeof runContainerCommand>[1], "user" | "signal">,
-    context: OpContext,
-    what: string,
-  ): Promise<ExecResult> {
+  /** Runs a command through the Engine exec API, mapping a missing or stopped container to the contract's errors. */
+  protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
     try {
       return await runContainerCommand(this.container, {
         ...command,
@@ -207,21 +134,6 @@ export class DockerMachine implements Machine {
       if (status === 409) throw this.stoppedError(what);
       throw engineFailure(error, what);
     }
-  }
-
-  /** The home's files through this call's context, so its abort and deadline reach the helper commands. */
-  private async home<T>(
-    ctx: OpContext | undefined,
-    what: string,
-    work: (home: ExecHomeFiles) => Promise<T>,
-  ): Promise<T> {
-    const context = checkOpContext(ctx);
-    throwIfDone(context, what);
-    return work(
-      new ExecHomeFiles(this.workspacePath, (argv, options) =>
-        this.run({ argv, workingDir: this.workspacePath, ...options }, context, what),
-      ),
-    );
   }
 
   private async inspect(context: OpContext, what: string): Promise<Docker.ContainerInspectInfo> {

@@ -3,22 +3,13 @@ import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
   AgentComputerError,
-  type ComputerSpec,
-  checkOpContext,
-  computerSpecSchema,
-  type ListFilter,
-  listFilterSchema,
   loggerOf,
-  type Machine,
-  type OpContext,
   type ProviderCapabilities,
   type ProviderRef,
   parseInput,
-  providerRefId,
   type SandboxProvider,
-  signalOf,
-  throwIfDone,
 } from "@agent-computer/core";
+import { defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
 import { computerImageRef, computerSeccompProfile, SCREEN_GATEWAY_PORT } from "@agent-computer/desktop-runtime";
 import Docker from "dockerode";
 import { COMPUTER_GID, COMPUTER_UID, giveHomeToComputer } from "./computer-home-owner.js";
@@ -59,7 +50,6 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
     user: `${COMPUTER_UID}:${COMPUTER_GID}`,
     stopTimeoutSeconds: parsed.stopTimeoutSeconds,
   };
-  const defaultImage = parsed.image ? Promise.resolve(parsed.image) : computerImageRef();
   // Load lazily: a caller passing its own profile never reads the file.
   const seccomp = () => parsed.seccompProfile ?? computerSeccompProfile();
 
@@ -81,17 +71,14 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
     );
   };
 
-  return {
-    specificationVersion: "v1",
+  return defineSandboxProvider({
     kind: "docker",
     capabilities: DOCKER_CAPABILITIES,
+    defaults: parsed,
+    defaultImage: computerImageRef,
+    machineId: (id) => matchRefId("docker", id, CONTAINER_ID, "<64 hex digit container id>")[0],
 
-    async provision(spec: ComputerSpec, ctx?: OpContext): Promise<Machine> {
-      const resolved = parseInput(computerSpecSchema, spec, "ComputerSpec");
-      const context = checkOpContext(ctx);
-      throwIfDone(context, "provision");
-      const signal = signalOf(context, "provision");
-      const image = resolved.image ?? (await defaultImage);
+    async provision({ spec: resolved, image, context, signal }) {
       const homeDir = join(dataDir, "homes", resolved.homeKey);
       await mkdir(homeDir, { recursive: true });
       await giveHomeToComputer(homeDir, false).catch((error: Error) => {
@@ -102,7 +89,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         );
       });
       const resources = { ...parsed.resources, ...resolved.resources };
-      const screenLimit = spec.screenLimit === undefined ? parsed.screenLimit : resolved.screenLimit;
+      const screenLimit = resolved.screenLimit;
       // The screen gateway's port is always published (loopback only; its websockets need a token).
       const published = [...new Set([SCREEN_GATEWAY_PORT, ...parsed.ports])];
       const ports = Object.fromEntries(published.map((p) => [`${p}/tcp`, {}]));
@@ -161,17 +148,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       return new DockerMachine(host, container.id, parsed.workspacePath, homeDir, screenLimit);
     },
 
-    async reconnect(ref: ProviderRef, ctx?: OpContext): Promise<Machine | "gone"> {
-      const id = providerRefId(ref, "docker");
-      if (!CONTAINER_ID.test(id)) {
-        throw new AgentComputerError(
-          "INVALID_ARGUMENT",
-          "Invalid docker ref: expected docker:<64 hex digit container id>, as provision returns.",
-        );
-      }
-      const context = checkOpContext(ctx);
-      throwIfDone(context, "reconnect");
-      const signal = signalOf(context, "reconnect");
+    async reconnect(id, { ref, signal }) {
       const container = docker.getContainer(id);
       let info: Docker.ContainerInspectInfo;
       try {
@@ -194,17 +171,14 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       return machineOf(info);
     },
 
-    async list(filter: ListFilter, ctx?: OpContext): Promise<ProviderRef[]> {
-      const { labels } = parseInput(listFilterSchema, filter, "ListFilter");
-      const context = checkOpContext(ctx);
-      throwIfDone(context, "list");
+    async list({ labels, signal }) {
       try {
         const found = await docker.listContainers({
           all: true,
           filters: JSON.stringify({
             label: [`${COMPUTER_LABELS.managed}=true`, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)],
           }),
-          abortSignal: signalOf(context, "list"),
+          abortSignal: signal,
         });
         return found
           .sort((a, b) => a.Created - b.Created || a.Id.localeCompare(b.Id))
@@ -213,5 +187,5 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         throw engineFailure(error, "list computers");
       }
     },
-  };
+  });
 }

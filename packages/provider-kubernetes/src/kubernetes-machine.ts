@@ -6,35 +6,28 @@ import { packHome, stageHome } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
-  DEFAULT_MAX_OUTPUT_BYTES,
-  type DesktopOptions,
-  type DesktopSession,
-  type ExecRequest,
   type ExecResult,
-  execRequestSchema,
   loggerOf,
-  type Machine,
-  type MachineFiles,
-  normalizeHomePath,
   type OpContext,
   type ProviderRef,
-  parseInput,
   signalOf,
   throwIfDone,
 } from "@agent-computer/core";
-import { ExecHomeFiles, LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import {
+  abortable,
+  CommandChannelMachine,
+  destroyOnAbort,
+  enterOperation,
+  type MachineCommand,
+} from "@agent-computer/core/provider-utils";
+import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type { V1Pod } from "@kubernetes/client-node";
-import { z } from "zod";
 import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
 import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
 import type { PodAddress } from "./pod-address.js";
-import { type PodCommand, runPodCommand, startPodCommand } from "./pod-command.js";
+import { runPodCommand, startPodCommand } from "./pod-command.js";
 import type { PodCommandHost } from "./pod-command-host.js";
 import { DISCARD_STAGING, EXPORT_HOME, STAGE_HOME, SWAP_HOME, WORKSPACE_EXIT } from "./pod-workspace-scripts.js";
-
-const readOptionsSchema = z.object({ maxBytes: z.number().int().positive().optional() });
-const portSchema = z.number().int().min(1).max(65535);
-const portOptionsSchema = z.object({ private: z.boolean() });
 
 /** Whether a pod read from the API is still a machine: not deleted, not being deleted, not finished or evicted. */
 export function podIsAlive(pod: V1Pod): boolean {
@@ -49,13 +42,10 @@ export function podIsAlive(pod: V1Pod): boolean {
  * folder inside the pod, not a mount, so it is copied in and out as one tar
  * stream, and the pod itself is disposable: stop deletes it.
  */
-export class KubernetesMachine implements Machine {
+export class KubernetesMachine extends CommandChannelMachine {
   readonly ref: ProviderRef;
-  readonly files: MachineFiles;
   private readonly pod: PodAddress;
   private readonly commandHost: PodCommandHost;
-  /** The shared Linux desktop runtime, driven through this pod's exec. */
-  private readonly desktops: LinuxDesktopRuntime;
   /** Set by stop/destroy: the pod is deleted or on its way out, so the handle is spent. */
   private deleted = false;
   /** Imports into one pod run one after another: they share the staging names beside the home. */
@@ -64,12 +54,13 @@ export class KubernetesMachine implements Machine {
   constructor(
     private readonly host: KubernetesMachineHost,
     readonly podName: string,
-    readonly workspacePath: string,
+    workspacePath: string,
     /** Active desktops allowed at once (0 = no cap), from the spec. */
     screenLimit = 0,
   ) {
+    // Desktops come from the shared Linux runtime, through this machine's exec.
+    super(workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
     this.ref = `kubernetes:${host.namespace}/${podName}`;
-    this.desktops = new LinuxDesktopRuntime(this, { screenLimit });
     this.pod = { namespace: host.namespace, name: podName, container: host.containerName };
     this.commandHost = {
       kubeConfig: host.kubeConfig,
@@ -78,41 +69,6 @@ export class KubernetesMachine implements Machine {
       podAlive: () => this.podAlive(),
       goneError: () => this.goneError(),
     };
-    this.files = {
-      list: (path, ctx) => this.home(ctx, "list files", (home) => home.list(path)),
-      read: (path, ctx, opts) => {
-        const { maxBytes } = parseInput(readOptionsSchema, opts ?? {}, "read options");
-        return this.home(ctx, "read a file", (home) => home.read(path, maxBytes));
-      },
-      write: (path, data, ctx) => {
-        if (!(data instanceof Uint8Array) && typeof (data as Readable | undefined)?.pipe !== "function") {
-          throw new AgentComputerError("INVALID_ARGUMENT", "Invalid file data: expected a Uint8Array or a Readable.");
-        }
-        return this.home(ctx, "write a file", (home) => home.write(path, data));
-      },
-      exportWorkspace: (ctx) => this.exportWorkspace(ctx),
-      importWorkspace: (tar, ctx) => this.importWorkspace(tar, ctx),
-    } satisfies MachineFiles;
-  }
-
-  async exec(req: ExecRequest, ctx?: OpContext): Promise<ExecResult> {
-    const request = parseInput(execRequestSchema, req, "ExecRequest");
-    const context = checkOpContext(ctx);
-    throwIfDone(context, "command");
-    const rel = normalizeHomePath(request.cwd ?? "");
-    return this.run(
-      {
-        argv: request.argv ?? ["/bin/sh", "-c", request.shell as string],
-        workingDir: rel === "" ? this.workspacePath : `${this.workspacePath}/${rel}`,
-        env: request.env,
-        stdin: request.stdin,
-        timeoutMs: request.timeoutMs,
-        maxOutputBytes: request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
-        onOutput: request.onOutput,
-      },
-      context,
-      "run a command",
-    );
   }
 
   /**
@@ -120,11 +76,7 @@ export class KubernetesMachine implements Machine {
    * the worker, the screen proxy), which is where this provider runs. Pod
    * IPs are cluster-private, so private and public URLs are the same here.
    */
-  async portUrl(port: number, opts: { private: boolean }, ctx?: OpContext): Promise<string> {
-    parseInput(portSchema, port, "port");
-    parseInput(portOptionsSchema, opts, "port options");
-    const context = checkOpContext(ctx);
-    throwIfDone(context, "port lookup");
+  protected async urlOfPort(port: number, context: OpContext): Promise<string> {
     const pod = await this.read(context, "look up the pod's IP");
     const ip = pod.status?.podIP;
     if (!ip) throw new AgentComputerError("UNAVAILABLE", `${this.ref} has no pod IP yet; try again shortly.`);
@@ -132,14 +84,6 @@ export class KubernetesMachine implements Machine {
   }
 
   /** Deletes the pod: pods are not kept, the saved home is what persists (reconnect then gives "gone"). */
-  openDesktop(botId: string, ctx?: OpContext, opts?: DesktopOptions): Promise<DesktopSession> {
-    return this.desktops.openDesktop(botId, ctx, opts);
-  }
-
-  quiesceDesktops(ctx?: OpContext): Promise<() => Promise<void>> {
-    return this.desktops.quiesceDesktops(ctx);
-  }
-
   async stop(ctx?: OpContext): Promise<void> {
     await this.delete(ctx, "stop", this.host.terminationGracePeriodSeconds);
     loggerOf(checkOpContext(ctx)).info("kubernetes machine stopped (pod deleted)", { ref: this.ref });
@@ -151,8 +95,7 @@ export class KubernetesMachine implements Machine {
   }
 
   private async delete(ctx: OpContext | undefined, what: string, gracePeriodSeconds: number): Promise<void> {
-    const context = checkOpContext(ctx);
-    throwIfDone(context, what);
+    const context = enterOperation(ctx, what);
     this.deleted = true;
     try {
       await abortable(
@@ -165,9 +108,8 @@ export class KubernetesMachine implements Machine {
     }
   }
 
-  private async exportWorkspace(ctx?: OpContext): Promise<Readable> {
-    const context = checkOpContext(ctx);
-    throwIfDone(context, "workspace export");
+  /** The home as one GNU tar stream from the pod, with backpressure through the exec connection. */
+  protected async exportHome(context: OpContext): Promise<Readable> {
     this.refuseDeleted();
     const signal = signalOf(context, "workspace export");
     let resumeOutput: (() => void) | undefined;
@@ -217,10 +159,10 @@ export class KubernetesMachine implements Machine {
     return tar;
   }
 
-  private importWorkspace(tar: Readable, ctx?: OpContext): Promise<void> {
+  protected importHome(tar: Readable, context: OpContext): Promise<void> {
     const next = this.importing.then(
-      () => this.importNow(tar, ctx),
-      () => this.importNow(tar, ctx),
+      () => this.importNow(tar, context),
+      () => this.importNow(tar, context),
     );
     this.importing = next.catch(() => {});
     return next;
@@ -235,16 +177,12 @@ export class KubernetesMachine implements Machine {
    * and byte that was sent. A refused, aborted or cut import leaves the home
    * as it was.
    */
-  private async importNow(tar: Readable, ctx?: OpContext): Promise<void> {
-    const context = checkOpContext(ctx);
+  private async importNow(tar: Readable, context: OpContext): Promise<void> {
+    // Checked on entry, and again here: the deadline may pass while an earlier import runs.
     throwIfDone(context, "workspace import");
-    if (typeof tar?.pipe !== "function") {
-      throw new AgentComputerError("INVALID_ARGUMENT", "Invalid workspace: expected a tar Readable.");
-    }
     this.refuseDeleted();
     const signal = signalOf(context, "workspace import");
-    const onAbort = () => tar.destroy(signal.reason as Error);
-    signal.addEventListener("abort", onAbort, { once: true });
+    const stopWatching = destroyOnAbort(tar, signal);
     const work = await mkdtemp(join(this.host.stagingRoot, "agent-computer-kubernetes-import-"));
     try {
       const staged = await stageHome(tar, join(work, "home")).catch((error: unknown) => {
@@ -307,7 +245,7 @@ export class KubernetesMachine implements Machine {
         throw error;
       }
     } finally {
-      signal.removeEventListener("abort", onAbort);
+      stopWatching();
       await rm(work, { recursive: true, force: true });
     }
   }
@@ -328,25 +266,10 @@ export class KubernetesMachine implements Machine {
     }
   }
 
-  /** Runs a command, refusing a handle whose pod this process deleted. */
-  private async run(command: Omit<PodCommand, "signal">, context: OpContext, what: string): Promise<ExecResult> {
+  /** Runs a command through pods/exec, refusing a handle whose pod this process deleted. */
+  protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
     this.refuseDeleted();
     return runPodCommand(this.commandHost, { ...command, signal: signalOf(context, what) });
-  }
-
-  /** The home's files through this call's context, so its abort and deadline reach the helper commands. */
-  private async home<T>(
-    ctx: OpContext | undefined,
-    what: string,
-    work: (home: ExecHomeFiles) => Promise<T>,
-  ): Promise<T> {
-    const context = checkOpContext(ctx);
-    throwIfDone(context, what);
-    return work(
-      new ExecHomeFiles(this.workspacePath, (argv, options) =>
-        this.run({ argv, workingDir: this.workspacePath, ...options }, context, what),
-      ),
-    );
   }
 
   private async read(context: OpContext, what: string): Promise<V1Pod> {
@@ -384,25 +307,6 @@ export class KubernetesMachine implements Machine {
       `The pod behind ${this.ref} no longer exists (stopped, deleted or evicted); provision a replacement and restore its home.`,
     );
   }
-}
-
-/** Rejects with the signal's reason when it fires first; the request itself is left to finish. */
-export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 function text(bytes: Uint8Array): string {

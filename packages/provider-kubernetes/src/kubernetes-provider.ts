@@ -2,28 +2,20 @@ import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import {
   AgentComputerError,
-  type ComputerSpec,
-  checkOpContext,
-  computerSpecSchema,
-  type ListFilter,
-  listFilterSchema,
   loggerOf,
-  type Machine,
-  type OpContext,
   type ProviderCapabilities,
   type ProviderRef,
   parseInput,
-  providerRefId,
+  type ResolvedComputerSpec,
   type SandboxProvider,
-  signalOf,
-  throwIfDone,
 } from "@agent-computer/core";
+import { abortable, defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
 import { computerPodManifest } from "./computer-pod-manifest.js";
 import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
-import { abortable, KubernetesMachine, podIsAlive } from "./kubernetes-machine.js";
+import { KubernetesMachine, podIsAlive } from "./kubernetes-machine.js";
 import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
 import { kubernetesOptionsFromEnv } from "./kubernetes-options-from-env.js";
 import {
@@ -75,7 +67,6 @@ export function kubernetesProvider(
   const kubeConfig = loadKubeConfig(parsed.kubeConfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const namespace = parsed.namespace;
-  const defaultImage = parsed.image ? Promise.resolve(parsed.image) : computerImageRef();
   let protocol: Promise<string> | undefined;
 
   const host: KubernetesMachineHost = {
@@ -147,28 +138,27 @@ export function kubernetesProvider(
       Number(pod.metadata?.labels?.[COMPUTER_POD_LABELS.screenLimit] ?? parsed.screenLimit) || 0,
     );
 
-  return {
-    specificationVersion: "v1",
+  return defineSandboxProvider({
     kind: "kubernetes",
     capabilities: KUBERNETES_CAPABILITIES,
-
-    async provision(spec: ComputerSpec, ctx?: OpContext): Promise<Machine> {
-      const resolved = parseInput(computerSpecSchema, spec, "ComputerSpec");
-      for (const [key, value] of Object.entries(resolved.labels)) {
-        if (!isLabelKey(key) || !isLabelValue(value)) {
-          throw new AgentComputerError(
-            "INVALID_ARGUMENT",
-            `Invalid ComputerSpec: at "labels.${key}": Kubernetes takes label keys of [prefix/]name (name at most 63 characters) and values of at most 63 letters, digits, - _ .`,
-          );
-        }
+    defaults: parsed,
+    defaultImage: computerImageRef,
+    checkSpec: refuseLabels,
+    machineId(id) {
+      const match = matchRefId("kubernetes", id, POD_REF, "<namespace>/<pod name>");
+      const [, refNamespace, , name] = match as unknown as [string, string, string, string];
+      if (refNamespace !== namespace) {
+        throw new AgentComputerError(
+          "INVALID_ARGUMENT",
+          `The ref kubernetes:${id} is in namespace "${refNamespace}" but this provider works in "${namespace}"; reconnect with a provider for that namespace.`,
+        );
       }
-      const context = checkOpContext(ctx);
-      throwIfDone(context, "provision");
-      const signal = signalOf(context, "provision");
-      const image = resolved.image ?? (await defaultImage);
+      return name;
+    },
+
+    async provision({ spec: resolved, image, context, signal }) {
       const name = podNameFor(resolved.homeKey);
-      const screenLimit = spec.screenLimit === undefined ? parsed.screenLimit : resolved.screenLimit;
-      const manifest = computerPodManifest(name, { ...resolved, screenLimit }, image, parsed);
+      const manifest = computerPodManifest(name, resolved, image, parsed);
       try {
         await abortable(core.createNamespacedPod({ namespace, body: manifest }), signal);
       } catch (error) {
@@ -184,28 +174,10 @@ export function kubernetesProvider(
       }
       const ref: ProviderRef = `kubernetes:${namespace}/${name}`;
       loggerOf(context).info("kubernetes machine provisioned", { ref, homeKey: resolved.homeKey, image });
-      return new KubernetesMachine(host, name, parsed.workspacePath, screenLimit);
+      return new KubernetesMachine(host, name, parsed.workspacePath, resolved.screenLimit);
     },
 
-    async reconnect(ref: ProviderRef, ctx?: OpContext): Promise<Machine | "gone"> {
-      const id = providerRefId(ref, "kubernetes");
-      const match = POD_REF.exec(id);
-      if (!match) {
-        throw new AgentComputerError(
-          "INVALID_ARGUMENT",
-          "Invalid kubernetes ref: expected kubernetes:<namespace>/<pod name>, as provision returns.",
-        );
-      }
-      const [, refNamespace, , name] = match as unknown as [string, string, string, string];
-      if (refNamespace !== namespace) {
-        throw new AgentComputerError(
-          "INVALID_ARGUMENT",
-          `The ref ${ref} is in namespace "${refNamespace}" but this provider works in "${namespace}"; reconnect with a provider for that namespace.`,
-        );
-      }
-      const context = checkOpContext(ctx);
-      throwIfDone(context, "reconnect");
-      const signal = signalOf(context, "reconnect");
+    async reconnect(name, { ref, signal }) {
       let pod: V1Pod;
       try {
         pod = await abortable(core.readNamespacedPod({ name, namespace }), signal);
@@ -225,20 +197,14 @@ export function kubernetesProvider(
       return machineOf(pod);
     },
 
-    async list(filter: ListFilter, ctx?: OpContext): Promise<ProviderRef[]> {
-      const { labels } = parseInput(listFilterSchema, filter, "ListFilter");
-      const context = checkOpContext(ctx);
-      throwIfDone(context, "list");
+    async list({ labels, signal }) {
       // No pod can carry a label Kubernetes would refuse, so such a filter matches nothing.
       if (Object.entries(labels).some(([k, v]) => !isLabelKey(k) || !isLabelValue(v))) return [];
       const selector = Object.entries({ ...labels, [COMPUTER_POD_LABELS.name]: COMPUTER_APP_NAME })
         .map(([k, v]) => `${k}=${v}`)
         .join(",");
       try {
-        const found = await abortable(
-          core.listNamespacedPod({ namespace, labelSelector: selector }),
-          signalOf(context, "list"),
-        );
+        const found = await abortable(core.listNamespacedPod({ namespace, labelSelector: selector }), signal);
         return found.items
           .filter((pod) => !pod.metadata?.deletionTimestamp)
           .sort(
@@ -251,7 +217,19 @@ export function kubernetesProvider(
         throw kubernetesApiFailure(error, `list pods in ${namespace}`, namespace);
       }
     },
-  };
+  });
+}
+
+/** Kubernetes refuses labels other providers take; say which before asking the API server. */
+function refuseLabels(spec: ResolvedComputerSpec): void {
+  for (const [key, value] of Object.entries(spec.labels)) {
+    if (!isLabelKey(key) || !isLabelValue(value)) {
+      throw new AgentComputerError(
+        "INVALID_ARGUMENT",
+        `Invalid ComputerSpec: at "labels.${key}": Kubernetes takes label keys of [prefix/]name (name at most 63 characters) and values of at most 63 letters, digits, - _ .`,
+      );
+    }
+  }
 }
 
 /** `ac-<home key, lowercased, at most 40>-<8 hex>`: a DNS label, unique enough that 409 means a real clash. */

@@ -1,20 +1,11 @@
-import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
-import { AgentComputerError, type ExecResult, type OutputListener } from "@agent-computer/core";
+import { AgentComputerError, type ExecResult } from "@agent-computer/core";
+import { type MachineCommand, RunningCommand } from "@agent-computer/core/provider-utils";
 import type { PodCommandHost } from "./pod-command-host.js";
 import { describeEnd, type PodExecEnd, PodExecSession, STDIN_CHUNK, V5_CHANNEL } from "./pod-exec-session.js";
 
 /** A command to run in a pod through `pods/exec`. */
-export interface PodCommand {
-  argv: string[];
-  /** Absolute, inside the pod. */
-  workingDir: string;
-  env?: Record<string, string>;
-  stdin?: Uint8Array | Readable;
-  timeoutMs?: number;
-  /** Cap on each of stdout and stderr kept (Infinity keeps all). */
-  maxOutputBytes: number;
-  onOutput?: OutputListener;
+export interface PodCommand extends MachineCommand {
   /**
    * Takes stdout instead of keeping it (the export's stream); return false
    * to pause the connection until `resume` is called.
@@ -23,19 +14,6 @@ export interface PodCommand {
   /** Fires on the caller's abort or deadline; its reason is what we throw. */
   signal: AbortSignal;
 }
-
-/**
- * Every command carries this variable with a fresh id. Children inherit it,
- * also ones that start their own session or process group, so a kill finds
- * the whole tree by reading /proc/<pid>/environ inside the pod. Exec has no
- * kill verb of its own: closing the connection leaves the process running.
- */
-const MARKER = "AGENT_COMPUTER_EXEC";
-
-// Two passes: a process forked while the first pass ran is caught by the second.
-const KILL_TREE = `for pass in 1 2; do for p in /proc/[0-9]*; do
-  grep -qzx "${MARKER}=$1" "$p/environ" 2>/dev/null && kill -KILL "\${p#/proc/}" 2>/dev/null
-done; done; true`;
 
 // Exec has no working directory or environment parameters: a small sh
 // prologue sets both, then replaces itself with the command.
@@ -89,41 +67,32 @@ export async function runPodCommand(host: PodCommandHost, command: PodCommand): 
  * whole process tree inside the pod (not only the connection).
  */
 export async function startPodCommand(host: PodCommandHost, command: PodCommand): Promise<StartedPodCommand> {
-  const started = performance.now();
-  const marker = randomUUID();
+  const running = new RunningCommand(command, (argv) =>
+    runPodCommand(host, { argv, workingDir: "/", maxOutputBytes: 4096, signal: new AbortController().signal }).then(
+      () => undefined,
+    ),
+  );
   const withStdin = command.stdin !== undefined;
   const protocol = withStdin ? await host.execProtocol() : V5_CHANNEL;
   const framed = withStdin && protocol !== V5_CHANNEL;
-  const env = Object.entries({ ...command.env, [MARKER]: marker }).map(([k, v]) => `${k}=${v}`);
   const argv = [
     "/bin/sh",
     "-c",
     PROLOGUE,
     "agent-computer-exec",
     command.workingDir,
-    String(env.length),
-    ...env,
+    String(running.env.length),
+    ...running.env,
     ...(framed ? ["python3", "-c", UNFRAME] : []),
     ...command.argv,
   ];
 
-  const outputs = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
-  const kept = { stdout: 0, stderr: 0 };
-  let truncated = false;
   let session: PodExecSession | undefined;
   const resume = () => session?.resumeOutput();
   const onOutput = (name: "stdout" | "stderr", payload: Buffer): boolean => {
-    command.onOutput?.(name, new Uint8Array(payload));
+    running.received(name, payload);
     if (name === "stdout" && command.stdoutSink) return command.stdoutSink(payload, resume);
-    const room = command.maxOutputBytes - kept[name];
-    if (room <= 0) {
-      truncated = true;
-      return true;
-    }
-    const take = Math.min(room, payload.length);
-    if (take < payload.length) truncated = true;
-    outputs[name].push(take === payload.length ? payload : payload.subarray(0, take));
-    kept[name] += take;
+    running.keep(name, payload);
     return true;
   };
 
@@ -136,17 +105,7 @@ export async function startPodCommand(host: PodCommandHost, command: PodCommand)
   }
   const live = session;
   if (framed && live.canCloseStdin) throw new Error("framing chosen for a v5 connection");
-
-  let killing: Promise<void> | undefined;
-  const kill = () => {
-    killing ??= runPodCommand(host, {
-      argv: ["sh", "-c", KILL_TREE, "kill-tree", marker],
-      workingDir: "/",
-      maxOutputBytes: 4096,
-      signal: new AbortController().signal,
-    }).then(() => undefined);
-    return killing;
-  };
+  const kill = () => running.kill();
 
   let stdinFailure: unknown;
   if (withStdin) {
@@ -158,25 +117,14 @@ export async function startPodCommand(host: PodCommandHost, command: PodCommand)
     });
   }
 
-  let timedOut = false;
-  const timer =
-    command.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          timedOut = true;
-          void kill().catch(() => {});
-        }, command.timeoutMs);
-  const aborted = new Promise<"aborted">((resolve) => {
-    if (command.signal.aborted) resolve("aborted");
-    else command.signal.addEventListener("abort", () => resolve("aborted"), { once: true });
-  });
+  running.startTimeout();
 
   const finish = async (end: PodExecEnd): Promise<ExecResult> => {
-    if (timedOut) await killing?.catch(() => {});
+    await running.settleTimeout();
     // A command killed by a signal, a failed exec or a cut connection: the
     // pod itself may have gone (deleted, evicted). Only then is it worth a
     // look, so an ordinary exit costs no extra API call.
-    const suspicious = end.kind !== "exited" || (end.exitCode >= 128 && !timedOut);
+    const suspicious = end.kind !== "exited" || (end.exitCode >= 128 && !running.timedOut);
     if (suspicious && !(await host.podAlive().catch(() => true))) {
       throw new AgentComputerError(
         "UNAVAILABLE",
@@ -184,34 +132,27 @@ export async function startPodCommand(host: PodCommandHost, command: PodCommand)
         { details: { end: end.kind } },
       );
     }
-    if (end.kind !== "exited" && !timedOut) {
+    if (end.kind !== "exited" && !running.timedOut) {
       throw new AgentComputerError("UNAVAILABLE", `The command's exec connection broke: ${describeEnd(end)}.`, {
         details: { end: end.kind },
       });
     }
-    return {
-      exitCode: timedOut || end.kind !== "exited" ? null : end.exitCode,
-      stdout: new Uint8Array(Buffer.concat(outputs.stdout)),
-      stderr: new Uint8Array(Buffer.concat(outputs.stderr)),
-      timedOut,
-      truncated,
-      durationMs: performance.now() - started,
-    };
+    return running.result(end.kind === "exited" ? end.exitCode : null);
   };
 
   const result = (async (): Promise<ExecResult> => {
     try {
-      const outcome = await Promise.race([live.ended, aborted]);
+      const outcome = await Promise.race([live.ended, running.aborted]);
       if (outcome === "aborted") {
         await kill().catch(() => {});
         live.close();
-        throw command.signal.reason ?? new AgentComputerError("ABORTED", "The command was aborted.");
+        throw running.abortError();
       }
       live.close();
       if (stdinFailure !== undefined) throw stdinFailure;
       return await finish(outcome);
     } finally {
-      if (timer) clearTimeout(timer);
+      running.finish();
     }
   })();
 

@@ -1,5 +1,9 @@
 import type { Readable } from "node:stream";
-import { AgentComputerError, type ExecResult, type FileEntry, normalizeHomePath } from "@agent-computer/core";
+import type { ExecResult } from "../contract/exec-result.js";
+import type { FileEntry } from "../contract/file-entry.js";
+import { normalizeHomePath } from "../contract/home-path.js";
+import { AgentComputerError } from "../errors/agent-computer-error.js";
+import type { HomeFiles } from "./home-files.js";
 import type { HomeScriptRunner } from "./home-script-runner.js";
 
 // Every script resolves the path INSIDE the machine (realpath follows the
@@ -43,7 +47,7 @@ const FILE_TYPES: Record<string, FileEntry["type"]> = { f: "file", d: "directory
  * link planted in the home cannot lead a read or write out of it. Shared by
  * every provider whose machines run the computer image.
  */
-export class ExecHomeFiles {
+export class ExecHomeFiles implements HomeFiles {
   constructor(
     private readonly workspacePath: string,
     private readonly run: HomeScriptRunner,

@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import type { ExecResult } from "@agent-computer/core";
+import type { ExecResult } from "../contract/exec-result.js";
 
 /** Runs a helper script inside the machine as the computer's user. */
 export type HomeScriptRunner = (

@@ -6,13 +6,14 @@ import { pipeline } from "node:stream/promises";
 import type { FileEntry } from "../contract/file-entry.js";
 import { normalizeHomePath } from "../contract/home-path.js";
 import { AgentComputerError } from "../errors/agent-computer-error.js";
+import type { HomeFiles } from "./home-files.js";
 
 /**
  * File operations on a home that is a folder of this host. Every path is
  * checked lexically, then resolved through links: a link that points out of
  * the home is refused as if the path had said `..`.
  */
-export class LocalHome {
+export class LocalHome implements HomeFiles {
   constructor(readonly dir: string) {}
 
   /** The absolute host path for a home-relative path, after the link check. */

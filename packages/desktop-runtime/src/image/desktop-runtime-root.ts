@@ -8,7 +8,7 @@ let cached: { root: string; version: string } | undefined;
 
 /**
  * The package's folder and version, found upward from this module. The code
- * is bundled to several depths (src/image, dist, dist/bin), so a fixed
+ * is bundled to several depths (src/image, dist), so a fixed
  * relative path would break in one of them.
  */
 export function desktopRuntimePackage(): { root: string; version: string } {

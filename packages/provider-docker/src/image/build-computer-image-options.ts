@@ -1,5 +1,5 @@
+import type { ComputerImageExtras } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
-import type { ComputerImageExtras } from "./computer-image-extras.js";
 import type { ImageBuildProgress } from "./image-build-progress.js";
 
 export interface BuildComputerImageOptions {

@@ -1,10 +1,9 @@
 import { performance } from "node:perf_hooks";
 import { AgentComputerError } from "@agent-computer/core";
+import { computerImageDir, computerImageFiles, computerImageRef } from "@agent-computer/desktop-runtime";
 import Docker from "dockerode";
 import type { BuildComputerImageOptions } from "./build-computer-image-options.js";
 import type { BuildComputerImageResult } from "./build-computer-image-result.js";
-import { computerImageFiles, computerImageRef } from "./computer-image-ref.js";
-import { computerImageDir } from "./desktop-runtime-root.js";
 import { ensureBaseImage } from "./ensure-base-image.js";
 import { followEngineProgress } from "./follow-engine-progress.js";
 import type { ImageBuildProgress } from "./image-build-progress.js";

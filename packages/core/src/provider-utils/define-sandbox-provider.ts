@@ -1,0 +1,32 @@
+import { signalOf } from "../contract/op-context.js";
+import { providerRefId } from "../contract/provider-ref.js";
+import type { SandboxProvider } from "../contract/sandbox-provider.js";
+import { enterOperation } from "./enter-operation.js";
+import { listRequestOf } from "./list-request.js";
+import { provisionRequestOf } from "./provision-request.js";
+import type { SandboxProviderDefinition } from "./sandbox-provider-definition.js";
+
+/**
+ * A `SandboxProvider` ("v1") from a definition: each verb checks its input
+ * and the caller's context, then calls the definition with the checked
+ * request.
+ */
+export function defineSandboxProvider<Id>(definition: SandboxProviderDefinition<Id>): SandboxProvider {
+  const { image, screenLimit } = definition.defaults;
+  const defaults = { image: image ? Promise.resolve(image) : definition.defaultImage(), screenLimit };
+  return {
+    specificationVersion: "v1",
+    kind: definition.kind,
+    capabilities: definition.capabilities,
+    provision: async (spec, ctx) =>
+      definition.provision(
+        await provisionRequestOf(spec, ctx, defaults, (resolved) => definition.checkSpec?.(resolved)),
+      ),
+    reconnect: async (ref, ctx) => {
+      const id = definition.machineId(providerRefId(ref, definition.kind));
+      const context = enterOperation(ctx, "reconnect");
+      return definition.reconnect(id, { ref, context, signal: signalOf(context, "reconnect") });
+    },
+    list: async (filter, ctx) => definition.list(listRequestOf(filter, ctx)),
+  };
+}

@@ -1,0 +1,14 @@
+import type { Readable } from "node:stream";
+import type { FileEntry } from "../contract/file-entry.js";
+
+/**
+ * A home's files, wherever the home lives: a folder of this host
+ * (`LocalHome`) or a machine reached through its command channel
+ * (`ExecHomeFiles`). Paths are home-relative; each implementation refuses
+ * one that leads out of the home, links included.
+ */
+export interface HomeFiles {
+  list(path: string): Promise<FileEntry[]>;
+  read(path: string, maxBytes?: number): Promise<Uint8Array>;
+  write(path: string, data: Uint8Array | Readable): Promise<void>;
+}

@@ -1,0 +1,130 @@
+import { randomUUID } from "node:crypto";
+import type { OutputListener } from "../contract/exec-request.js";
+import type { ExecResult } from "../contract/exec-result.js";
+import { AgentComputerError } from "../errors/agent-computer-error.js";
+
+/**
+ * Every command carries this variable with a fresh id. Children inherit it,
+ * also ones that start their own session or process group, so a kill finds
+ * the whole tree by reading /proc/<pid>/environ inside the machine (exec
+ * APIs have no kill verb of their own: closing the stream leaves the
+ * process running).
+ */
+const MARKER = "AGENT_COMPUTER_EXEC";
+
+// Two passes: a process forked while the first pass ran is caught by the second.
+const KILL_TREE = `for pass in 1 2; do for p in /proc/[0-9]*; do
+  grep -qzx "${MARKER}=$1" "$p/environ" 2>/dev/null && kill -KILL "\${p#/proc/}" 2>/dev/null
+done; done; true`;
+
+/** What of a command its bookkeeping needs. */
+export interface RunningCommandOptions {
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  /** Cap on each of stdout and stderr kept (Infinity keeps all). */
+  maxOutputBytes: number;
+  onOutput?: OutputListener;
+  /** Fires on the caller's abort or deadline; its reason is what the run throws. */
+  signal: AbortSignal;
+}
+
+/**
+ * The bookkeeping every provider's command runner repeats around its own
+ * transport: the marker that finds the command's process tree, stdout and
+ * stderr kept up to the cap, the timeout that kills the tree, the caller's
+ * abort, and the `ExecResult`. `killTree` runs the given argv in the same
+ * machine (as the command's user) and waits for it.
+ */
+export class RunningCommand {
+  /** This command's marker value. */
+  readonly marker = randomUUID();
+  /** The command's environment as `KEY=VALUE`, the marker included. */
+  readonly env: string[];
+  /** Resolves when the caller aborts (or the deadline passes); never rejects. */
+  readonly aborted: Promise<"aborted">;
+  private readonly started = performance.now();
+  private readonly outputs = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
+  private readonly kept = { stdout: 0, stderr: 0 };
+  private truncated = false;
+  private expired = false;
+  private killing: Promise<void> | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly command: RunningCommandOptions,
+    private readonly killTree: (argv: string[]) => Promise<void>,
+  ) {
+    this.env = Object.entries({ ...command.env, [MARKER]: this.marker }).map(([k, v]) => `${k}=${v}`);
+    const signal = command.signal;
+    this.aborted = new Promise((resolve) => {
+      if (signal.aborted) resolve("aborted");
+      else signal.addEventListener("abort", () => resolve("aborted"), { once: true });
+    });
+  }
+
+  /** True once the timeout passed (the tree is then being killed). */
+  get timedOut(): boolean {
+    return this.expired;
+  }
+
+  /** Hands output to the caller's listener as it arrives, past the cap too. */
+  received(stream: "stdout" | "stderr", chunk: Uint8Array): void {
+    this.command.onOutput?.(stream, new Uint8Array(chunk));
+  }
+
+  /** Keeps a copy of what fits under the stream's cap; the result says `truncated` past it. */
+  keep(stream: "stdout" | "stderr", chunk: Uint8Array): void {
+    const room = this.command.maxOutputBytes - this.kept[stream];
+    if (room <= 0) {
+      this.truncated = true;
+      return;
+    }
+    const take = Math.min(room, chunk.length);
+    if (take < chunk.length) this.truncated = true;
+    // A copy: transports may reuse the memory of the chunks they hand on.
+    this.outputs[stream].push(Buffer.from(chunk.subarray(0, take)));
+    this.kept[stream] += take;
+  }
+
+  /** Starts the timeout, once the command runs: past it `timedOut` is set and the tree killed. */
+  startTimeout(): void {
+    if (this.command.timeoutMs === undefined) return;
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      void this.kill().catch(() => {});
+    }, this.command.timeoutMs);
+  }
+
+  /** SIGKILLs the command's whole process tree in the machine (once, however often called). */
+  kill(): Promise<void> {
+    this.killing ??= this.killTree(["sh", "-c", KILL_TREE, "kill-tree", this.marker]);
+    return this.killing;
+  }
+
+  /** After a timeout, waits for its kill to end, so no process outlives the result. */
+  async settleTimeout(): Promise<void> {
+    if (this.expired) await this.killing?.catch(() => {});
+  }
+
+  /** What an aborted run throws: the signal's reason (ABORTED or TIMEOUT), else ABORTED. */
+  abortError(): unknown {
+    return this.command.signal.reason ?? new AgentComputerError("ABORTED", "The command was aborted.");
+  }
+
+  /** The result with the kept output; the exit code is null after a timeout. */
+  result(exitCode: number | null): ExecResult {
+    return {
+      exitCode: this.expired ? null : exitCode,
+      stdout: new Uint8Array(Buffer.concat(this.outputs.stdout)),
+      stderr: new Uint8Array(Buffer.concat(this.outputs.stderr)),
+      timedOut: this.expired,
+      truncated: this.truncated,
+      durationMs: performance.now() - this.started,
+    };
+  }
+
+  /** Stops the timeout; call when the run ends, however it ends. */
+  finish(): void {
+    if (this.timer) clearTimeout(this.timer);
+  }
+}
