@@ -2,12 +2,13 @@ import { defineConfig } from "tsup";
 
 export default defineConfig([
   {
-    // The conformance suites import vitest, which is ESM-only, so that subpath
-    // has no CJS build.
+    // The conformance suites and the provider test helper import vitest,
+    // which is ESM-only, so those subpaths have no CJS build.
     entry: {
       index: "src/index.ts",
       "conformance/index": "src/conformance/index.ts",
       "bench/index": "src/bench/index.ts",
+      "provider-test/index": "src/provider-test/index.ts",
     },
     format: ["esm"],
     dts: true,

@@ -1,21 +1,19 @@
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { dockerProvider } from "@agent-computer/provider-docker";
+import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { type ComputerEvent, createComputerRuntime } from "@agent-computer/runtime";
+import { chooseTestProvider, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { describe, expect, it } from "vitest";
-import {
-  dockerTestEnvironment,
-  reportMissingDocker,
-  temporaryDataDir,
-} from "../../packages/provider-docker/test/docker-test-environment.js";
 
 // The runtime on real Docker computers. Docker mounts the home from the same
 // DATA_DIR the local home store keeps, so a replacement finds the home in
 // place (by design) and checkpoints only advance the revision marker.
-const env = await dockerTestEnvironment();
+const env = await chooseTestProvider(
+  { kind: "docker", check: checkDockerHost, create: dockerProvider },
+  "computer runtime on Docker",
+);
 
-if (env.missing) reportMissingDocker("computer runtime on Docker", env.missing);
-else {
+if (!env.missing) {
   describe("computer runtime on Docker", () => {
     it("replaces a container destroyed from outside; the record's revision and run records say what happened", async () => {
       const dataDir = await temporaryDataDir();

@@ -1,19 +1,18 @@
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { dockerProvider } from "@agent-computer/provider-docker";
+import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { COMPUTER_LABEL, createComputerRuntime, DEPLOYMENT_LABEL } from "@agent-computer/runtime";
+import { chooseTestProvider, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  dockerTestEnvironment,
-  reportMissingDocker,
-  temporaryDataDir,
-} from "../../packages/provider-docker/test/docker-test-environment.js";
 
 // Update, recovery and the reconciler on real Docker computers. Docker
 // mounts the home from DATA_DIR, so a replacement finds it in place; what
 // these tests prove is that records, reservations and containers move
 // together, and that a failed update harms nothing.
-const env = await dockerTestEnvironment();
+const env = await chooseTestProvider(
+  { kind: "docker", check: checkDockerHost, create: dockerProvider },
+  "computer operations on Docker",
+);
 const deployment = `ops-${Date.now().toString(36)}`;
 /** The reconciler test's own deployment: it must not see the update test's machines. */
 const reconciling = `${deployment}-rec`;
@@ -31,8 +30,7 @@ async function exists(ref: string | null | undefined): Promise<boolean> {
     );
 }
 
-if (env.missing) reportMissingDocker("computer operations on Docker", env.missing);
-else {
+if (!env.missing) {
   describe("computer operations on Docker", () => {
     afterAll(async () => {
       for (const dep of [deployment, reconciling, `${reconciling}-other`]) {

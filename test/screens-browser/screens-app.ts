@@ -3,11 +3,10 @@ import type { AddressInfo } from "node:net";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
 import type { Logger, ScreenEndpoint, TerminalEndpoint } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { dockerProvider } from "@agent-computer/provider-docker";
+import { type DockerHostCheck, dockerProvider } from "@agent-computer/provider-docker";
 import { type ComputerRuntime, createComputerRuntime } from "@agent-computer/runtime";
 import { createScreens, runtimeScreenAuthority, type ScreenAuthority, type ScreenEvent } from "@agent-computer/screens";
 import type { Page } from "playwright-core";
-import type { DockerTestEnvironment } from "../../packages/provider-docker/test/docker-test-environment.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"];
@@ -30,7 +29,7 @@ export interface ScreensApp {
   close(): Promise<void>;
 }
 
-export async function startScreensApp(env: DockerTestEnvironment, dataDir: string): Promise<ScreensApp> {
+export async function startScreensApp(env: DockerHostCheck, dataDir: string): Promise<ScreensApp> {
   const runtime = createComputerRuntime({
     provider: dockerProvider({ docker: env.docker, image: env.image, dataDir }),
     stateStore: new MemoryStateStore(),
@@ -99,7 +98,7 @@ addEventListener("message", (e) => {
 }
 
 /** Removes a computer and its container, whatever state a failed test left it in. */
-export async function removeComputer(app: ScreensApp, env: DockerTestEnvironment, computerId: string): Promise<void> {
+export async function removeComputer(app: ScreensApp, env: DockerHostCheck, computerId: string): Promise<void> {
   const record = await app.runtime.leases.getComputer(computerId);
   await app.runtime.deleteComputer(computerId).catch(() => {});
   const id = record?.providerRef?.slice("docker:".length);

@@ -1,13 +1,15 @@
 import { existsSync } from "node:fs";
+import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import type { ScreenCapability } from "@agent-computer/screens";
+import {
+  chooseTestProvider,
+  reportMissingProvider,
+  SITE,
+  serveFixtureSite,
+  temporaryDataDir,
+} from "@agent-computer/testing/provider-test";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  dockerTestEnvironment,
-  reportMissingDocker,
-  temporaryDataDir,
-} from "../../packages/provider-docker/test/docker-test-environment.js";
-import { SITE, serveFixtureSite } from "../../packages/provider-docker/test/fixture-site.js";
 import { CHROMIUM, CHROMIUM_ARGS, removeComputer, secretsOf, startScreensApp, waitForState } from "./screens-app.js";
 
 // A person watches and controls a bot's desktop: real headless Chromium runs
@@ -17,11 +19,11 @@ const COOKIE = "session-cookie-9f2c7e1d";
 const BLUE = [20, 120, 220];
 const RED = [200, 30, 30];
 
-const env = await dockerTestEnvironment();
+const env = await chooseTestProvider({ kind: "docker", check: checkDockerHost, create: dockerProvider });
 const missing =
   env.missing ?? (existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (run .ci/chromium-setup.sh)`);
 
-if (missing) reportMissingDocker("screens in a real browser", missing);
+if (missing) reportMissingProvider("screens in a real browser", { kind: "docker", missing });
 else {
   describe("screens in a real browser", () => {
     let browser: Browser | undefined;

@@ -1,18 +1,15 @@
 import { existsSync } from "node:fs";
+import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
+import { chooseTestProvider, reportMissingProvider, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { type Browser, chromium, type Frame, type Page } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import {
-  dockerTestEnvironment,
-  reportMissingDocker,
-  temporaryDataDir,
-} from "../../packages/provider-docker/test/docker-test-environment.js";
 import { CHROMIUM, CHROMIUM_ARGS, removeComputer, secretsOf, startScreensApp, waitForState } from "./screens-app.js";
 
 // A person in control opens the bot's terminal in real headless Chromium:
 // the xterm.js page, through the screens proxy, to the gateway and PTY
 // server of a real container of the computer image.
-const env = await dockerTestEnvironment();
+const env = await chooseTestProvider({ kind: "docker", check: checkDockerHost, create: dockerProvider });
 const missing =
   env.missing ?? (existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (run .ci/chromium-setup.sh)`);
 
@@ -30,7 +27,7 @@ const terminalText = (frame: Frame) =>
     (globalThis as unknown as { terminalText(options?: { all: boolean }): string }).terminalText({ all: true }),
   );
 
-if (missing) reportMissingDocker("the terminal in a real browser", missing);
+if (missing) reportMissingProvider("the terminal in a real browser", { kind: "docker", missing });
 else {
   describe("the terminal in a real browser", () => {
     let browser: Browser | undefined;

@@ -4,16 +4,13 @@ import { join } from "node:path";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
 import type { SandboxProvider } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { dockerProvider } from "@agent-computer/provider-docker";
+import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { type ActivityEvent, createComputerRuntime } from "@agent-computer/runtime";
 import { createFakeProvider } from "@agent-computer/testing";
+import { chooseTestProvider } from "@agent-computer/testing/provider-test";
 import type { Context } from "@mariozechner/pi-ai";
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
-import {
-  dockerTestEnvironment,
-  reportMissingDocker,
-} from "../../../packages/provider-docker/test/docker-test-environment.js";
 import { createComputerAgent } from "../src/computer-agent.js";
 import { contactsCsv, contactsInText, contactsPage, randomContacts } from "../src/contacts-app.js";
 
@@ -107,9 +104,11 @@ describe("Pi agent replay on the fake provider", () => {
   }, 60_000);
 });
 
-const env = await dockerTestEnvironment();
-if (env.missing) reportMissingDocker("Pi agent replay on Docker", env.missing);
-else {
+const env = await chooseTestProvider(
+  { kind: "docker", check: checkDockerHost, create: dockerProvider },
+  "Pi agent replay on Docker",
+);
+if (!env.missing) {
   describe("Pi agent replay on Docker", () => {
     it("exports this run's random contacts in the computer's real Chromium", async () => {
       const dataDir = await mkdtemp(join(tmpdir(), "pi-replay-docker-"));

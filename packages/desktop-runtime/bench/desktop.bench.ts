@@ -4,21 +4,25 @@
 // at 1280x800 (latency and PNG bytes), one action, a batch of 10 against 10
 // single calls, and PSS per idle desktop at 1, 2, 4, 8 (16) desktops.
 // Needs the engine and the image (`npx agent-computer-image build`) and a
-// build of core, desktop-runtime and provider-docker (it imports
-// provider-docker's build: desktop-runtime itself never depends on a provider).
+// build of core, desktop-runtime and provider-docker (it passes
+// provider-docker's build to the shared test helper as the provider to
+// drive: desktop-runtime itself never depends on a provider).
 import { spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { freemem, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import type { Machine } from "@agent-computer/core";
-import { computerImageRef, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { dockerProvider } from "@agent-computer/provider-docker";
+import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { type BenchCase, benchOptionsFromArgv, median, runBench } from "@agent-computer/testing/bench";
+import { chooseTestProvider } from "@agent-computer/testing/provider-test";
 
 const options = benchOptionsFromArgv();
-const image = await computerImageRef();
+// Docker: the baseline is the same X work by raw `docker exec`.
+const chosen = await chooseTestProvider({ kind: "docker", check: checkDockerHost, create: dockerProvider });
+if (chosen.missing) throw new Error(`The desktop bench cannot run: ${chosen.missing}`);
 const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-desktop-bench-"));
-const provider = dockerProvider({ image, dataDir });
+const provider = chosen.provider({ dataDir });
 const machines: Machine[] = [];
 const write = (line: string) => process.stdout.write(`${line}\n`);
 

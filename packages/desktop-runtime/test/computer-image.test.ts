@@ -1,24 +1,18 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import Docker from "dockerode";
+import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
+import { chooseTestProvider } from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it } from "vitest";
-import { COMPUTER_SHM_BYTES, computerImageDir, computerImageRef } from "../src/index.js";
+import { COMPUTER_SHM_BYTES, computerImageDir } from "../src/index.js";
 
 // The real image on the real engine: Chromium starts as uid 1000 with its own
-// sandbox under the shipped seccomp profile and answers CDP on loopback.
-const image = await computerImageRef();
-const docker = new Docker();
-const missing = await docker.version().then(
-  () =>
-    docker
-      .getImage(image)
-      .inspect()
-      .then(
-        () => undefined,
-        () => `the computer image ${image} is not built (run: npx agent-computer-image build)`,
-      ),
-  (error: Error) => `no Docker engine answers (${error.message})`,
+// sandbox under the shipped seccomp profile and answers CDP on loopback. The
+// docker CLI starts it, not a provider: what is tested is the image itself.
+const env = await chooseTestProvider(
+  { kind: "docker", check: checkDockerHost, create: dockerProvider },
+  "computer image",
 );
+const { image } = env;
 
 const started: string[] = [];
 afterAll(() => {
@@ -79,15 +73,7 @@ echo $sandboxed > /tmp/sandboxed`;
   };
 }
 
-if (missing) {
-  if (process.env.CI) {
-    describe("computer image", () => {
-      it("needs a Docker engine and the computer image", () => {
-        throw new Error(`CI is set and ${missing}`);
-      });
-    });
-  } else describe.skip(`computer image (skipped: ${missing})`, () => {});
-} else {
+if (!env.missing) {
   describe("computer image", () => {
     it("runs Chromium as uid 1000 with its sandbox under the shipped seccomp profile; CDP answers on loopback", () => {
       const id = startComputer(join(computerImageDir(), "seccomp", "chromium.json"));

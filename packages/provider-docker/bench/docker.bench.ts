@@ -2,22 +2,24 @@
 // same work, in the same run: provision-to-first-exec, exec of `true`, and
 // export/import throughput of a 200 MiB home of mixed files.
 import { spawn, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Machine } from "@agent-computer/core";
-import { computerImageRef, computerSeccompProfile } from "@agent-computer/desktop-runtime";
+import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import { type BenchCase, benchOptionsFromArgv, runBench } from "@agent-computer/testing/bench";
-import { dockerProvider } from "../src/index.js";
+import { countBytes, provisionToFirstExec, writeMixedHome } from "@agent-computer/testing/provider-test";
+import { dockerTestEnvironment } from "../test/docker-test-environment.js";
 
 const HOME_BYTES = 200 * 1024 * 1024;
-const image = await computerImageRef();
+const env = await dockerTestEnvironment();
+if (env.missing) throw new Error(`The docker bench cannot run: ${env.missing}`);
+const { image } = env;
 const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-docker-bench-"));
-const provider = dockerProvider({ image, dataDir });
+const provider = env.provider({ dataDir });
 const cleanup: Machine[] = [];
 const cliContainers: string[] = [];
 
@@ -45,26 +47,6 @@ function dockerStream(args: string[], input?: Readable): Promise<number> {
   });
 }
 
-async function count(stream: Readable): Promise<number> {
-  let bytes = 0;
-  for await (const chunk of stream) bytes += (chunk as Buffer).length;
-  return bytes;
-}
-
-/** A home of mixed files: a few large, many medium, very many small. */
-async function makeMixedHome(dir: string): Promise<void> {
-  let left = HOME_BYTES;
-  const put = async (rel: string, size: number) => {
-    await mkdir(join(dir, rel, ".."), { recursive: true });
-    await writeFile(join(dir, rel), randomBytes(size));
-    left -= size;
-  };
-  for (let i = 0; i < 2; i++) await put(`large/blob-${i}.bin`, 50 * 1024 * 1024);
-  for (let i = 0; i < 60; i++) await put(`medium/${i % 6}/file-${i}.dat`, 1024 * 1024);
-  for (let i = 0; left > 0; i++)
-    await put(`small/${i % 40}/note-${i}.txt`, Math.min(left, 1024 + ((i * 7919) % 30_000)));
-}
-
 const owner = (path: string) => spawnSync("chown", ["-R", "1000:1000", path]);
 
 try {
@@ -72,7 +54,7 @@ try {
   const source = await provider.provision({ computerId: "bench-source", homeKey: "bench-source" });
   cleanup.push(source);
   const sourceHome = join(dataDir, "homes", "bench-source");
-  await makeMixedHome(sourceHome);
+  await writeMixedHome(sourceHome, HOME_BYTES);
   owner(sourceHome);
   const target = await provider.provision({ computerId: "bench-target", homeKey: "bench-target" });
   cleanup.push(target);
@@ -84,24 +66,17 @@ try {
 
   const seccompFile = join(dataDir, "seccomp.json");
   await writeFile(seccompFile, computerSeccompProfile());
-  let provisionCount = 0;
+  let cliHomes = 0;
 
   const cases: BenchCase[] = [
     {
       name: "provision to first exec",
       unit: "ms",
-      subject: {
-        label: "provider-docker",
-        run: async () => {
-          const m = await provider.provision({ computerId: "bench-fresh", homeKey: `bench-fresh-${provisionCount++}` });
-          cleanup.push(m);
-          await m.exec({ argv: ["true"] });
-        },
-      },
+      subject: { label: "provider-docker", run: provisionToFirstExec(provider, cleanup) },
       baseline: {
         label: "docker run -d + docker exec",
         run: () => {
-          const home = join(dataDir, "homes", `cli-fresh-${provisionCount++}`);
+          const home = join(dataDir, "homes", `cli-fresh-${cliHomes++}`);
           spawnSync("mkdir", ["-p", home]);
           owner(home);
           const id = docker([
@@ -137,7 +112,7 @@ try {
       name: "export 200 MiB home",
       unit: "MB/s",
       work: HOME_BYTES,
-      subject: { label: "provider-docker", run: async () => count(await source.files.exportWorkspace()) },
+      subject: { label: "provider-docker", run: async () => countBytes(await source.files.exportWorkspace()) },
       baseline: {
         label: "docker cp (archive API)",
         run: () => dockerStream(["cp", `${sourceId}:/home/computer/.`, "-"]),

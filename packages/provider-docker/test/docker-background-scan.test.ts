@@ -5,11 +5,12 @@ import {
   computerSeccompProfile,
   scanBackgroundWork,
 } from "@agent-computer/desktop-runtime";
+import { temporaryDataDir } from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runContainerCommand } from "../src/container-command.js";
-import { type DockerMachine, dockerProvider } from "../src/index.js";
-import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
+import type { DockerMachine } from "../src/index.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // The background-work scanner in the computer image, on real processes:
 // markers inherited by a child, duplicated, deleted while open, held by
@@ -17,11 +18,10 @@ import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./
 // a cancel re-checks each holder right before its signal.
 const HOME = "/home/computer";
 const MARKERS = `${HOME}/${BACKGROUND_MARKER_DIR}`;
-const env = await dockerTestEnvironment();
-if (env.missing) reportMissingDocker("docker background-work scanner", env.missing);
-else {
+const env = await dockerTestEnvironment("docker background-work scanner");
+if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+  const provider = env.provider({ dataDir });
   let machine: Machine;
   let container: Docker.Container;
   const pids = new Map<string, number>();

@@ -1,18 +1,16 @@
 import type { DesktopSession, Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { historyOf, SITE, serveFixtureSite, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dockerProvider } from "../src/index.js";
-import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
-import { historyOf, SITE, serveFixtureSite } from "./fixture-site.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // Two bots on one Team computer: each its own display, Chromium and
 // profile; logged in with different cookies, acting at the same time;
 // released and restarted on swapped slots, each keeps its own login and history.
-const env = await dockerTestEnvironment();
-if (env.missing) reportMissingDocker("docker desktops: two bots", env.missing);
-else {
+const env = await dockerTestEnvironment("docker desktops: two bots");
+if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+  const provider = env.provider({ dataDir });
   let machine: Machine;
 
   const open = async (bot: string) => (await machine.openDesktop?.(bot)) as LinuxDesktopSession;

@@ -1,17 +1,15 @@
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { pixelsOf, SITE, serveFixtureSite, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dockerProvider } from "../src/index.js";
-import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
-import { pixelsOf, SITE, serveFixtureSite } from "./fixture-site.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // What a bot sees and does on a real desktop: pixels that follow the page,
 // typing that reaches the DOM, and hostile actions that get typed errors.
-const env = await dockerTestEnvironment();
-if (env.missing) reportMissingDocker("docker desktops: observe and act", env.missing);
-else {
+const env = await dockerTestEnvironment("docker desktops: observe and act");
+if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+  const provider = env.provider({ dataDir });
   let machine: Machine;
   let desktop: LinuxDesktopSession;
 

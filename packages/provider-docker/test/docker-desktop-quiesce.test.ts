@@ -2,18 +2,16 @@ import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { SITE, serveFixtureSite, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it } from "vitest";
-import { dockerProvider } from "../src/index.js";
-import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
-import { SITE, serveFixtureSite } from "./fixture-site.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // A cookie a page sets just before an export survives quiesce, export,
 // destroy and import into a new computer: the browser wrote it to disk.
-const env = await dockerTestEnvironment();
-if (env.missing) reportMissingDocker("docker desktops: quiesce for export", env.missing);
-else {
+const env = await dockerTestEnvironment("docker desktops: quiesce for export");
+if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+  const provider = env.provider({ dataDir });
   const machines: Machine[] = [];
   afterAll(async () => {
     for (const m of machines) await m.destroy().catch(() => {});

@@ -1,29 +1,20 @@
 import { spawnSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { AgentComputerError, type Machine } from "@agent-computer/core";
+import type { Machine } from "@agent-computer/core";
+import { failureOf, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import Docker from "dockerode";
 import { afterAll, describe, expect, it } from "vitest";
 import { dockerProvider } from "../src/index.js";
-import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
 import { EngineSocketProxy } from "./engine-socket-proxy.js";
 
-const env = await dockerTestEnvironment();
+const env = await dockerTestEnvironment("docker provider faults");
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
 
-async function failure(promise: Promise<unknown>): Promise<AgentComputerError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(AgentComputerError);
-  return error as AgentComputerError;
-}
-
-if (env.missing) reportMissingDocker("docker provider faults", env.missing);
-else {
+if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+  const provider = env.provider({ dataDir });
   const owned: Machine[] = [];
   const provision = async (homeKey: string, labels: Record<string, string> = {}) => {
     const m = await provider.provision({ computerId: `faults-${homeKey}`, homeKey, labels });
@@ -41,12 +32,12 @@ else {
       await new Promise((r) => setTimeout(r, 500));
       const id = m.ref.slice("docker:".length);
       expect(spawnSync("docker", ["rm", "-f", id]).status).toBe(0);
-      const error = await failure(running);
+      const error = await failureOf(running);
       expect(error.retryable).toBe(true);
       expect(error.code).toBe("UNAVAILABLE");
       expect(await provider.reconnect(m.ref)).toBe("gone");
       // Later calls on the stale handle say the machine is gone, not "try again".
-      expect((await failure(m.exec({ argv: ["true"] }))).code).toBe("PROVIDER_GONE");
+      expect((await failureOf(m.exec({ argv: ["true"] }))).code).toBe("PROVIDER_GONE");
     });
 
     it("a cut engine connection gives UNAVAILABLE and leaves the home intact", async () => {
@@ -60,10 +51,10 @@ else {
       const running = m.exec({ shell: "sleep 20" });
       await new Promise((r) => setTimeout(r, 500));
       await proxy.cut();
-      const during = await failure(running);
+      const during = await failureOf(running);
       expect(during.code).toBe("UNAVAILABLE");
       expect(during.retryable).toBe(true);
-      const after = await failure(m.files.read("notes/kept.txt"));
+      const after = await failureOf(m.files.read("notes/kept.txt"));
       expect(after.code).toBe("UNAVAILABLE");
       // The home on the host and through a healthy connection is untouched.
       expect(await readFile(join(dataDir, "homes", homeKey, "notes/kept.txt"), "utf8")).toBe("before the cut");
@@ -113,7 +104,7 @@ else {
     });
 
     it("maps a published port to a loopback URL and refuses an unpublished one", async () => {
-      const withPorts = dockerProvider({ docker: env.docker, image: env.image, dataDir, ports: [8080] });
+      const withPorts = env.provider({ dataDir, ports: [8080] });
       const m = await withPorts.provision({ computerId: "faults-port", homeKey: `port-${Date.now()}` });
       owned.push(m);
       await m.files.write("site/index.html", new TextEncoder().encode("hello from the computer"));
@@ -131,7 +122,7 @@ else {
         );
       }
       expect(body).toBe("hello from the computer");
-      expect((await failure(m.portUrl?.(9999, { private: true }) ?? Promise.resolve())).code).toBe("UNSUPPORTED");
+      expect((await failureOf(m.portUrl?.(9999, { private: true }) ?? Promise.resolve())).code).toBe("UNSUPPORTED");
     });
 
     it("creates an unprivileged uid 1000 container off the host network, labelled, with the asked limits", async () => {

@@ -1,19 +1,18 @@
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import { definePageBrowserConformance, PAGE_FIXTURES } from "@agent-computer/testing/conformance";
+import { temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe } from "vitest";
-import { dockerProvider } from "../src/index.js";
-import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // The page browser on the bot's real Chromium in the computer image: the
 // same cases the emulator passes in core, fixture pages served inside the
 // computer, every call through the machine's exec.
 const PORT = 8766;
-const env = await dockerTestEnvironment();
-if (env.missing) reportMissingDocker("docker page browser", env.missing);
-else {
+const env = await dockerTestEnvironment("docker page browser");
+if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+  const provider = env.provider({ dataDir });
   let machine: Machine;
   let desktop: LinuxDesktopSession;
 

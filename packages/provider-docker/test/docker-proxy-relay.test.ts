@@ -2,9 +2,9 @@ import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dockerProvider } from "../src/index.js";
-import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // A bot's browser through an upstream proxy that demands credentials: the
 // upstream (test/upstream-proxy.py, python3 in the computer, 407 without
@@ -16,11 +16,10 @@ const UPSTREAM_PORT = 3128;
 const SITE_PORT = 8781;
 const LOOPBACK_SITE_PORT = 8782;
 const REFUSED_PORT = 3999;
-const env = await dockerTestEnvironment();
-if (env.missing) reportMissingDocker("docker proxy relay", env.missing);
-else {
+const env = await dockerTestEnvironment("docker proxy relay");
+if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+  const provider = env.provider({ dataDir });
   const secret = `relay-secret-${randomBytes(6).toString("hex")}`;
   const upstream = `http://127.0.0.1:${UPSTREAM_PORT}`;
   let machine: Machine;

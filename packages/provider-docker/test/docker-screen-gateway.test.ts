@@ -1,18 +1,16 @@
 import type { Machine, ScreenEndpoint } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { RfbTestClient, refusalOf, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dockerProvider } from "../src/index.js";
-import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
-import { RfbTestClient, refusalOf } from "./rfb-test-client.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // The in-computer screen gateway on a real container of the real image:
 // one published port, a token per capability, view without input, and
 // every refusal a plain HTTP status before the upgrade.
-const env = await dockerTestEnvironment();
-if (env.missing) reportMissingDocker("docker screen gateway", env.missing);
-else {
+const env = await dockerTestEnvironment("docker screen gateway");
+if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+  const provider = env.provider({ dataDir });
   let machine: Machine;
   let desktop: LinuxDesktopSession;
   const clients: RfbTestClient[] = [];

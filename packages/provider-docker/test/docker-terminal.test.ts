@@ -1,22 +1,19 @@
 import { PassThrough } from "node:stream";
 import type { Machine, TerminalEndpoint } from "@agent-computer/core";
 import { COMPUTER_SHM_BYTES, computerSeccompProfile, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { refusalOf, TerminalTestClient, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dockerProvider } from "../src/index.js";
-import { dockerTestEnvironment, reportMissingDocker, temporaryDataDir } from "./docker-test-environment.js";
-import { refusalOf } from "./rfb-test-client.js";
-import { TerminalTestClient } from "./terminal-test-client.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // The browser terminal on a real container of the real image: a shell per
 // websocket, as the computer's user, living exactly as long as the control
 // capability it was granted under.
 const STATE = "/tmp/agent-computer-desktops";
-const env = await dockerTestEnvironment();
-if (env.missing) reportMissingDocker("docker terminal", env.missing);
-else {
+const env = await dockerTestEnvironment("docker terminal");
+if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+  const provider = env.provider({ dataDir });
   let machine: Machine;
   let desktop: LinuxDesktopSession;
   const clients: TerminalTestClient[] = [];

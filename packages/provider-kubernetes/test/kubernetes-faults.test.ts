@@ -1,22 +1,14 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
-import { AgentComputerError, type Machine } from "@agent-computer/core";
+import type { Machine } from "@agent-computer/core";
+import { failureOf } from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it } from "vitest";
 import { kubernetesProvider } from "../src/index.js";
-import { kubernetesTestEnvironment, reportMissingEngine, TEST_NAMESPACE } from "./kubernetes-test-environment.js";
+import { kubernetesTestEnvironment, TEST_NAMESPACE } from "./kubernetes-test-environment.js";
 import type { Json } from "./kubernetes-wire-fixture.js";
 
-const env = await kubernetesTestEnvironment();
+const env = await kubernetesTestEnvironment("kubernetes provider faults");
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
-
-async function failure(promise: Promise<unknown>): Promise<AgentComputerError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(AgentComputerError);
-  return error as AgentComputerError;
-}
 
 /** Every file and folder of the home with its SHA-256, computed inside the pod. */
 async function homeDigest(m: Machine): Promise<string> {
@@ -29,8 +21,7 @@ async function homeDigest(m: Machine): Promise<string> {
   return text(r.stdout);
 }
 
-if (env.missing) reportMissingEngine("kubernetes provider faults", env.missing);
-else {
+if (!env.missing) {
   const { fixture } = env;
   const logged: string[] = [];
   const logger = {
@@ -98,7 +89,7 @@ else {
 
     it("the pod deleted mid-exec gives a retryable typed error, and reconnect says gone", async () => {
       const m = await provision(`deleted-${Date.now()}`);
-      const running = failure(m.exec({ shell: "sleep 30" }));
+      const running = failureOf(m.exec({ shell: "sleep 30" }));
       await new Promise((r) => setTimeout(r, 700));
       await fixture.deletePod(TEST_NAMESPACE, podName(m), 0);
       const error = await running;
@@ -107,7 +98,7 @@ else {
       expect(error.message).toMatch(/pod went away/);
       expect(await provider.reconnect(m.ref)).toBe("gone");
       // Later calls on the stale handle say the machine is gone, not "try again".
-      expect((await failure(m.exec({ argv: ["true"] }))).code).toBe("PROVIDER_GONE");
+      expect((await failureOf(m.exec({ argv: ["true"] }))).code).toBe("PROVIDER_GONE");
     });
 
     it("an exec websocket cut mid-transfer fails the import and leaves the home as it was", async () => {
@@ -120,7 +111,7 @@ else {
       await target.exec({ shell: "mkdir -p empty-dir && head -c 3000000 /dev/urandom > data.bin" });
       const before = await homeDigest(target);
       fixture.cutNextExec(5 * 1024 * 1024);
-      const error = await failure(target.files.importWorkspace(await source.files.exportWorkspace()));
+      const error = await failureOf(target.files.importWorkspace(await source.files.exportWorkspace()));
       expect(error.code).toBe("UNAVAILABLE");
       expect(await homeDigest(target)).toBe(before);
       // No staging folder is left beside the home, and the next import works.
@@ -135,7 +126,7 @@ else {
       const never = kubernetesProvider({ ...options, image: "agent-computer/missing:never", readyTimeoutMs: 1500 }, {});
       const labels = { "faults-case": `never-ready-${Date.now()}` };
       const started = Date.now();
-      const error = await failure(never.provision({ computerId: "never", homeKey: "never", labels }));
+      const error = await failureOf(never.provision({ computerId: "never", homeKey: "never", labels }));
       expect(error.code).toBe("TIMEOUT");
       expect(error.message).toContain("ErrImagePull");
       expect(Date.now() - started).toBeLessThan(10_000);
@@ -147,7 +138,7 @@ else {
     it("403 and 409 from the API map to clear errors without leaking the token", async () => {
       fixture.forbid("create");
       try {
-        const forbidden = await failure(provider.provision({ computerId: "rbac", homeKey: "rbac" }, { logger }));
+        const forbidden = await failureOf(provider.provision({ computerId: "rbac", homeKey: "rbac" }, { logger }));
         expect(forbidden.code).toBe("UNAVAILABLE");
         expect(forbidden.retryable).toBe(false);
         expect(forbidden.message).toMatch(/403 Forbidden/);
@@ -158,19 +149,19 @@ else {
         fixture.allow("create");
       }
       fixture.failNext("create", 409);
-      const conflict = await failure(provider.provision({ computerId: "clash", homeKey: "clash" }));
+      const conflict = await failureOf(provider.provision({ computerId: "clash", homeKey: "clash" }));
       expect(conflict.code).toBe("CONFLICT");
       expect(conflict.message).toMatch(/409 AlreadyExists/);
       const m = await provision(`rbac-exec-${Date.now()}`);
       fixture.forbid("exec");
       try {
-        const exec = await failure(m.exec({ argv: ["true"] }));
+        const exec = await failureOf(m.exec({ argv: ["true"] }));
         expect(exec.message).toContain("403");
       } finally {
         fixture.allow("exec");
       }
       const missing = kubernetesProvider({ ...options, namespace: "no-such-namespace" }, {});
-      const ns = await failure(missing.provision({ computerId: "ns", homeKey: "ns" }));
+      const ns = await failureOf(missing.provision({ computerId: "ns", homeKey: "ns" }));
       expect(ns.code).toBe("NOT_FOUND");
       expect(ns.message).toContain('namespace "no-such-namespace" does not exist');
       expect(logged.join("\n")).not.toContain(fixture.token);

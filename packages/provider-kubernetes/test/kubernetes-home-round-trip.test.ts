@@ -1,9 +1,8 @@
 import type { Machine } from "@agent-computer/core";
 import { afterAll, describe, expect, it } from "vitest";
-import { kubernetesProvider } from "../src/index.js";
-import { kubernetesTestEnvironment, reportMissingEngine, TEST_NAMESPACE } from "./kubernetes-test-environment.js";
+import { kubernetesTestEnvironment } from "./kubernetes-test-environment.js";
 
-const env = await kubernetesTestEnvironment();
+const env = await kubernetesTestEnvironment("kubernetes home round trip");
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
 const MIB = 1024 * 1024;
 
@@ -49,12 +48,8 @@ async function homeDigest(m: Machine): Promise<string> {
   return text(r.stdout);
 }
 
-if (env.missing) reportMissingEngine("kubernetes home round trip", env.missing);
-else {
-  const provider = kubernetesProvider(
-    { kubeConfig: env.fixture.kubeConfig(), namespace: TEST_NAMESPACE, image: env.image },
-    {},
-  );
+if (!env.missing) {
+  const provider = env.provider();
   const owned: Machine[] = [];
   afterAll(async () => {
     for (const m of owned) await m.destroy().catch(() => {});

@@ -11,13 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
 import type { Machine, ProviderRef } from "@agent-computer/core";
-import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { dockerProvider } from "@agent-computer/provider-docker";
+import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { createComputerRuntime } from "@agent-computer/runtime";
 import { type BenchCase, benchOptionsFromArgv, runBench } from "@agent-computer/testing/bench";
-import { SITE, serveFixtureSite } from "../../provider-docker/test/fixture-site.js";
-import { RfbTestClient } from "../../provider-docker/test/rfb-test-client.js";
+import { chooseTestProvider, RfbTestClient, SITE, serveFixtureSite } from "@agent-computer/testing/provider-test";
 import { createScreens, runtimeScreenAuthority } from "../src/index.js";
 
 /** Where the baseline's websockify listens in the computer (published by the provider). */
@@ -26,8 +24,11 @@ const DIRECT_PORT = 6081;
 const VIEW_VNC_PORT = 5700;
 const FRAMES_PER_RUN = 30;
 
+// Docker, the provider that publishes a computer's ports on this host for the baseline.
+const chosen = await chooseTestProvider({ kind: "docker", check: checkDockerHost, create: dockerProvider });
+if (chosen.missing) throw new Error(`The screens bench cannot run: ${chosen.missing}`);
 const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-screens-bench-"));
-const provider = dockerProvider({ image: await computerImageRef(), dataDir, ports: [DIRECT_PORT] });
+const provider = chosen.provider({ dataDir, ports: [DIRECT_PORT] });
 const runtime = createComputerRuntime({
   provider,
   stateStore: new MemoryStateStore(),

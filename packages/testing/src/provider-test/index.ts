@@ -1,0 +1,16 @@
+// What a provider's tests and benches share (docs/architecture.md §12): the
+// provider a suite runs on, chosen from what this machine has (a suite
+// that cannot run fails under CI and is skipped elsewhere), fixtures inside
+// a computer (a site, an RFB and a terminal client of the screen gateway)
+// and home-transfer bench parts. ESM only: it imports vitest.
+export { chooseTestProvider } from "./choose-test-provider.js";
+export { failureOf } from "./failure-of.js";
+export { historyOf, pixelsOf, SITE, SITE_PORT, serveFixtureSite } from "./fixture-site.js";
+export { countBytes, writeMixedHome } from "./mixed-home.js";
+export { provisionToFirstExec } from "./provision-to-first-exec.js";
+export { reportMissingProvider } from "./report-missing-provider.js";
+export { type Closed, RfbTestClient, refusalOf } from "./rfb-test-client.js";
+export { temporaryDataDir } from "./temporary-data-dir.js";
+export { TerminalTestClient } from "./terminal-test-client.js";
+export type { SuiteProviderOptions, TestProvider } from "./test-provider.js";
+export type { ProviderCheck, TestProviderCandidate } from "./test-provider-candidate.js";

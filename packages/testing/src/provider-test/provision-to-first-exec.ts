@@ -1,0 +1,15 @@
+import type { Machine, SandboxProvider } from "@agent-computer/core";
+
+/**
+ * A bench run: provisions a machine on a fresh home and runs `true` in it,
+ * the time until a new computer answers. Each machine is pushed onto
+ * `machines` for the bench to destroy at its end.
+ */
+export function provisionToFirstExec(provider: SandboxProvider, machines: Machine[]): () => Promise<void> {
+  let fresh = 0;
+  return async () => {
+    const machine = await provider.provision({ computerId: "bench-fresh", homeKey: `bench-fresh-${fresh++}` });
+    machines.push(machine);
+    await machine.exec({ argv: ["true"] });
+  };
+}
