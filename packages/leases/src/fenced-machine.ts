@@ -30,7 +30,7 @@ export function fenced(machine: Machine, lease: Lease): Machine {
   const checkDesktop = (botId: string) => engine.assertCurrent(lease, { desktop: botId });
 
   const files: MachineFiles = {
-    list: (path, ctx) => machine.files.list(path, ctx),
+    list: (path, ctx, opts) => machine.files.list(path, ctx, opts),
     read: (path, ctx, opts) => machine.files.read(path, ctx, opts),
     exportWorkspace: (ctx) => machine.files.exportWorkspace(ctx),
     write: async (path, data, ctx) => {

@@ -5,7 +5,7 @@ import type { Machine } from "@agent-computer/core";
 import { failureOf, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import Docker from "dockerode";
 import { afterAll, describe, expect, it } from "vitest";
-import { dockerProvider } from "../src/index.js";
+import { COMPUTER_LABELS, dockerProvider } from "../src/index.js";
 import { dockerTestEnvironment } from "./docker-test-environment.js";
 import { EngineSocketProxy } from "./engine-socket-proxy.js";
 
@@ -143,8 +143,8 @@ if (!env.missing) {
       expect(info.HostConfig.ShmSize).toBe(1024 ** 3);
       expect(info.Config.Labels).toMatchObject({
         team: "qa",
-        "org.agent-computer.computer-id": "faults-shape",
-        "org.agent-computer.home-key": homeKey,
+        [COMPUTER_LABELS.computerId]: "faults-shape",
+        [COMPUTER_LABELS.homeKey]: homeKey,
       });
       expect(info.Mounts).toEqual([
         expect.objectContaining({

@@ -8,10 +8,20 @@ import type { OpContext } from "./op-context.js";
  * and links inside the machine) is refused with INVALID_ARGUMENT.
  */
 export interface MachineFiles {
-  /** Entries of a directory ("" or "." is the home). NOT_FOUND when missing. */
-  list(path: string, ctx?: OpContext): Promise<FileEntry[]>;
-  /** A file's bytes. NOT_FOUND when missing; LIMIT_EXCEEDED over `maxBytes`. */
-  read(path: string, ctx?: OpContext, opts?: { maxBytes?: number }): Promise<Uint8Array>;
+  /**
+   * Entries of a directory ("" or "." is the home), sorted by name. NOT_FOUND
+   * when missing. With `limit`, at most that many entries: the first the
+   * machine's listing yields, sorted, and nothing past them is read or held.
+   * Ask for one more than you show to know whether there are more.
+   */
+  list(path: string, ctx?: OpContext, opts?: { limit?: number }): Promise<FileEntry[]>;
+  /**
+   * A file's bytes. NOT_FOUND when missing; LIMIT_EXCEEDED over `maxBytes`.
+   * With `length`, only the first `length` bytes are read (and the rest is
+   * not an error): a caller that shows a file's start never holds the whole
+   * file, however large its listed size.
+   */
+  read(path: string, ctx?: OpContext, opts?: { maxBytes?: number; length?: number }): Promise<Uint8Array>;
   /** Creates or replaces a file, making parent directories. */
   write(path: string, data: Uint8Array | Readable, ctx?: OpContext): Promise<void>;
   /** The whole home as a tar stream (directories and regular files). */

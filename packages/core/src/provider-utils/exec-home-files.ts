@@ -17,9 +17,12 @@ resolve() {
 resolve
 `;
 
+// $3, when set, is the most fields to print (four per entry): head stops
+// find there, so a folder of a million entries is not listed whole.
 const LIST = `${RESOLVE}[ -e "$t" ] || exit 66
 [ -d "$t" ] || exit 65
-exec find "$t" -mindepth 1 -maxdepth 1 -printf '%y\\0%s\\0%T@\\0%f\\0'`;
+[ -z "$3" ] && exec find "$t" -mindepth 1 -maxdepth 1 -printf '%y\\0%s\\0%T@\\0%f\\0'
+find "$t" -mindepth 1 -maxdepth 1 -printf '%y\\0%s\\0%T@\\0%f\\0' | head -z -n "$3"`;
 
 const READ = `${RESOLVE}[ -e "$t" ] || exit 66
 [ -f "$t" ] || exit 65
@@ -27,6 +30,7 @@ if [ -n "$3" ]; then
   s=$(stat -c %s -- "$t") || exit 66
   if [ "$s" -gt "$3" ]; then printf %s "$s" >&2; exit 67; fi
 fi
+[ -n "$4" ] && exec head -c "$4" -- "$t"
 exec cat -- "$t"`;
 
 const WRITE = `${RESOLVE}[ "$t" = "$home" ] && exit 65
@@ -53,9 +57,13 @@ export class ExecHomeFiles implements HomeFiles {
     private readonly run: HomeScriptRunner,
   ) {}
 
-  async list(path: string): Promise<FileEntry[]> {
+  async list(path: string, opts: { limit?: number } = {}): Promise<FileEntry[]> {
     const rel = normalizeHomePath(path);
-    const result = await this.script(LIST, rel, [], { maxOutputBytes: Number.POSITIVE_INFINITY });
+    const { limit } = opts;
+    const result = await this.script(LIST, rel, limit === undefined ? [] : [String(4 * limit)], {
+      // Four fields per entry, a name at most 255 bytes: the output of `limit` entries fits this.
+      maxOutputBytes: limit === undefined ? Number.POSITIVE_INFINITY : limit * 512,
+    });
     this.check(result, path, "a folder");
     const fields = Buffer.from(result.stdout).toString("utf8").split("\0");
     const entries: FileEntry[] = [];
@@ -73,12 +81,16 @@ export class ExecHomeFiles implements HomeFiles {
     return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  async read(path: string, maxBytes?: number): Promise<Uint8Array> {
+  async read(path: string, opts: { maxBytes?: number; length?: number } = {}): Promise<Uint8Array> {
     const rel = normalizeHomePath(path);
-    const result = await this.script(READ, rel, [maxBytes === undefined ? "" : String(maxBytes)], {
-      maxOutputBytes: maxBytes ?? Number.POSITIVE_INFINITY,
+    const { maxBytes, length } = opts;
+    const arg = (n: number | undefined) => (n === undefined ? "" : String(n));
+    // With a length, the machine sends only that much; the cap below never cuts a whole file short.
+    const start = length === undefined ? undefined : Math.min(length, maxBytes ?? length);
+    const result = await this.script(READ, rel, [start === undefined ? arg(maxBytes) : "", arg(start)], {
+      maxOutputBytes: start ?? maxBytes ?? Number.POSITIVE_INFINITY,
     });
-    if (result.exitCode === EXIT.tooLarge || (maxBytes !== undefined && result.truncated)) {
+    if (result.exitCode === EXIT.tooLarge || (start === undefined && maxBytes !== undefined && result.truncated)) {
       const size = Buffer.from(result.stderr).toString("utf8").trim() || `over ${maxBytes}`;
       throw new AgentComputerError(
         "LIMIT_EXCEEDED",

@@ -8,7 +8,9 @@ import type { FileEntry } from "../contract/file-entry.js";
  * one that leads out of the home, links included.
  */
 export interface HomeFiles {
-  list(path: string): Promise<FileEntry[]>;
-  read(path: string, maxBytes?: number): Promise<Uint8Array>;
+  /** See `MachineFiles.list`. */
+  list(path: string, opts?: { limit?: number }): Promise<FileEntry[]>;
+  /** See `MachineFiles.read`. */
+  read(path: string, opts?: { maxBytes?: number; length?: number }): Promise<Uint8Array>;
   write(path: string, data: Uint8Array | Readable): Promise<void>;
 }

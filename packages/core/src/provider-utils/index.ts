@@ -24,7 +24,12 @@ export {
   pathInHome,
 } from "./machine-command.js";
 export type { MachineDesktops } from "./machine-desktops.js";
-export { type MachineFilesOverHomeOptions, machineFilesOverHome } from "./machine-files-over-home.js";
+export {
+  type MachineFilesOverHomeOptions,
+  machineFilesOverHome,
+  parseListOptions,
+  parseReadOptions,
+} from "./machine-files-over-home.js";
 export type { ProvisionDefaults, ProvisionRequest } from "./provision-request.js";
 export { matchRefId, type ReconnectRequest } from "./reconnect-request.js";
 export { RunningCommand, type RunningCommandOptions } from "./running-command.js";

@@ -1,5 +1,5 @@
 import { createWriteStream } from "node:fs";
-import { lstat, mkdir, readdir, readFile, realpath, stat, writeFile } from "node:fs/promises";
+import { lstat, mkdir, open, opendir, readFile, realpath, stat, writeFile } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -31,9 +31,11 @@ export class LocalHome implements HomeFiles {
     return absolute;
   }
 
-  async list(path: string): Promise<FileEntry[]> {
+  async list(path: string, opts: { limit?: number } = {}): Promise<FileEntry[]> {
     const absolute = await this.resolve(path);
-    const names = await readdir(absolute).catch((error) => rethrow(error, path));
+    const names = await firstNames(absolute, opts.limit ?? Number.POSITIVE_INFINITY).catch((error) =>
+      rethrow(error, path),
+    );
     const base = normalizeHomePath(path);
     const entries: FileEntry[] = [];
     for (const name of names.sort()) {
@@ -50,10 +52,12 @@ export class LocalHome implements HomeFiles {
     return entries;
   }
 
-  async read(path: string, maxBytes?: number): Promise<Uint8Array> {
+  async read(path: string, opts: { maxBytes?: number; length?: number } = {}): Promise<Uint8Array> {
+    const { maxBytes, length } = opts;
     const absolute = await this.resolve(path);
     const info = await stat(absolute).catch((error) => rethrow(error, path));
     if (!info.isFile()) throw new AgentComputerError("INVALID_ARGUMENT", `"${path}" is not a regular file.`);
+    if (length !== undefined) return readStart(absolute, Math.min(length, maxBytes ?? length));
     if (maxBytes !== undefined && info.size > maxBytes) {
       throw new AgentComputerError(
         "LIMIT_EXCEEDED",
@@ -106,4 +110,37 @@ function rethrow(error: NodeJS.ErrnoException, path: string): never {
   throw new AgentComputerError("UNAVAILABLE", `Could not access "${path}": ${error.code ?? error.message}`, {
     cause: error,
   });
+}
+
+/** Up to `limit` names of a folder, without listing the rest of it. */
+async function firstNames(absolute: string, limit: number): Promise<string[]> {
+  const names: string[] = [];
+  if (limit <= 0) return names;
+  const dir = await opendir(absolute);
+  try {
+    for await (const entry of dir) {
+      names.push(entry.name);
+      if (names.length >= limit) break;
+    }
+  } finally {
+    await dir.close().catch(() => {});
+  }
+  return names;
+}
+
+/** The first `length` bytes of a file (fewer when it is shorter). */
+async function readStart(absolute: string, length: number): Promise<Uint8Array> {
+  const handle = await open(absolute, "r");
+  try {
+    const buffer = Buffer.alloc(length);
+    let got = 0;
+    while (got < length) {
+      const { bytesRead } = await handle.read(buffer, got, length - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, got);
+  } finally {
+    await handle.close();
+  }
 }

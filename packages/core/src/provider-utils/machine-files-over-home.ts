@@ -7,7 +7,21 @@ import { parseInput } from "../validation/parse-input.js";
 import { enterOperation } from "./enter-operation.js";
 import type { HomeFiles } from "./home-files.js";
 
-const readOptionsSchema = z.object({ maxBytes: z.number().int().positive().optional() });
+const readOptionsSchema = z.object({
+  maxBytes: z.number().int().positive().optional(),
+  length: z.number().int().nonnegative().optional(),
+});
+const listOptionsSchema = z.object({ limit: z.number().int().positive().optional() });
+
+/** `MachineFiles.read` options, checked: INVALID_ARGUMENT for anything else. */
+export function parseReadOptions(opts: unknown): { maxBytes?: number; length?: number } {
+  return parseInput(readOptionsSchema, opts ?? {}, "read options");
+}
+
+/** `MachineFiles.list` options, checked: INVALID_ARGUMENT for anything else. */
+export function parseListOptions(opts: unknown): { limit?: number } {
+  return parseInput(listOptionsSchema, opts ?? {}, "list options");
+}
 
 /** What a machine supplies for `machineFilesOverHome`. */
 export interface MachineFilesOverHomeOptions {
@@ -33,10 +47,13 @@ export function machineFilesOverHome(options: MachineFilesOverHomeOptions): Mach
   const withHome = async <T>(ctx: OpContext | undefined, what: string, work: (home: HomeFiles) => Promise<T>) =>
     work(options.home(enterOperation(ctx, what), what));
   return {
-    list: (path, ctx) => withHome(ctx, "list files", (home) => home.list(path)),
+    list: (path, ctx, opts) => {
+      const checked = parseListOptions(opts);
+      return withHome(ctx, "list files", (home) => home.list(path, checked));
+    },
     read: (path, ctx, opts) => {
-      const { maxBytes } = parseInput(readOptionsSchema, opts ?? {}, "read options");
-      return withHome(ctx, "read a file", (home) => home.read(path, maxBytes));
+      const checked = parseReadOptions(opts);
+      return withHome(ctx, "read a file", (home) => home.read(path, checked));
     },
     write: (path, data, ctx) => {
       if (!(data instanceof Uint8Array) && typeof (data as Readable | undefined)?.pipe !== "function") {

@@ -65,6 +65,9 @@ const shell = computerTool({
     }),
 });
 
+/** The most entries list_files shows: a folder of a million files is not listed whole. */
+const LIST_LIMIT = 500;
+
 const readFile = computerTool({
   name: "read_file",
   description:
@@ -82,12 +85,16 @@ const readFile = computerTool({
   async handler(input, session) {
     const machine = await session.run.machine();
     const path = session.homePath(input.path);
-    const entries = await machine.files.list(path.split("/").slice(0, -1).join("/"));
-    const size = entries.find((e) => e.path === path)?.size;
-    const bytes = await machine.files.read(path, undefined, { maxBytes: Math.max(size ?? 0, 1) });
-    const shown = bytes.slice(0, input.maxBytes);
-    if (shown.includes(0)) return textResult(`${input.path} is a binary file of ${bytes.length} bytes.`);
-    const more = bytes.length > input.maxBytes ? `\n[... ${bytes.length - input.maxBytes} more bytes not shown]` : "";
+    // Only what is shown is read (one byte more tells whether the file goes
+    // on): a file's listed size may be gigabytes, a sparse file or a log.
+    const start = await machine.files.read(path, undefined, { length: input.maxBytes + 1 });
+    const shown = start.subarray(0, input.maxBytes);
+    const cut = start.length > input.maxBytes;
+    if (shown.includes(0))
+      return textResult(`${input.path} is a binary file${cut ? "" : ` of ${start.length} bytes`}.`);
+    const more = cut
+      ? `\n[... the file goes on past ${input.maxBytes} bytes; read more with a larger maxBytes, or search it with the shell]`
+      : "";
     return textResult(`${decode(shown)}${more}`);
   },
 });
@@ -116,13 +123,14 @@ const listFiles = computerTool({
   mutating: false,
   async handler(input, session) {
     const machine = await session.run.machine();
-    const entries = await machine.files.list(session.homePath(input.path));
+    const entries = await machine.files.list(session.homePath(input.path), undefined, { limit: LIST_LIMIT + 1 });
     if (entries.length === 0) return textResult(`${input.path} is empty.`);
-    return textResult(
-      entries
-        .map((e) => (e.type === "directory" ? `${e.name}/` : `${e.name}  (${e.type}, ${e.size} bytes)`))
-        .join("\n"),
-    );
+    const lines = entries
+      .slice(0, LIST_LIMIT)
+      .map((e) => (e.type === "directory" ? `${e.name}/` : `${e.name}  (${e.type}, ${e.size} bytes)`));
+    if (entries.length > LIST_LIMIT)
+      lines.push(`[more than ${LIST_LIMIT} entries; list a subfolder, or use the shell (ls, find) to filter]`);
+    return textResult(lines.join("\n"));
   },
 });
 

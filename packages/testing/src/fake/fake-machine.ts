@@ -23,7 +23,7 @@ import {
   signalOf,
   throwIfDone,
 } from "@agent-computer/core";
-import { LocalHome } from "@agent-computer/core/provider-utils";
+import { LocalHome, parseListOptions, parseReadOptions } from "@agent-computer/core/provider-utils";
 import { z } from "zod";
 import { FakeDesktop } from "./fake-desktop.js";
 import type { FakeMachineState } from "./fake-machine-state.js";
@@ -57,16 +57,14 @@ export class FakeMachine implements Machine {
     this.workspacePath = state.homeDir;
     this.home = new LocalHome(state.homeDir);
     this.files = {
-      list: (path, ctx) => this.whileRunning(ctx, "list files", () => this.home.list(path)),
-      read: (path, ctx, opts) =>
-        this.whileRunning(ctx, "read a file", () => {
-          const { maxBytes } = parseInput(
-            z.object({ maxBytes: z.number().int().positive().optional() }),
-            opts ?? {},
-            "read options",
-          );
-          return this.home.read(path, maxBytes);
-        }),
+      list: (path, ctx, opts) => {
+        const checked = parseListOptions(opts);
+        return this.whileRunning(ctx, "list files", () => this.home.list(path, checked));
+      },
+      read: (path, ctx, opts) => {
+        const checked = parseReadOptions(opts);
+        return this.whileRunning(ctx, "read a file", () => this.home.read(path, checked));
+      },
       write: (path, data, ctx) =>
         this.whileRunning(ctx, "write a file", () => {
           if (!(data instanceof Uint8Array) && typeof (data as Readable)?.pipe !== "function") {
