@@ -2,6 +2,9 @@ import { COMPUTER_SHM_BYTES } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
 import { z } from "zod";
 
+/** The limits a computer gets when neither the provider options nor its spec set them. */
+export const DEFAULT_RESOURCES = Object.freeze({ cpus: 2, memoryMb: 6144, pidsLimit: 4096 });
+
 export const dockerProviderOptionsSchema = z.object({
   /** The engine client (default: dockerode's defaults, i.e. DOCKER_HOST or /var/run/docker.sock). */
   docker: z
@@ -42,15 +45,20 @@ export const dockerProviderOptionsSchema = z.object({
     .string()
     .regex(/^\/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$/, "an absolute path without a trailing slash")
     .default("/home/computer"),
-  /** Limits applied when a spec has none; a spec's `resources` wins. */
+  /**
+   * Limits applied when a spec has none; a spec's `resources` wins. Every
+   * computer gets a limit by default, so one bot cannot starve the host:
+   * 2 CPUs, 6 GiB of memory (page cache included: several desktops with
+   * Chromium use 2–3 GiB) and 4096 processes and threads.
+   */
   resources: z
     .object({
-      cpus: z.number().positive().finite().optional(),
-      memoryMb: z.number().int().positive().optional(),
-      /** Most processes at once (fork-bomb guard). */
-      pidsLimit: z.number().int().positive().optional(),
+      cpus: z.number().positive().finite().default(DEFAULT_RESOURCES.cpus),
+      memoryMb: z.number().int().positive().default(DEFAULT_RESOURCES.memoryMb),
+      /** Most processes and threads at once (fork-bomb guard). */
+      pidsLimit: z.number().int().positive().default(DEFAULT_RESOURCES.pidsLimit),
     })
-    .default({}),
+    .default(DEFAULT_RESOURCES),
   /** /dev/shm size in bytes (default: what the image needs for Chromium, 1 GiB). */
   shmBytes: z.number().int().positive().default(COMPUTER_SHM_BYTES),
   /**

@@ -121,9 +121,17 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
             Init: true,
             ShmSize: parsed.shmBytes,
             SecurityOpt: [`seccomp=${seccomp()}`, "no-new-privileges:true"],
-            NanoCpus: resources.cpus === undefined ? undefined : Math.round(resources.cpus * 1e9),
-            Memory: resources.memoryMb === undefined ? undefined : resources.memoryMb * 1024 * 1024,
-            PidsLimit: parsed.resources.pidsLimit,
+            // Every process runs as the workspace user with no effective
+            // capability; the bounding set keeps only CAP_SYS_CHROOT, which
+            // Chromium's namespace sandbox needs inside its own user
+            // namespace (measured: with none, it aborts; image/README.md).
+            CapDrop: ["ALL"],
+            CapAdd: ["SYS_CHROOT"],
+            NanoCpus: Math.round(resources.cpus * 1e9),
+            Memory: resources.memoryMb * 1024 * 1024,
+            // The whole computer, not one process: Chromium's threads count too.
+            MemorySwap: resources.memoryMb * 1024 * 1024,
+            PidsLimit: resources.pidsLimit,
           },
           abortSignal: signal,
         });

@@ -125,6 +125,33 @@ if (!env.missing) {
       expect((await failureOf(m.portUrl?.(9999, { private: true }) ?? Promise.resolve())).code).toBe("UNSUPPORTED");
     });
 
+    it("gives every computer limits and only CAP_SYS_CHROOT by default; Chromium keeps its sandbox", async () => {
+      const m = await provision(`hardened-${Date.now()}`);
+      const info = await env.docker.getContainer(m.ref.slice("docker:".length)).inspect();
+      expect(info.HostConfig.CapDrop).toEqual(["ALL"]);
+      expect(info.HostConfig.CapAdd).toEqual(["SYS_CHROOT"]);
+      expect(info.HostConfig.Memory).toBe(6144 * 1024 * 1024);
+      expect(info.HostConfig.NanoCpus).toBe(2_000_000_000);
+      expect(info.HostConfig.PidsLimit).toBe(4096);
+      expect(info.HostConfig.SecurityOpt).toContain("no-new-privileges:true");
+      const caps = text((await m.exec({ shell: "grep -E '^Cap(Eff|Bnd)' /proc/self/status" })).stdout);
+      expect(caps).toMatch(/CapEff:\s+0{16}/);
+      expect(caps).toMatch(/CapBnd:\s+0{11}40000/);
+      // Chromium's sandbox needs user namespaces, so the profile allows them;
+      // "root" in one the bot makes owns nothing of the computer's.
+      const inNamespace = await m.exec({ shell: "unshare -Ur sh -c 'id -u; echo x >> /etc/passwd'" });
+      expect(text(inNamespace.stdout).trim()).toBe("0");
+      expect(inNamespace.exitCode).not.toBe(0);
+      expect(text(inNamespace.stderr)).toMatch(/Permission denied/);
+      const chromium = await m.exec({
+        shell:
+          'chromium --headless --disable-gpu --no-first-run --user-data-dir="$(mktemp -d)" --dump-dom "data:text/html,<p>sandboxed</p>" 2>&1',
+        timeoutMs: 60_000,
+      });
+      expect(text(chromium.stdout)).toContain("<p>sandboxed</p>");
+      expect(text(chromium.stdout)).not.toMatch(/No usable sandbox/);
+    }, 120_000);
+
     it("creates an unprivileged uid 1000 container off the host network, labelled, with the asked limits", async () => {
       const homeKey = `shape-${Date.now()}`;
       const m = await provider.provision({
