@@ -102,7 +102,9 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           Cmd: ["sleep", "infinity"],
           User: host.user,
           WorkingDir: parsed.workspacePath,
-          Env: [`HOME=${parsed.workspacePath}`, "LANG=C.UTF-8"],
+          // The screen gateway takes connections from the host's end of the
+          // computer's network only, never from another computer on it.
+          Env: [`HOME=${parsed.workspacePath}`, "LANG=C.UTF-8", "AGENT_COMPUTER_GATEWAY_SOURCES=default-gateway"],
           Labels: {
             ...resolved.labels,
             [COMPUTER_LABELS.managed]: "true",

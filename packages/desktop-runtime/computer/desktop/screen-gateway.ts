@@ -12,6 +12,7 @@ import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { CliError } from "./cli-error.js";
+import { admitConnections, upgraded } from "./connection-admission.js";
 import type { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { type GatewayRequest, serveControl } from "./gateway-control.js";
@@ -594,7 +595,11 @@ export async function runGateway(state: DesktopState): Promise<void> {
   const http = createHttpServer((req, res) => gateway.request(req, res));
   http.headersTimeout = 10_000;
   http.requestTimeout = 15_000;
-  http.on("upgrade", (req, socket, head) => gateway.upgrade(req, socket, head));
+  admitConnections(http, log);
+  http.on("upgrade", (req, socket, head) => {
+    upgraded(socket);
+    gateway.upgrade(req, socket, head);
+  });
   http.on("clientError", (_error, socket) => socket.destroy());
   try {
     await listen(http, SCREEN_GATEWAY_PORT);
