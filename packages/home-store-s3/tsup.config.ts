@@ -1,10 +1,3 @@
-import { defineConfig } from "tsup";
+import { packageBuild } from "../../tsup.preset.js";
 
-const common = { entry: { index: "src/index.ts" }, dts: true, sourcemap: true, target: "node20" } as const;
-
-export default defineConfig([
-  { ...common, format: ["esm"] },
-  // p-queue (and its p-timeout) ship ESM only: a require() of them gets the
-  // module namespace, not the class, so the CJS build carries its own copy.
-  { ...common, format: ["cjs"], noExternal: ["p-queue", "p-timeout"] },
-]);
+export default packageBuild({ index: "src/index.ts" }, { bundleInCjs: ["p-queue", "p-timeout"] });

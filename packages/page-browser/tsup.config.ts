@@ -1,20 +1,3 @@
-import { defineConfig } from "tsup";
+import { packageBuild } from "../../tsup.preset.js";
 
-export default defineConfig([
-  {
-    entry: { index: "src/index.ts", "emulator/index": "src/emulator/index.ts" },
-    format: ["esm"],
-    dts: true,
-    sourcemap: true,
-    splitting: true,
-    target: "node20",
-    external: ["vitest"],
-  },
-  {
-    entry: { index: "src/index.ts", "emulator/index": "src/emulator/index.ts" },
-    format: ["cjs"],
-    dts: true,
-    sourcemap: true,
-    target: "node20",
-  },
-]);
+export default packageBuild({ index: "src/index.ts", "emulator/index": "src/emulator/index.ts" });

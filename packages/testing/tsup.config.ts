@@ -1,27 +1,13 @@
-import { defineConfig } from "tsup";
+import { packageBuild } from "../../tsup.preset.js";
 
-export default defineConfig([
+// The conformance suites and the provider test helper import vitest, which
+// is ESM-only, so those subpaths have no CJS build.
+export default packageBuild(
   {
-    // The conformance suites and the provider test helper import vitest,
-    // which is ESM-only, so those subpaths have no CJS build.
-    entry: {
-      index: "src/index.ts",
-      "conformance/index": "src/conformance/index.ts",
-      "bench/index": "src/bench/index.ts",
-      "provider-test/index": "src/provider-test/index.ts",
-    },
-    format: ["esm"],
-    dts: true,
-    sourcemap: true,
-    splitting: true,
-    target: "node20",
-    external: ["vitest"],
+    index: "src/index.ts",
+    "conformance/index": "src/conformance/index.ts",
+    "bench/index": "src/bench/index.ts",
+    "provider-test/index": "src/provider-test/index.ts",
   },
-  {
-    entry: { index: "src/index.ts", "bench/index": "src/bench/index.ts" },
-    format: ["cjs"],
-    dts: true,
-    sourcemap: true,
-    target: "node20",
-  },
-]);
+  { esmOnly: ["conformance/index", "provider-test/index"] },
+);

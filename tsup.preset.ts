@@ -1,0 +1,26 @@
+import { defineConfig, type Options } from "tsup";
+
+/**
+ * The build of every library package (docs/architecture.md §1): ESM with
+ * shared chunks, so each module (AgentComputerError above all) exists once
+ * across a package's entries; CJS per entry; types for both.
+ */
+export function packageBuild(
+  entry: Record<string, string>,
+  options: {
+    /** Entries that import vitest (ESM only), so they get no CJS build. */
+    esmOnly?: string[];
+    /**
+     * ESM-only dependencies the CJS build must carry: a require() of them
+     * gets the module namespace, not their export (p-queue, p-timeout).
+     */
+    bundleInCjs?: string[];
+  } = {},
+): Options[] {
+  const common = { dts: true, sourcemap: true, target: "node20" } as const;
+  const cjsEntry = Object.fromEntries(Object.entries(entry).filter(([name]) => !options.esmOnly?.includes(name)));
+  return defineConfig([
+    { ...common, entry, format: ["esm"], splitting: true, external: ["vitest"] },
+    { ...common, entry: cjsEntry, format: ["cjs"], noExternal: options.bundleInCjs ?? [] },
+  ]) as Options[];
+}
