@@ -135,7 +135,8 @@ export function kubernetesProvider(
       host,
       pod.metadata?.name as string,
       pod.metadata?.annotations?.[COMPUTER_POD_LABELS.workspacePath] ?? parsed.workspacePath,
-      Number(pod.metadata?.labels?.[COMPUTER_POD_LABELS.screenLimit] ?? parsed.screenLimit) || 0,
+      // Written as an annotation (computer-pod-manifest.ts), so read from there.
+      Number(pod.metadata?.annotations?.[COMPUTER_POD_LABELS.screenLimit] ?? parsed.screenLimit) || 0,
     );
 
   return defineSandboxProvider({
