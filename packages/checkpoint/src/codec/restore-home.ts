@@ -8,6 +8,7 @@ import { ByteSource } from "./byte-source.js";
 import { DEFAULT_RESTORE_LIMITS, type RestoreLimits, restoreLimitsSchema } from "./restore-limits.js";
 import { refuseOverLimit, refuseRestore, shown } from "./restore-refusal.js";
 import type { RestoreStats } from "./restore-stats.js";
+import { readSparseMap } from "./sparse-map.js";
 import type { StagedHome } from "./staged-home.js";
 import { padding } from "./tar-header.js";
 import { readTarHeader } from "./tar-reader.js";
@@ -231,8 +232,11 @@ async function extractInto(
           ? `the archive holds "${shown(path)}" twice`
           : `the file "${shown(path)}" would replace a directory`,
       );
-    if (header.size > bounds.maxFileBytes)
-      refuseOverLimit(`"${shown(path)}" is ${header.size} bytes, over the ${bounds.maxFileBytes}-byte file limit`, {
+    // A sparse file counts at its real size against the file limit, and at
+    // the data it holds against the total (its holes take no disk).
+    const fileSize = header.sparse?.realSize ?? header.size;
+    if (fileSize > bounds.maxFileBytes)
+      refuseOverLimit(`"${shown(path)}" is ${fileSize} bytes, over the ${bounds.maxFileBytes}-byte file limit`, {
         limit: "maxFileBytes",
       });
     if (stats.bytes + header.size > bounds.maxTotalBytes)
@@ -240,7 +244,17 @@ async function extractInto(
         limit: "maxTotalBytes",
       });
     made.set(path, FILE);
-    await writeFile(source, destination, header.size, header.mode & 0o777, header.mtime, path);
+    if (header.sparse)
+      await writeSparseFile(
+        source,
+        destination,
+        header.size,
+        header.sparse.realSize,
+        header.mode & 0o777,
+        header.mtime,
+        path,
+      );
+    else await writeFile(source, destination, header.size, header.mode & 0o777, header.mtime, path);
     stats.files++;
     stats.bytes += header.size;
   }
@@ -280,6 +294,42 @@ async function writeFile(
       left -= chunk.length;
     }
     if (padded > size && (await source.read(padded - size)) === undefined)
+      refuseRestore(`the archive is truncated after "${shown(path)}"`);
+    await handle.utimes(mtime, mtime);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A sparse entry: its map, then each data run written at its offset; the rest stays holes. */
+async function writeSparseFile(
+  source: ByteSource,
+  destination: string,
+  entrySize: number,
+  realSize: number,
+  mode: number,
+  mtime: number,
+  path: string,
+): Promise<void> {
+  const { runs } = await readSparseMap(source, entrySize, realSize, shown(path));
+  const handle = await open(destination, CREATE_FLAGS, mode);
+  try {
+    for (const run of runs) {
+      let left = run.length;
+      let position = run.offset;
+      while (left > 0) {
+        const chunk = await source.readSome(Math.min(left, WRITE_CHUNK));
+        if (chunk === undefined) refuseRestore(`the archive is truncated inside "${shown(path)}"`);
+        let written = 0;
+        while (written < chunk.length)
+          written += (await handle.write(chunk, written, chunk.length - written, position + written)).bytesWritten;
+        left -= chunk.length;
+        position += chunk.length;
+      }
+    }
+    await handle.truncate(realSize);
+    const pad = padding(entrySize);
+    if (pad > 0 && (await source.read(pad)) === undefined)
       refuseRestore(`the archive is truncated after "${shown(path)}"`);
     await handle.utimes(mtime, mtime);
   } finally {

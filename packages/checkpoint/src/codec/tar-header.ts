@@ -19,6 +19,8 @@ export interface TarHeaderFields {
   size: number;
   /** Seconds since the epoch. */
   mtime: number;
+  /** A sparse file (see sparse-map.ts): `size` is its map and data, `realSize` the file's own size. */
+  sparse?: { realSize: number };
 }
 
 /** Bytes of padding that follow `size` bytes of data to the next block. */
@@ -33,15 +35,20 @@ export function padding(size: number): number {
  * `target` at `offset`; returns the number of bytes written.
  */
 export function writeTarHeader(fields: TarHeaderFields, target: Buffer, offset: number): number {
-  const name = fields.kind === "directory" ? `${fields.path}/` : fields.path;
+  const name = fields.kind === "directory" ? `${fields.path}/` : fields.sparse ? sparseName(fields.path) : fields.path;
   const nameBytes = Buffer.from(name, "utf8");
   const split = splitUstarName(nameBytes);
   const bigSize = fields.size > MAX_OCTAL_SIZE;
   let written = 0;
-  if (split === undefined || bigSize) {
+  if (split === undefined || bigSize || fields.sparse) {
     const records: string[] = [];
     if (split === undefined) records.push(paxRecord("path", name));
     if (bigSize) records.push(paxRecord("size", String(fields.size)));
+    if (fields.sparse) {
+      records.push(paxRecord("GNU.sparse.major", "1"), paxRecord("GNU.sparse.minor", "0"));
+      records.push(paxRecord("GNU.sparse.name", fields.path));
+      records.push(paxRecord("GNU.sparse.realsize", String(fields.sparse.realSize)));
+    }
     const body = Buffer.from(records.join(""), "utf8");
     writeUstar(target, offset, {
       name: Buffer.from("PaxHeader", "ascii"),
@@ -69,8 +76,15 @@ export function writeTarHeader(fields: TarHeaderFields, target: Buffer, offset: 
 
 /** Upper bound of `writeTarHeader`'s output for a path, to size buffers. */
 export function headerBytesFor(path: string): number {
-  // A pax header with records of the path and the size, then the ustar one.
-  return BLOCK * 3 + Buffer.byteLength(path, "utf8") + 128;
+  // A pax header with records of the path (twice for a sparse file), the
+  // size and the sparse fields, then the ustar one.
+  return BLOCK * 4 + 2 * Buffer.byteLength(path, "utf8") + 256;
+}
+
+/** The name GNU tar gives a sparse file's own entry, so a tar without sparse support extracts it aside. */
+function sparseName(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash === -1 ? `GNUSparseFile.0/${path}` : `${path.slice(0, slash)}/GNUSparseFile.0/${path.slice(slash + 1)}`;
 }
 
 function paxRecord(key: string, value: string): string {

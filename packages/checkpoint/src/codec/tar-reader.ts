@@ -13,6 +13,12 @@ export interface TarEntryHeader {
   mode: number;
   /** Seconds since the epoch. */
   mtime: number;
+  /**
+   * A sparse file (pax GNU.sparse 1.0): `size` bytes of data follow, a map
+   * of data runs first, and the file is `realSize` bytes with holes between
+   * the runs (see sparse-map.ts).
+   */
+  sparse?: { realSize: number };
 }
 
 /** Extended headers (pax, GNU long names) are small; larger ones are hostile. */
@@ -39,13 +45,15 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * Reads the next entry header, applying pax `path`/`size` records and GNU
  * long names to it. Returns "end" after the end-of-archive marker (two zero
  * blocks) when only zero padding follows it. Strict where tar is lenient:
- * a bad checksum, a missing end marker, data after it, sparse files, global
- * path overrides and malformed numbers are all RESTORE_REJECTED.
+ * a bad checksum, a missing end marker, data after it, sparse files other
+ * than GNU sparse 1.0, global path overrides and malformed numbers are all
+ * RESTORE_REJECTED.
  */
 export async function readTarHeader(source: ByteSource): Promise<TarEntryHeader | "end"> {
   let paxPath: string | undefined;
   let paxSize: number | undefined;
   let paxMtime: number | undefined;
+  let sparse: { name: string; realSize: number } | undefined;
   let longName: string | undefined;
   for (;;) {
     const block = await source.read(BLOCK);
@@ -76,14 +84,18 @@ export async function readTarHeader(source: ByteSource): Promise<TarEntryHeader 
       if (records.has("path")) paxPath = records.get("path");
       if (records.has("size")) paxSize = parseDecimal(records.get("size") as string, "pax size");
       if (records.has("mtime")) paxMtime = Math.floor(Number(records.get("mtime")));
+      sparse = sparseOf(records) ?? sparse;
       continue;
     }
-    const path = paxPath ?? longName ?? header.name;
+    const path = sparse?.name ?? paxPath ?? longName ?? header.name;
     const size = paxSize ?? header.size;
     const mtime = paxMtime !== undefined && Number.isFinite(paxMtime) ? paxMtime : header.mtime;
     if (header.type === "0" || header.type === "\0" || header.type === "7") {
-      return { path, kind: "file", other: "", size, mode: header.mode, mtime };
+      const file: TarEntryHeader = { path, kind: "file", other: "", size, mode: header.mode, mtime };
+      if (sparse) file.sparse = { realSize: sparse.realSize };
+      return file;
     }
+    if (sparse) refuseRestore(`"${path}" has a sparse map but is not a regular file`);
     if (header.type === "5") {
       if (size !== 0) refuseRestore(`the directory entry "${path}" claims ${size} bytes of data`);
       return { path, kind: "directory", other: "", size: 0, mode: header.mode, mtime };
@@ -91,6 +103,22 @@ export async function readTarHeader(source: ByteSource): Promise<TarEntryHeader 
     const other = OTHER_KINDS[header.type] ?? `entry of unknown type ${JSON.stringify(header.type)}`;
     return { path, kind: "other", other, size, mode: header.mode, mtime };
   }
+}
+
+/**
+ * The pax records of a GNU sparse file: format 1.0 (what GNU tar and this
+ * packer write) is read; the older 0.x formats are refused, not misread.
+ */
+function sparseOf(records: Map<string, string>): { name: string; realSize: number } | undefined {
+  const keys = [...records.keys()].filter((key) => key.startsWith("GNU.sparse."));
+  if (keys.length === 0) return undefined;
+  const major = records.get("GNU.sparse.major");
+  const minor = records.get("GNU.sparse.minor");
+  const name = records.get("GNU.sparse.name");
+  const realSize = records.get("GNU.sparse.realsize");
+  if (major !== "1" || minor !== "0" || name === undefined || realSize === undefined)
+    refuseRestore("a sparse file in a format other than GNU sparse 1.0");
+  return { name, realSize: parseDecimal(realSize, "sparse real size") };
 }
 
 function pad(size: number): number {
@@ -203,8 +231,6 @@ function parsePax(data: Buffer): Map<string, string> {
     const equals = text.indexOf("=");
     if (equals <= 0) refuseRestore("a pax record without a key");
     const key = text.slice(0, equals);
-    // Sparse files restore as something other than their bytes say; refuse them.
-    if (key.startsWith("GNU.sparse")) refuseRestore("a GNU sparse file");
     records.set(key, text.slice(equals + 1));
     offset += length;
   }
