@@ -73,8 +73,11 @@ fi
 if [ "${AGENT_COMPUTER_SKIP_IMAGE:-}" != "1" ]; then
   cd "$root"
   [ -d node_modules ] || npm ci
-  [ -f packages/core/dist/index.js ] || npm run build -w packages/core
-  [ -f packages/checkpoint/dist/index.js ] || npm run build -w packages/checkpoint
+  # What the image command needs, in dependency order: the in-computer CLI
+  # bundles core and page-browser; provider-docker imports checkpoint.
+  for pkg in core page-browser checkpoint; do
+    [ -f "packages/$pkg/dist/index.js" ] || npm run build -w "packages/$pkg" >/dev/null
+  done
   npm run build -w packages/desktop-runtime >/dev/null
   npm run build -w packages/provider-docker >/dev/null
   node packages/provider-docker/dist/bin/agent-computer-image.js build
