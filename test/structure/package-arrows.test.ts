@@ -1,0 +1,81 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+
+// The layout a newcomer reads (docs/architecture.md §1): which package may
+// depend on which. Production dependencies only; dev dependencies may point
+// anywhere (tests of a lower package run on a provider, say).
+const root = new URL("../..", import.meta.url).pathname;
+const ALLOWED: Record<string, string[]> = {
+  core: [],
+  leases: ["core"],
+  checkpoint: ["core"],
+  "page-browser": ["core"],
+  testing: ["core", "leases", "checkpoint", "page-browser"],
+  runtime: ["core", "leases", "checkpoint"],
+  "desktop-runtime": ["core"],
+  screens: ["core", "leases", "runtime"],
+  "state-store-sqlite": ["core", "leases"],
+  "state-store-postgres": ["core", "leases"],
+  "home-store-s3": ["core", "leases", "checkpoint"],
+  "provider-docker": ["core", "checkpoint", "desktop-runtime"],
+  "provider-kubernetes": ["core", "checkpoint", "desktop-runtime"],
+  "provider-e2b": ["core", "checkpoint", "desktop-runtime"],
+  "provider-daytona": ["core", "checkpoint", "desktop-runtime"],
+  "provider-box": ["core", "checkpoint", "desktop-runtime"],
+};
+const packages = readdirSync(join(root, "packages"));
+const manifest = (pkg: string) => JSON.parse(readFileSync(join(root, "packages", pkg, "package.json"), "utf8"));
+
+function shippedFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...shippedFiles(path));
+    else if (/\.ts$/.test(name) && !/\.test\.ts$|\.test-helpers\.ts$|\.child\.ts$|crash-child\.ts$/.test(name))
+      out.push(path);
+  }
+  return out;
+}
+
+describe("package arrows", () => {
+  it("names every package folder", () => {
+    expect(packages.sort()).toEqual(Object.keys(ALLOWED).sort());
+  });
+
+  for (const pkg of packages) {
+    it(`${pkg} depends only on the packages below it`, () => {
+      const deps = Object.keys(manifest(pkg).dependencies ?? {})
+        .filter((name) => name.startsWith("@agent-computer/"))
+        .map((name) => name.slice("@agent-computer/".length));
+      expect(deps.filter((dep) => !ALLOWED[pkg]?.includes(dep))).toEqual([]);
+    });
+  }
+
+  it("core depends on zod alone", () => {
+    expect(Object.keys(manifest("core").dependencies ?? {})).toEqual(["zod"]);
+  });
+
+  it("no shipped file imports a test folder or another package's sources", () => {
+    const offenders: string[] = [];
+    for (const pkg of packages) {
+      for (const folder of ["src", "computer", "bin"]) {
+        let files: string[];
+        try {
+          files = shippedFiles(join(root, "packages", pkg, folder));
+        } catch {
+          continue;
+        }
+        for (const file of files) {
+          const text = readFileSync(file, "utf8");
+          for (const match of text.matchAll(/from\s+"([^"]+)"/g)) {
+            const spec = match[1] as string;
+            if (/(^|\/)test\//.test(spec) || spec.startsWith("../../"))
+              offenders.push(`${relative(root, file)}: ${spec}`);
+          }
+        }
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+});
