@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
 // The layout a newcomer reads (docs/architecture.md §1): which package may
@@ -70,7 +70,9 @@ describe("package arrows", () => {
           const text = readFileSync(file, "utf8");
           for (const match of text.matchAll(/from\s+"([^"]+)"/g)) {
             const spec = match[1] as string;
-            if (/(^|\/)test\//.test(spec) || spec.startsWith("../../"))
+            const target = spec.startsWith(".") ? relative(join(root, "packages", pkg), join(dirname(file), spec)) : "";
+            const leavesPackage = target.startsWith("..");
+            if (/(^|\/)test\//.test(spec) || /(^|\/)test\//.test(target) || leavesPackage)
               offenders.push(`${relative(root, file)}: ${spec}`);
           }
         }
