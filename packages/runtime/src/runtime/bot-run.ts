@@ -7,7 +7,6 @@ import { redactSecrets } from "../tools/redact-secrets.js";
 import type { ComputerLifecycle } from "./computer-lifecycle.js";
 import type { ComputerSlot } from "./computer-slot.js";
 import { openBotDesktop } from "./open-bot-desktop.js";
-import { START_RUN_SCRIPT, taggedWithLease } from "./stale-lease-sweep.js";
 
 export const runOutcomeSchema = z.enum(["completed", "failed"]);
 
@@ -62,14 +61,10 @@ export class BotRun {
       this.lease = await this.acquire();
       this.heartbeat = setInterval(() => void this.renew(), Math.max(50, this.lifecycle.leaseTtlMs / 3));
       this.heartbeat.unref?.();
-      const { key, token } = this.lease;
-      await raw.exec(
-        { argv: ["sh", "-c", START_RUN_SCRIPT, "start-run", this.workdir, key, String(token)] },
-        { lease: this.lease },
-      );
+      await raw.exec({ argv: ["mkdir", "-p", this.workdir, "shared"] }, { lease: this.lease });
     }
     this.lifecycle.touch(this.slot);
-    return taggedWithLease(this.lifecycle.leases.fenced(raw, this.lease), this.lease);
+    return this.lifecycle.leases.fenced(raw, this.lease);
   }
 
   /** The bot's desktop, started on first use; UNSUPPORTED where the provider has none. */
