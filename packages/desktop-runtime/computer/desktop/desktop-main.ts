@@ -8,6 +8,7 @@ import { AgentComputerError, desktopActionBatchSchema, isBotId } from "@agent-co
 import { PageSession } from "@agent-computer/page-browser";
 import { CdpPageEngine } from "./cdp-page-engine.js";
 import { CliError } from "./cli-error.js";
+import { parseCliOptions } from "./cli-options.js";
 import { runActions } from "./desktop-actions.js";
 import {
   displayOf,
@@ -33,19 +34,7 @@ const USAGE =
   "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume | desktop proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
 
 function options(argv: string[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (!arg.startsWith("--"))
-      throw new CliError("INVALID_ARGUMENT", `Unexpected argument "${arg.slice(0, 40)}". ${USAGE}`);
-    const next = argv[i + 1];
-    if (next === undefined || next.startsWith("--")) out.set(arg.slice(2), "true");
-    else {
-      out.set(arg.slice(2), next);
-      i++;
-    }
-  }
-  return out;
+  return parseCliOptions(argv, USAGE);
 }
 
 function int(opts: Map<string, string>, name: string, fallback: number, min: number, max: number): number {

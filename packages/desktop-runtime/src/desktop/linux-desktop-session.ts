@@ -148,7 +148,7 @@ export class LinuxDesktopSession implements DesktopSession {
     const context = this.usable(ctx);
     const args = ["page", "--bot", this.botId];
     if (opts.url !== undefined) args.push("--navigate", parseInput(urlSchema, opts.url, "url"));
-    if (expression !== undefined) args.push("--eval", expression);
+    if (expression !== undefined) args.push(`--eval=${expression}`);
     const { summary } = await this.run(args, context, PAGE_TIMEOUT_MS);
     return summary?.value ?? null;
   }
@@ -205,7 +205,7 @@ export class LinuxDesktopSession implements DesktopSession {
     throwIfDone(context, "revoke endpoint");
     // A released desktop's capabilities were all closed by its stop.
     if (this.released) return;
-    await this.run(["screen", "revoke", "--id", capability], context, REVOKE_TIMEOUT_MS);
+    await this.run(["screen", "revoke", `--id=${capability}`], context, REVOKE_TIMEOUT_MS);
   }
 
   /**
@@ -226,7 +226,7 @@ export class LinuxDesktopSession implements DesktopSession {
     const { ttlMs, controlId } = parseInput(terminalEndpointOptionsSchema, opts ?? {}, "terminal endpoint options");
     const context = this.usable(ctx);
     const args = ["terminal", "grant", "--bot", this.botId];
-    args.push(...(controlId === undefined ? ["--new-control"] : ["--control-id", controlId]));
+    args.push(...(controlId === undefined ? ["--new-control"] : [`--control-id=${controlId}`]));
     if (ttlMs !== undefined) args.push("--ttl-ms", String(ttlMs));
     return this.grant(args, context);
   }
