@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { packHome, stageHome } from "@agent-computer/checkpoint";
+import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, packHome, stageHome } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -27,7 +27,6 @@ import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
 import type { PodAddress } from "./pod-address.js";
 import { runPodCommand, startPodCommand } from "./pod-command.js";
 import type { PodCommandHost } from "./pod-command-host.js";
-import { DISCARD_STAGING, EXPORT_HOME, STAGE_HOME, SWAP_HOME, WORKSPACE_EXIT } from "./pod-workspace-scripts.js";
 
 /** Whether a pod read from the API is still a machine: not deleted, not being deleted, not finished or evicted. */
 export function podIsAlive(pod: V1Pod): boolean {
@@ -117,7 +116,7 @@ export class KubernetesMachine extends CommandChannelMachine {
     const tar = new Readable({ read: () => resumeOutput?.() });
     const stderr: Buffer[] = [];
     const started = await startPodCommand(this.commandHost, {
-      argv: ["sh", "-c", EXPORT_HOME, "export-home", this.workspacePath],
+      argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.exportHome, "export-home", this.workspacePath],
       workingDir: "/",
       maxOutputBytes: 64 * 1024,
       onOutput: (name, chunk) => {
@@ -142,7 +141,7 @@ export class KubernetesMachine extends CommandChannelMachine {
         }
         const message = Buffer.concat(stderr).toString("utf8").trim().slice(0, 500);
         tar.destroy(
-          result.exitCode === WORKSPACE_EXIT.missingHome
+          result.exitCode === HOME_TRANSFER_EXIT.missingHome
             ? new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`)
             : new AgentComputerError(
                 "UNAVAILABLE",
@@ -194,7 +193,7 @@ export class KubernetesMachine extends CommandChannelMachine {
       let sent: Awaited<ReturnType<typeof startPodCommand>> | undefined;
       try {
         sent = await startPodCommand(this.commandHost, {
-          argv: ["sh", "-c", STAGE_HOME, "stage-home", this.workspacePath, tag],
+          argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.stageHome, "stage-home", this.workspacePath, tag],
           workingDir: "/",
           stdin: packed.tar,
           maxOutputBytes: 64 * 1024,
@@ -213,7 +212,7 @@ export class KubernetesMachine extends CommandChannelMachine {
           argv: [
             "sh",
             "-c",
-            SWAP_HOME,
+            HOME_TRANSFER_SCRIPTS.swapHome,
             "swap-home",
             this.workspacePath,
             tag,
@@ -225,7 +224,7 @@ export class KubernetesMachine extends CommandChannelMachine {
           maxOutputBytes: 64 * 1024,
           signal,
         });
-        if (swapped.exitCode === WORKSPACE_EXIT.incomplete) {
+        if (swapped.exitCode === HOME_TRANSFER_EXIT.incomplete) {
           throw new AgentComputerError(
             "UNAVAILABLE",
             `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`,
@@ -256,7 +255,7 @@ export class KubernetesMachine extends CommandChannelMachine {
     try {
       await sent?.kill();
       await runPodCommand(this.commandHost, {
-        argv: ["sh", "-c", DISCARD_STAGING, "discard-staging", this.workspacePath, tag],
+        argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.discardStaging, "discard-staging", this.workspacePath, tag],
         workingDir: "/",
         maxOutputBytes: 4096,
         signal,
