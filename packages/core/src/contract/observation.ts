@@ -1,8 +1,9 @@
 /** One look at a bot's desktop. */
 export interface Observation {
-  /** PNG bytes; absent when the caller asked for no image. */
+  /** The image's bytes (PNG unless the caller asked for another format); absent when the caller asked for no image. */
   readonly image?: Uint8Array;
-  readonly mimeType: "image/png";
+  /** The image's format: PNG by default; a provider may offer JPEG or WebP on request. */
+  readonly mimeType: "image/png" | "image/jpeg" | "image/webp";
   /** The display size in pixels; the PNG has exactly this size. */
   readonly width: number;
   readonly height: number;

@@ -22,7 +22,7 @@ export const MAX_PENDING = 256;
 export const PENDING_TIMEOUT_MS = 10_000;
 
 export interface AdmissionLog {
-  write(event: string, fields: Record<string, unknown>): void;
+  write(event: string, fields: Record<string, string | number | boolean | undefined>): void;
 }
 
 export function admitConnections(server: Server, log: AdmissionLog): void {

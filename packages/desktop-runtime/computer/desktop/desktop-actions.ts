@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { ErrorCode, ResolvedDesktopAction } from "@agent-computer/core";
 import { CliError } from "./cli-error.js";
@@ -6,6 +5,7 @@ import { displayOf, framebufferOf } from "./desktop-lifecycle.js";
 import { pointerAndTitle } from "./desktop-look.js";
 import type { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
+import { runProgram } from "./run-program.js";
 import { drawCursor, encodePng, readFramebuffer } from "./screen-frame.js";
 
 /** One line of `desktop act` output, printed as soon as the action ends. */
@@ -66,16 +66,19 @@ export async function runActions(
   record: DisplaySlotRecord,
   actions: ResolvedDesktopAction[],
   report: (line: ActionLine) => void,
+  signal?: AbortSignal,
 ): Promise<boolean> {
   const display = displayOf(record.slot);
   let failed = false;
   for (const [index, action] of actions.entries()) {
-    if (failed) {
+    // An aborted call runs nothing more; the action under way is killed (runProgram) and reported uncertain.
+    if (failed || signal?.aborted) {
       report({ index, type: action.type, status: "not-run" });
+      failed = true;
       continue;
     }
     try {
-      const png = await runAction(state, record, display, action);
+      const png = await runAction(state, record, display, action, signal);
       report({ index, type: action.type, status: "done", ...(png ? { png } : {}) });
     } catch (error) {
       failed = true;
@@ -97,7 +100,9 @@ async function runAction(
   record: DisplaySlotRecord,
   display: string,
   action: ResolvedDesktopAction,
+  signal: AbortSignal | undefined,
 ): Promise<string | undefined> {
+  const xdotool = (args: string[], alreadyStarted = false) => runXdotool(display, args, signal, alreadyStarted);
   const onScreen = (x: number, y: number) => {
     if (x >= record.width || y >= record.height) {
       throw new CliError("INVALID_ARGUMENT", `(${x}, ${y}) is outside the ${record.width}x${record.height} screen.`);
@@ -106,24 +111,22 @@ async function runAction(
   };
   switch (action.type) {
     case "move":
-      xdotool(display, ["mousemove", ...onScreen(action.x, action.y)]);
+      await xdotool(["mousemove", ...onScreen(action.x, action.y)]);
       return;
     case "click": {
-      const moveTo =
-        action.x !== undefined || action.y !== undefined
-          ? (() => {
-              const here = pointerAndTitle(display).cursor;
-              return ["mousemove", ...onScreen(action.x ?? here.x, action.y ?? here.y)];
-            })()
-          : [];
+      let moveTo: string[] = [];
+      if (action.x !== undefined || action.y !== undefined) {
+        const here = (await pointerAndTitle(display)).cursor;
+        moveTo = ["mousemove", ...onScreen(action.x ?? here.x, action.y ?? here.y)];
+      }
       const repeat =
         action.count > 1 ? ["--repeat", String(action.count), "--delay", String(MULTI_CLICK_DELAY_MS)] : [];
-      xdotool(display, [...moveTo, "click", ...repeat, String(BUTTONS[action.button])]);
+      await xdotool([...moveTo, "click", ...repeat, String(BUTTONS[action.button])]);
       return;
     }
     case "mouse_down":
     case "mouse_up":
-      xdotool(display, [action.type === "mouse_down" ? "mousedown" : "mouseup", String(BUTTONS[action.button])]);
+      await xdotool([action.type === "mouse_down" ? "mousedown" : "mouseup", String(BUTTONS[action.button])]);
       return;
     case "drag": {
       for (const p of action.path) onScreen(p.x, p.y);
@@ -151,7 +154,7 @@ async function runAction(
         from = to;
       }
       steps.push("mouseup", String(BUTTONS[action.button]));
-      xdotool(display, steps);
+      await xdotool(steps);
       return;
     }
     case "scroll": {
@@ -164,7 +167,7 @@ async function runAction(
       if (Math.abs(action.dx) > 200 || Math.abs(action.dy) > 200) {
         throw new CliError("INVALID_ARGUMENT", "A scroll moves at most 200 wheel clicks per axis.");
       }
-      xdotool(display, [...moveTo, ...wheel(action.dy, 4, 5), ...wheel(action.dx, 6, 7)]);
+      await xdotool([...moveTo, ...wheel(action.dy, 4, 5), ...wheel(action.dx, 6, 7)]);
       return;
     }
     case "type":
@@ -174,33 +177,36 @@ async function runAction(
       // drops or repeats characters), so a helper binds and waits.
       for (const run of asciiRuns(action.text)) {
         if (!run.ascii) {
-          typeOffKeymap(display, run.chars.join(""));
+          await typeOffKeymap(display, run.chars.join(""), signal);
           continue;
         }
         for (let i = 0; i < run.chars.length; i += TYPE_CHUNK) {
-          xdotool(display, ["type", "--delay", "0", "--", run.chars.slice(i, i + TYPE_CHUNK).join("")], true);
+          await xdotool(["type", "--delay", "0", "--", run.chars.slice(i, i + TYPE_CHUNK).join("")], true);
         }
       }
       return;
     case "key": {
       const combos = action.keys.trim().split(/\s+/).map(keyCombo);
-      checkKeysyms(combos.flatMap((c) => c.split("+")));
-      xdotool(display, ["key", "--delay", "0", ...combos]);
+      await checkKeysyms(
+        combos.flatMap((c) => c.split("+")),
+        signal,
+      );
+      await xdotool(["key", "--delay", "0", ...combos]);
       return;
     }
     case "key_down":
     case "key_up": {
       const key = keyCombo(action.key);
-      checkKeysyms(key.split("+"));
-      xdotool(display, [action.type === "key_down" ? "keydown" : "keyup", key]);
+      await checkKeysyms(key.split("+"), signal);
+      await xdotool([action.type === "key_down" ? "keydown" : "keyup", key]);
       return;
     }
     case "wait":
-      await new Promise((resolve) => setTimeout(resolve, action.ms));
+      await abortableSleep(action.ms, signal);
       return;
     case "zoom": {
       const frame = readFramebuffer(framebufferOf(state, record.slot), action.region);
-      const { cursor } = pointerAndTitle(display);
+      const { cursor } = await pointerAndTitle(display);
       drawCursor(frame, cursor.x - action.region.x, cursor.y - action.region.y);
       return encodePng(frame).toString("base64");
     }
@@ -230,20 +236,20 @@ function keyCombo(combo: string): string {
 }
 
 /** Refuses key names X does not know, before any key is pressed (xdotool would skip them silently). */
-function checkKeysyms(names: string[]): void {
+async function checkKeysyms(names: string[], signal: AbortSignal | undefined): Promise<void> {
   const unknown = names.filter((n) => !COMMON_KEYSYM.test(n) && [...n].length !== 1);
   if (unknown.length === 0) return;
-  const probe = spawnSync(
+  const probe = await runProgram(
     "python3",
     [
       "-c",
       'import ctypes,sys\nx=ctypes.CDLL("libX11.so.6")\nx.XStringToKeysym.restype=ctypes.c_ulong\nprint(" ".join(n for n in sys.argv[1:] if x.XStringToKeysym(n.encode())==0))',
       ...unknown,
     ],
-    { encoding: "utf8", timeout: 5000 },
+    { timeoutMs: 5000, ...(signal ? { signal } : {}) },
   );
   if (probe.status !== 0) throw new CliError("UNAVAILABLE", "Could not check key names (python3 with libX11).");
-  const bad = probe.stdout.trim();
+  const bad = probe.stdout.toString("utf8").trim();
   if (bad) {
     throw new CliError(
       "INVALID_ARGUMENT",
@@ -255,12 +261,12 @@ function checkKeysyms(names: string[]): void {
 /** The helper that types characters off the keyboard map (see image/runtime/share). */
 const TYPE_OFF_KEYMAP = fileURLToPath(new URL("../share/type-unicode.py", import.meta.url));
 
-function typeOffKeymap(display: string, text: string): void {
-  const r = spawnSync("python3", [TYPE_OFF_KEYMAP], {
-    env: { ...process.env, DISPLAY: display },
+async function typeOffKeymap(display: string, text: string, signal: AbortSignal | undefined): Promise<void> {
+  const r = await runProgram("python3", [TYPE_OFF_KEYMAP], {
+    env: { DISPLAY: display },
     input: text,
-    encoding: "utf8",
-    timeout: 120_000,
+    timeoutMs: 120_000,
+    ...(signal ? { signal } : {}),
   });
   if (r.status !== 0) {
     throw new CliError("UNAVAILABLE", `Typing non-ASCII text failed (helper exit ${r.status}).`, true);
@@ -268,17 +274,34 @@ function typeOffKeymap(display: string, text: string): void {
 }
 
 /** Runs one xdotool; a failure after it started may have sent some events, so it is uncertain. */
-function xdotool(display: string, args: string[], alreadyStarted = false): void {
-  const r = spawnSync("xdotool", args, {
-    env: { ...process.env, DISPLAY: display },
-    encoding: "utf8",
-    timeout: 120_000,
+async function runXdotool(
+  display: string,
+  args: string[],
+  signal: AbortSignal | undefined,
+  alreadyStarted: boolean,
+): Promise<void> {
+  const r = await runProgram("xdotool", args, {
+    env: { DISPLAY: display },
+    timeoutMs: 120_000,
+    ...(signal ? { signal } : {}),
   });
   if (r.status === 0) return;
-  const why = r.error ? r.error.message : (r.stderr ?? "").trim().split("\n").slice(-2).join(" ");
+  const why = r.error ? r.error.message : r.stderr.trim().split("\n").slice(-2).join(" ");
   throw new CliError(
     "UNAVAILABLE",
     `xdotool ${args[0]} failed: ${why.slice(0, 300)}`,
     r.status !== null || alreadyStarted || r.signal !== null,
   );
+}
+
+function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

@@ -1,13 +1,17 @@
-import { spawnSync } from "node:child_process";
 import { displayOf, framebufferOf } from "./desktop-lifecycle.js";
 import type { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
-import { drawCursor, encodePng, type FrameRegion, frameHash, readFramebuffer, scaleDown } from "./screen-frame.js";
+import { encodeFrame, type FrameFormat } from "./frame-encoding.js";
+import { runProgram } from "./run-program.js";
+import { drawCursor, type FrameRegion, frameHash, readFramebuffer, scaleDown } from "./screen-frame.js";
 
 export interface LookRequest {
   readonly region?: FrameRegion;
   readonly maxWidth?: number;
   readonly includeImage: boolean;
+  /** PNG by default; JPEG or WebP at `quality` are several times smaller for a model. */
+  readonly format?: FrameFormat;
+  readonly quality?: number;
 }
 
 /** What `desktop observe` prints. */
@@ -24,17 +28,20 @@ export interface Look {
   readonly windowTitle?: string;
   readonly frameHash: string;
   readonly takenAt: number;
-  readonly png?: string;
+  /** The encoded image, base64, in `format`. */
+  readonly image?: string;
+  readonly format?: FrameFormat;
 }
 
 /** Pointer position and focused window title from one xdotool run. */
-export function pointerAndTitle(display: string): { cursor: { x: number; y: number }; windowTitle?: string } {
-  const r = spawnSync("xdotool", ["getmouselocation", "--shell", "getactivewindow", "getwindowname"], {
-    env: { ...process.env, DISPLAY: display },
-    encoding: "utf8",
-    timeout: 5000,
+export async function pointerAndTitle(
+  display: string,
+): Promise<{ cursor: { x: number; y: number }; windowTitle?: string }> {
+  const r = await runProgram("xdotool", ["getmouselocation", "--shell", "getactivewindow", "getwindowname"], {
+    env: { DISPLAY: display },
+    timeoutMs: 5000,
   });
-  const out = r.stdout ?? "";
+  const out = r.stdout.toString("utf8");
   const field = (name: string) => Number(new RegExp(`^${name}=(\\d+)$`, "m").exec(out)?.[1] ?? 0);
   // The title is what follows the four KEY=value lines; absent when no window has focus.
   const title = out
@@ -46,12 +53,13 @@ export function pointerAndTitle(display: string): { cursor: { x: number; y: numb
 }
 
 /** One look at a bot's display: pixels with the pointer drawn in, hashed, optionally encoded. */
-export function look(state: DesktopState, record: DisplaySlotRecord, request: LookRequest): Look {
+export async function look(state: DesktopState, record: DisplaySlotRecord, request: LookRequest): Promise<Look> {
   const display = displayOf(record.slot);
-  const { cursor, windowTitle } = pointerAndTitle(display);
+  const { cursor, windowTitle } = await pointerAndTitle(display);
   const frame = readFramebuffer(framebufferOf(state, record.slot), request.region);
   drawCursor(frame, cursor.x - (request.region?.x ?? 0), cursor.y - (request.region?.y ?? 0));
   const shown = request.maxWidth ? scaleDown(frame, request.maxWidth) : frame;
+  const format = request.format ?? "png";
   return {
     display,
     width: record.width,
@@ -63,6 +71,8 @@ export function look(state: DesktopState, record: DisplaySlotRecord, request: Lo
     ...(windowTitle ? { windowTitle } : {}),
     frameHash: frameHash(shown),
     takenAt: Date.now(),
-    ...(request.includeImage ? { png: encodePng(shown).toString("base64") } : {}),
+    ...(request.includeImage
+      ? { image: (await encodeFrame(shown, format, request.quality)).toString("base64"), format }
+      : {}),
   };
 }

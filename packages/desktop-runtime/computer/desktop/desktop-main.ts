@@ -1,296 +1,72 @@
-// The in-computer `desktop` command (docs/architecture.md §4): start|stop|list|observe|act,
-// quiesce|resume for exports, page for DevTools reads. One JSON document on
-// stdout (act: one JSON line per action, then a summary), so the host side
-// parses one format whatever the provider.
+// The in-computer `desktop` command (docs/architecture.md §4): one process per
+// call, one JSON document on stdout (act: one JSON line per action, then a
+// summary), so the host side parses one format whatever the provider. The
+// verbs themselves live in desktop-verbs.ts, shared with the resident
+// service; this file adds the long-lived processes and the process I/O.
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { AgentComputerError, desktopActionBatchSchema, isBotId } from "@agent-computer/core";
-import { PageSession } from "@agent-computer/page-browser";
-import { CdpPageEngine } from "./cdp-page-engine.js";
+import { isBotId } from "@agent-computer/core";
 import { CliError } from "./cli-error.js";
 import { parseCliOptions } from "./cli-options.js";
-import { runActions } from "./desktop-actions.js";
-import {
-  displayOf,
-  quiesceDesktops,
-  reconcile,
-  resumeDesktops,
-  startDesktop,
-  stopDesktop,
-} from "./desktop-lifecycle.js";
-import { look } from "./desktop-look.js";
-import { evaluate, navigate, onFirstPage } from "./desktop-page.js";
+import { handOverServiceKey } from "./desktop-service.js";
 import { DesktopState } from "./desktop-state.js";
-import type { DisplaySlotRecord } from "./display-slot-record.js";
-import { FileSnapshotMemory } from "./file-snapshot-memory.js";
+import { runDesktopVerb, USAGE } from "./desktop-verbs.js";
 import { RELAY_FIRST_PORT, RELAY_PORT_COUNT, runProxyRelay } from "./proxy-relay.js";
-import { proxyCredentialsFromStdin } from "./proxy-relay-process.js";
-import { runScanBackground } from "./scan-background.js";
 import { runGateway } from "./screen-gateway.js";
-import { DEFAULT_TTL_MS, grantScreen, MAX_TTL_MS, MIN_TTL_MS, revokeScreen } from "./screen-verbs.js";
-import { grantTerminal } from "./terminal-verbs.js";
+import { errorLine } from "./verb-errors.js";
 
-const USAGE =
-  "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume | desktop proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
+const stateDir = () => process.env.AGENT_COMPUTER_DESKTOP_STATE ?? "/tmp/agent-computer-desktops";
+const writeLine = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
 
-function options(argv: string[]): Map<string, string> {
-  return parseCliOptions(argv, USAGE);
-}
-
-function int(opts: Map<string, string>, name: string, fallback: number, min: number, max: number): number {
-  const raw = opts.get(name);
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new CliError("INVALID_ARGUMENT", `--${name} must be an integer from ${min} to ${max}.`);
-  }
-  return n;
-}
-
-function botOf(opts: Map<string, string>): string {
-  const bot = opts.get("bot");
-  if (!isBotId(bot)) {
-    throw new CliError(
-      "INVALID_ARGUMENT",
-      "--bot must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.",
-    );
-  }
-  return bot;
-}
-
-function runningRecord(state: DesktopState, bot: string): DisplaySlotRecord {
-  reconcile(state);
-  const record = state.recordOf(bot);
-  if (!record || (record.status !== "running" && record.status !== "quiesced")) {
-    throw new CliError("NOT_FOUND", `${bot} has no running desktop on this computer; start it first.`);
-  }
-  return record;
-}
-
-const publicRecord = (r: DisplaySlotRecord) => ({
-  bot: r.bot,
-  display: displayOf(r.slot),
-  slot: r.slot,
-  width: r.width,
-  height: r.height,
-  status: r.status,
-  ...(r.proxyRelayPort ? { proxyRelayPort: r.proxyRelayPort } : {}),
-  ...(r.lastError ? { lastError: r.lastError } : {}),
-});
-
-async function main(argv: string[]): Promise<number> {
+async function main(argv: string[]): Promise<void> {
   const [verb, ...rest] = argv;
-  const sub = verb === "screen" || verb === "terminal" ? rest.shift() : undefined;
-  const opts = options(rest);
-  const state = new DesktopState(process.env.AGENT_COMPUTER_DESKTOP_STATE ?? "/tmp/agent-computer-desktops");
-  const home = opts.get("home") ?? process.env.HOME ?? "/home/computer";
-  const print = (value: unknown) => process.stdout.write(`${JSON.stringify({ ok: true, ...(value as object) })}\n`);
   switch (verb) {
-    case "start": {
-      const proxyServer = opts.get("proxy-server");
-      if (proxyServer && /@/.test(proxyServer)) {
-        throw new CliError("INVALID_ARGUMENT", "--proxy-server must not carry credentials.");
-      }
-      const record = await startDesktop(state, {
-        bot: botOf(opts),
-        home,
-        width: int(opts, "width", 1280, 64, 7680),
-        height: int(opts, "height", 800, 64, 4320),
-        screenLimit: int(opts, "screen-limit", Number(process.env.SANDBOX_TEAM_SCREEN_LIMIT ?? 0) || 0, 0, 1000),
-        ...(proxyServer ? { proxyServer } : {}),
-        ...(opts.get("proxy-credentials") === "stdin"
-          ? { proxyCredentials: proxyCredentialsFromStdin(proxyServer) }
-          : {}),
-      });
-      print(publicRecord(record));
-      return 0;
-    }
-    case "stop": {
-      const record = await stopDesktop(state, botOf(opts));
-      print({ stopped: record !== undefined });
-      return 0;
-    }
-    case "list":
-      reconcile(state);
-      print({ desktops: state.records().map(publicRecord) });
-      return 0;
-    case "observe": {
-      const record = runningRecord(state, botOf(opts));
-      const regionText = opts.get("region");
-      let region: { x: number; y: number; width: number; height: number } | undefined;
-      if (regionText) {
-        const parts = regionText.split(",").map(Number);
-        if (
-          parts.length !== 4 ||
-          parts.some((n) => !Number.isInteger(n) || n < 0) ||
-          parts[2] === 0 ||
-          parts[3] === 0
-        ) {
-          throw new CliError("INVALID_ARGUMENT", "--region must be x,y,width,height in whole pixels.");
-        }
-        const [x, y, width, height] = parts as [number, number, number, number];
-        region = { x, y, width, height };
-      }
-      const maxWidth = opts.has("max-width") ? int(opts, "max-width", 0, 16, 7680) : undefined;
-      print(
-        look(state, record, {
-          includeImage: opts.get("no-image") !== "true",
-          ...(region ? { region } : {}),
-          ...(maxWidth ? { maxWidth } : {}),
-        }),
-      );
-      return 0;
-    }
-    case "act": {
-      const record = runningRecord(state, botOf(opts));
-      let input: unknown;
-      try {
-        input = JSON.parse(readFileSync(0, "utf8"));
-      } catch {
-        throw new CliError("INVALID_ARGUMENT", "act reads a JSON array of actions on stdin.");
-      }
-      const parsed = desktopActionBatchSchema.safeParse(input);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new CliError(
-          "INVALID_ARGUMENT",
-          `Invalid DesktopAction batch: at "${issue?.path.join(".") || "(root)"}": ${issue?.message}`,
-        );
-      }
-      const ok = await runActions(state, record, parsed.data, (line) =>
-        process.stdout.write(`${JSON.stringify(line)}\n`),
-      );
-      print({ done: true, allDone: ok });
-      return 0;
-    }
-    case "quiesce":
-      print({ quiesced: await quiesceDesktops(state) });
-      return 0;
-    case "resume":
-      print({ resumed: await resumeDesktops(state, home) });
-      return 0;
-    case "page": {
-      const record = runningRecord(state, botOf(opts));
-      const url = opts.get("navigate");
-      const expression = opts.get("eval");
-      const value = await onFirstPage(record, async (cdp) => {
-        if (url) await navigate(cdp, url);
-        return expression ? evaluate(cdp, expression) : undefined;
-      });
-      print({ value: value ?? null });
-      return 0;
-    }
-    case "browse": {
-      // The page browser (docs/architecture.md §5): navigate|snapshot|act, input as JSON on
-      // stdin so typed text (passwords) never shows in a process list.
-      const record = runningRecord(state, botOf(opts));
-      const op = opts.get("op");
-      let input: Record<string, unknown> = {};
-      if (op === "navigate" || op === "act") {
-        try {
-          input = JSON.parse(readFileSync(0, "utf8")) as Record<string, unknown>;
-        } catch {
-          throw new CliError("INVALID_ARGUMENT", `browse --op ${op} reads a JSON object on stdin.`);
-        }
-      }
-      const memory = new FileSnapshotMemory(join(state.dir, `page-${record.bot}.json`));
-      const result = await onFirstPage(record, async (cdp) => {
-        const session = new PageSession(new CdpPageEngine(cdp), memory);
-        try {
-          if (op === "navigate") return { snapshot: await session.navigate(String(input.url)) };
-          if (op === "snapshot") return { snapshot: await session.snapshot() };
-          if (op === "act") return { outcome: await session.act(input as never) };
-        } catch (error) {
-          if (AgentComputerError.is(error)) throw new CliError(error.code, error.message);
-          throw error;
-        }
-        throw new CliError("INVALID_ARGUMENT", "browse takes --op navigate|snapshot|act.");
-      });
-      print(result);
-      return 0;
-    }
-    case "screen": {
-      // The screen gateway's capabilities (screen-gateway.ts): JSON with the token, printed once.
-      if (sub === "grant") {
-        const mode = opts.get("mode");
-        if (mode !== "view" && mode !== "control")
-          throw new CliError("INVALID_ARGUMENT", "--mode must be view or control.");
-        const record = runningRecord(state, botOf(opts));
-        print(await grantScreen(state, record, mode, int(opts, "ttl-ms", DEFAULT_TTL_MS, MIN_TTL_MS, MAX_TTL_MS)));
-        return 0;
-      }
-      if (sub === "revoke") {
-        print(await revokeScreen(state, opts.get("id") ?? ""));
-        return 0;
-      }
-      throw new CliError(
-        "INVALID_ARGUMENT",
-        "usage: desktop screen grant --bot ID --mode view|control [--ttl-ms N] | desktop screen revoke --id ID",
-      );
-    }
-    case "terminal": {
-      // A shell for the person in control (terminal-servers.ts): JSON with the token, printed once.
-      if (sub === "grant") {
-        const controlId = opts.get("control-id");
-        const fresh = opts.get("new-control") === "true";
-        if ((controlId === undefined) === !fresh) {
-          throw new CliError(
-            "INVALID_ARGUMENT",
-            "terminal grant takes --control-id ID (a live control capability of this desktop) or --new-control.",
-          );
-        }
-        const record = runningRecord(state, botOf(opts));
-        print(
-          await grantTerminal(state, record, {
-            ...(controlId === undefined ? {} : { controlId }),
-            ttlMs: int(opts, "ttl-ms", DEFAULT_TTL_MS, MIN_TTL_MS, MAX_TTL_MS),
-            home,
-          }),
-        );
-        return 0;
-      }
-      if (sub === "revoke") {
-        print(await revokeScreen(state, opts.get("id") ?? ""));
-        return 0;
-      }
-      throw new CliError(
-        "INVALID_ARGUMENT",
-        "usage: desktop terminal grant --bot ID (--control-id ID | --new-control) [--ttl-ms N] | desktop terminal revoke --id ID",
-      );
-    }
     case "gateway":
-      // Long-lived: started detached by `screen grant` when none runs.
-      await runGateway(state);
-      return 0;
-    case "proxy-relay":
+      // Long-lived: started detached by `screen grant` or `service` when none runs; it hosts the service.
+      await runGateway(new DesktopState(stateDir()));
+      return;
+    case "service":
+      // The host's key for the resident service, on stdin; starts the gateway that hosts it.
+      writeLine({ ok: true, ...(await handOverServiceKey(new DesktopState(stateDir()), readFileSync(0, "utf8"))) });
+      return;
+    case "proxy-relay": {
       // Long-lived: started detached by `start` (proxy-relay-process.ts), credentials on stdin.
-      await runProxyRelay(
-        botOf(opts),
-        int(opts, "port", RELAY_FIRST_PORT, RELAY_FIRST_PORT, RELAY_FIRST_PORT + RELAY_PORT_COUNT - 1),
-      );
-      return 0;
-    case "scan-background":
-      print(runScanBackground(rest));
-      return 0;
-    default:
-      throw new CliError("INVALID_ARGUMENT", USAGE);
+      const opts = parseCliOptions(rest, USAGE);
+      const bot = opts.get("bot");
+      const port = Number(opts.get("port") ?? RELAY_FIRST_PORT);
+      if (
+        !isBotId(bot) ||
+        !Number.isInteger(port) ||
+        port < RELAY_FIRST_PORT ||
+        port >= RELAY_FIRST_PORT + RELAY_PORT_COUNT
+      ) {
+        throw new CliError("INVALID_ARGUMENT", "usage: desktop proxy-relay --bot ID --port N");
+      }
+      await runProxyRelay(bot, port);
+      return;
+    }
+    default: {
+      let stdin: string | undefined;
+      await runDesktopVerb(argv, {
+        // Read only by the verbs that take input: a verb without any never waits on an open stdin.
+        stdin: () => {
+          stdin ??= readFileSync(0, "utf8");
+          return stdin;
+        },
+        write: writeLine,
+      });
+    }
   }
 }
 
 main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
+  () => {
+    process.exitCode = 0;
   },
   (error: unknown) => {
-    if (error instanceof CliError) {
-      process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message } })}\n`);
-      process.exitCode = 1;
-      return;
+    if (!(error instanceof CliError)) {
+      process.stderr.write(`desktop: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     }
-    process.stderr.write(`desktop: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.stdout.write(
-      `${JSON.stringify({ ok: false, error: { code: "UNAVAILABLE", message: "The desktop command crashed; see its stderr." } })}\n`,
-    );
-    process.exitCode = 2;
+    writeLine(errorLine(error));
+    process.exitCode = error instanceof CliError ? 1 : 2;
   },
 );

@@ -23,6 +23,8 @@ export type GatewayRequest =
       home: string;
     }
   | { op: "revoke"; id: string }
+  /** The host's key for the resident service (desktop-service.ts). */
+  | { op: "service-key"; key: string }
   | { op: "close-slot"; slot: number };
 
 export type GatewayReply =

@@ -130,10 +130,10 @@ function tailOf(file: string): string {
 
 /**
  * `desktop start --proxy-credentials stdin`: the credentials as JSON
- * `{username, password}` on stdin, never in argv. The relay speaks to
- * http(s) upstreams only.
+ * `{username, password}` on the call's stdin, never in argv. The relay
+ * speaks to http(s) upstreams only.
  */
-export function proxyCredentialsFromStdin(upstream: string | undefined): ProxyCredentials {
+export function proxyCredentialsOf(upstream: string | undefined, stdin: string): ProxyCredentials {
   if (!upstream || !/^https?:\/\//.test(upstream)) {
     throw new CliError(
       "UNSUPPORTED",
@@ -142,7 +142,7 @@ export function proxyCredentialsFromStdin(upstream: string | undefined): ProxyCr
   }
   let given: Partial<ProxyCredentials> | undefined;
   try {
-    given = JSON.parse(readFileSync(0, "utf8")) as Partial<ProxyCredentials>;
+    given = JSON.parse(stdin) as Partial<ProxyCredentials>;
   } catch {
     // Reported below, without echoing what was read.
   }

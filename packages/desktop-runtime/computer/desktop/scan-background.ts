@@ -1,6 +1,6 @@
-import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runProgram } from "./run-program.js";
 
 /** What `scan-background` reports (see image/runtime/bin/scan-background). */
 type ScanResult = { status: "ok" | "unknown"; reason?: string } & Record<string, unknown>;
@@ -11,7 +11,7 @@ type ScanResult = { status: "ok" | "unknown"; reason?: string } & Record<string,
  * arguments. A missing python3, a crash or unreadable output is `unknown`,
  * never a partial `ok`.
  */
-export function runScanBackground(args: string[]): ScanResult {
+export async function runScanBackground(args: string[], signal?: AbortSignal): Promise<ScanResult> {
   const script = join(dirname(fileURLToPath(import.meta.url)), "..", "bin", "scan-background");
   const cancel = args.includes("--cancel");
   const unknown = (reason: string): ScanResult => ({
@@ -19,13 +19,13 @@ export function runScanBackground(args: string[]): ScanResult {
     reason,
     ...(cancel ? { signalled: [] } : {}),
   });
-  const run = spawnSync("python3", [script, ...args], { encoding: "utf8", timeout: 60_000 });
+  const run = await runProgram("python3", [script, ...args], { timeoutMs: 60_000, ...(signal ? { signal } : {}) });
   if (run.error) {
     const code = (run.error as NodeJS.ErrnoException).code;
     return unknown(code === "ENOENT" ? "python3 is not installed on this computer" : `the scanner failed (${code})`);
   }
   try {
-    const result = JSON.parse(run.stdout.trim().split("\n").at(-1) ?? "") as ScanResult;
+    const result = JSON.parse(run.stdout.toString("utf8").trim().split("\n").at(-1) ?? "") as ScanResult;
     if (result.status === "ok" || result.status === "unknown") return result;
   } catch {
     // Reported below.

@@ -13,6 +13,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { CliError } from "./cli-error.js";
 import { admitConnections, upgraded } from "./connection-admission.js";
+import { DesktopService } from "./desktop-service.js";
 import type { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { type GatewayRequest, serveControl } from "./gateway-control.js";
@@ -123,6 +124,7 @@ export class ScreenGateway {
     private readonly log: GatewayLog,
     private readonly vnc: VncServers,
     private readonly terminals: TerminalServers,
+    private readonly service: DesktopService,
   ) {}
 
   handle(request: GatewayRequest): Promise<Record<string, unknown>> {
@@ -137,6 +139,8 @@ export class ScreenGateway {
         return this.revoke(request.id);
       case "close-slot":
         return this.closeSlot(request.slot);
+      case "service-key":
+        return Promise.resolve(this.service.addKey(request.key));
       default:
         return Promise.reject(new CliError("INVALID_ARGUMENT", "Unknown gateway request."));
     }
@@ -451,6 +455,12 @@ export class ScreenGateway {
 
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on("error", () => socket.destroy());
+    if (this.service.handles(req.url)) {
+      if (String(req.headers.upgrade).toLowerCase() !== "websocket")
+        refuseUpgrade(socket, 400, "not a websocket upgrade");
+      else this.service.upgrade(req, socket, head);
+      return;
+    }
     const refuse = (status: number, why: string, capability?: Capability) => {
       this.log.write("refuse", { cap: capability?.id, mode: capability?.mode, status, why });
       refuseUpgrade(socket, status, why);
@@ -591,7 +601,7 @@ export async function runGateway(state: DesktopState): Promise<void> {
   const log = new GatewayLog(files.logFile);
   const vnc = new VncServers(state, files, log);
   const terminals = new TerminalServers(files.terminalsDir, log);
-  const gateway = new ScreenGateway(state, files, log, vnc, terminals);
+  const gateway = new ScreenGateway(state, files, log, vnc, terminals, new DesktopService(log));
   const http = createHttpServer((req, res) => gateway.request(req, res));
   http.headersTimeout = 10_000;
   http.requestTimeout = 15_000;

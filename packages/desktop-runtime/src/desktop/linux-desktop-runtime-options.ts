@@ -13,6 +13,14 @@ export const linuxDesktopRuntimeOptionsSchema = z.object({
    * (e.g. `["node", "/opt/agent-computer/lib/desktop.mjs"]`).
    */
   command: z.array(z.string().min(1)).min(1).default(["desktop"]),
+  /**
+   * How calls reach the computer: `"service"` (the default) sends them to
+   * the resident service over one websocket through the machine's
+   * `portUrl`, falling back to exec per call where the machine has no
+   * `portUrl` or the service cannot be reached; `"exec"` always runs the
+   * `desktop` command through exec (one Node start per call).
+   */
+  transport: z.enum(["service", "exec"]).default("service"),
   /** The screen size when `openDesktop` gives none (default 1280x800, a size models handle well). */
   defaultScreen: z
     .object({ width: z.number().int().min(64).max(7680), height: z.number().int().min(64).max(4320) })

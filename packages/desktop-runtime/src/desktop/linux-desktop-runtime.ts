@@ -11,7 +11,7 @@ import {
 } from "@agent-computer/core";
 import type { z } from "zod";
 import { browserProxyOf } from "./browser-proxy.js";
-import { runDesktopCommand } from "./desktop-command.js";
+import { DesktopChannel } from "./desktop-channel.js";
 import { type LinuxDesktopRuntimeOptions, linuxDesktopRuntimeOptionsSchema } from "./linux-desktop-runtime-options.js";
 import { LinuxDesktopSession } from "./linux-desktop-session.js";
 
@@ -33,12 +33,14 @@ const QUIESCE_TIMEOUT_MS = 5 * 60_000;
  */
 export class LinuxDesktopRuntime {
   private readonly options: z.output<typeof linuxDesktopRuntimeOptionsSchema>;
+  private readonly channel: DesktopChannel;
 
   constructor(
     private readonly machine: Pick<Machine, "exec" | "workspacePath" | "portUrl">,
     options: LinuxDesktopRuntimeOptions = {},
   ) {
     this.options = parseInput(linuxDesktopRuntimeOptionsSchema, options, "LinuxDesktopRuntimeOptions");
+    this.channel = new DesktopChannel(machine, this.options.command, this.options.transport);
   }
 
   /**
@@ -71,7 +73,7 @@ export class LinuxDesktopRuntime {
     const { summary } = await this.run(args, context, START_TIMEOUT_MS, stdin);
     const started = summary as { display: string; width: number; height: number };
     loggerOf(context).info("desktop open", { bot, display: started.display });
-    return new LinuxDesktopSession({ machine: this.machine, command: this.options.command }, bot, started.display, {
+    return new LinuxDesktopSession({ machine: this.machine, channel: this.channel }, bot, started.display, {
       width: started.width,
       height: started.height,
     });
@@ -105,10 +107,12 @@ export class LinuxDesktopRuntime {
     return (summary?.desktops as { bot: string; display: string; status: string }[] | undefined) ?? [];
   }
 
+  /** Closes the connection to the computer's resident service (a later call opens a new one). */
+  close(): void {
+    this.channel.close();
+  }
+
   private run(args: string[], ctx: OpContext, defaultTimeoutMs: number, stdin?: Uint8Array<ArrayBuffer>) {
-    return runDesktopCommand(this.machine, this.options.command, [...args, "--home", this.machine.workspacePath], ctx, {
-      defaultTimeoutMs,
-      ...(stdin ? { stdin } : {}),
-    });
+    return this.channel.run(args, ctx, { defaultTimeoutMs, ...(stdin ? { stdin } : {}) });
   }
 }

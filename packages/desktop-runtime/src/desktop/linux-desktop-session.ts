@@ -15,7 +15,9 @@ import {
   throwIfDone,
 } from "@agent-computer/core";
 import { z } from "zod";
-import { type DesktopCommandLine, runDesktopCommand } from "./desktop-command.js";
+import type { DesktopChannel } from "./desktop-channel.js";
+import type { DesktopCommandLine } from "./desktop-command.js";
+import { gatewayUrl } from "./gateway-url.js";
 import type { LinuxObservation } from "./linux-observation.js";
 import { type LinuxObserveOptions, linuxObserveOptionsSchema } from "./linux-observe-options.js";
 import { LinuxPageBrowser } from "./linux-page-browser.js";
@@ -25,7 +27,8 @@ import { SCREEN_GATEWAY_PORT } from "./screen-gateway-port.js";
 export interface LinuxDesktopTarget {
   /** `portUrl`, where the machine has it, reaches the screen gateway; without it screens are UNSUPPORTED. */
   readonly machine: Pick<Machine, "exec" | "workspacePath" | "portUrl">;
-  readonly command: readonly string[];
+  /** Where the desktop verbs go: the resident service, or exec per call. */
+  readonly channel: DesktopChannel;
 }
 
 const OBSERVE_TIMEOUT_MS = 30_000;
@@ -38,8 +41,9 @@ const GRANT_TIMEOUT_MS = 45_000;
 const REVOKE_TIMEOUT_MS = 20_000;
 
 /**
- * One bot's desktop on one computer, driven through the in-computer
- * `desktop` command over the machine's exec: one round trip per call.
+ * One bot's desktop on one computer, driven through the desktop verbs in
+ * the computer: over the resident service's connection, or the `desktop`
+ * command through exec (desktop-channel.ts).
  */
 export class LinuxDesktopSession implements DesktopSession {
   private released = false;
@@ -70,6 +74,8 @@ export class LinuxDesktopSession implements DesktopSession {
       args.push("--region", `${x},${y},${width},${height}`);
     }
     if (options.maxWidth) args.push("--max-width", String(options.maxWidth));
+    if (options.format) args.push("--format", options.format);
+    if (options.quality !== undefined) args.push("--quality", String(options.quality));
     const { summary } = await this.run(args, context, OBSERVE_TIMEOUT_MS);
     const look = summary as DesktopCommandLine & {
       display: string;
@@ -82,11 +88,12 @@ export class LinuxDesktopSession implements DesktopSession {
       windowTitle?: string;
       frameHash: string;
       takenAt: number;
-      png?: string;
+      image?: string;
+      format?: "png" | "jpeg" | "webp";
     };
     return {
-      ...(look.png ? { image: new Uint8Array(Buffer.from(look.png, "base64")) } : {}),
-      mimeType: "image/png",
+      ...(look.image ? { image: new Uint8Array(Buffer.from(look.image, "base64")) } : {}),
+      mimeType: `image/${look.format ?? options.format ?? "png"}`,
       width: look.width,
       height: look.height,
       cursor: look.cursor,
@@ -102,7 +109,7 @@ export class LinuxDesktopSession implements DesktopSession {
   async act(actions: DesktopAction[], ctx?: OpContext): Promise<ActOutcome> {
     const batch = parseInput(desktopActionBatchSchema, actions, "DesktopAction batch");
     const context = this.usable(ctx);
-    const { lines, summary } = await this.run(["act", "--bot", this.botId], context, ACT_TIMEOUT_MS, {
+    const { lines, summary, cut } = await this.run(["act", "--bot", this.botId], context, ACT_TIMEOUT_MS, {
       stdin: new TextEncoder().encode(JSON.stringify(batch)),
       allowCut: true,
     });
@@ -123,17 +130,20 @@ export class LinuxDesktopSession implements DesktopSession {
         };
       }
       if (failed) return { index, type: action.type, status: "not-run" };
-      // The command was cut (the deadline passed) while this action ran: it may have happened.
+      // The call was cut (its deadline passed, or the connection dropped) while this action ran: it may have happened.
       failed = true;
       return {
         index,
         type: action.type,
         status: "failed",
         uncertain: true,
-        error: {
-          code: "TIMEOUT",
-          message: "The batch passed its deadline while this action ran; it may have taken effect.",
-        },
+        error:
+          cut?.code === "TIMEOUT" || !cut
+            ? {
+                code: "TIMEOUT",
+                message: "The batch passed its deadline while this action ran; it may have taken effect.",
+              }
+            : { code: cut.code, message: `${cut.message} This action may have taken effect.` },
       };
     });
     return { ok: summary !== undefined && !failed, results };
@@ -244,13 +254,10 @@ export class LinuxDesktopSession implements DesktopSession {
       );
     }
     // First, so a machine whose gateway port is not reachable grants nothing.
-    const base = new URL(await machine.portUrl(SCREEN_GATEWAY_PORT, { private: true }, context));
+    const base = await machine.portUrl(SCREEN_GATEWAY_PORT, { private: true }, context);
     const { summary } = await this.run(args, context, GRANT_TIMEOUT_MS);
     const granted = summary as DesktopCommandLine & { id: string; token: string; path: string; expiresAt: number };
-    base.protocol = base.protocol === "https:" ? "wss:" : "ws:";
-    base.pathname = granted.path;
-    base.search = "";
-    return { id: granted.id, url: base.toString(), token: granted.token, expiresAt: granted.expiresAt };
+    return { id: granted.id, url: gatewayUrl(base, granted.path), token: granted.token, expiresAt: granted.expiresAt };
   }
 
   /** Stops the bot's processes cleanly and frees the slot; the profile stays in the home. */
@@ -277,16 +284,7 @@ export class LinuxDesktopSession implements DesktopSession {
     defaultTimeoutMs: number,
     extra: { stdin?: Uint8Array<ArrayBuffer>; allowCut?: boolean } = {},
   ) {
-    return runDesktopCommand(
-      this.target.machine,
-      this.target.command,
-      [...args, "--home", this.target.machine.workspacePath],
-      ctx,
-      {
-        defaultTimeoutMs,
-        ...extra,
-      },
-    );
+    return this.target.channel.run(args, ctx, { defaultTimeoutMs, ...extra });
   }
 }
 

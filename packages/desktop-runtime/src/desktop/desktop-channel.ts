@@ -1,0 +1,83 @@
+import { AgentComputerError, loggerOf, type Machine, type OpContext } from "@agent-computer/core";
+import { DesktopServiceClient, ServiceUnreachable } from "../service/desktop-service-client.js";
+import { SERVICE_PATH } from "../service/service-protocol.js";
+import {
+  callTimeoutMs,
+  type DesktopCallOptions,
+  type DesktopCommandRun,
+  runDesktopCommand,
+  settleLines,
+} from "./desktop-command.js";
+import { gatewayUrl } from "./gateway-url.js";
+import { SCREEN_GATEWAY_PORT } from "./screen-gateway-port.js";
+
+/** How desktop calls reach the computer: the resident service where it can, or exec per call. */
+export type DesktopTransport = "service" | "exec";
+
+/** After the service could not be reached, calls go through exec this long before it is tried again. */
+const SERVICE_RETRY_MS = 30_000;
+/** `desktop service` starts the gateway when none runs. */
+const HAND_OVER_TIMEOUT_MS = 45_000;
+
+/**
+ * Where one machine's desktop calls go (docs/architecture.md §4). Every verb
+ * is sent to the resident service over one websocket through the machine's
+ * `portUrl`; a machine without `portUrl`, a computer whose service cannot
+ * be started or reached, or `transport: "exec"` runs the `desktop` command
+ * through exec instead, with the same lines and the same errors. A call
+ * whose connection dropped after it was sent is never run again another
+ * way: it may have taken effect.
+ */
+export class DesktopChannel {
+  private readonly service?: DesktopServiceClient;
+  private serviceDownUntil = 0;
+
+  constructor(
+    private readonly machine: Pick<Machine, "exec" | "workspacePath" | "portUrl">,
+    private readonly command: readonly string[],
+    transport: DesktopTransport,
+  ) {
+    const portUrl = machine.portUrl?.bind(machine);
+    if (transport === "service" && portUrl) {
+      this.service = new DesktopServiceClient({
+        url: async (ctx) => gatewayUrl(await portUrl(SCREEN_GATEWAY_PORT, { private: true }, ctx), SERVICE_PATH),
+        handOver: async (key, ctx) => {
+          await runDesktopCommand(machine, command, ["service"], ctx, {
+            defaultTimeoutMs: HAND_OVER_TIMEOUT_MS,
+            stdin: new TextEncoder().encode(key),
+          });
+        },
+      });
+    }
+  }
+
+  /** Runs one verb with `--home` added; the lines mean what `settleLines` says. */
+  async run(args: string[], ctx: OpContext, options: DesktopCallOptions): Promise<DesktopCommandRun> {
+    const argv = [...args, "--home", this.machine.workspacePath];
+    if (this.service && Date.now() >= this.serviceDownUntil) {
+      const timeoutMs = callTimeoutMs(ctx, options.defaultTimeoutMs);
+      try {
+        const { lines, cut } = await this.service.call({
+          argv,
+          timeoutMs,
+          ctx,
+          ...(options.stdin ? { stdin: new TextDecoder().decode(options.stdin) } : {}),
+        });
+        const settled = settleLines(lines, options.allowCut === true, cut);
+        if (settled) return settled;
+        throw new AgentComputerError("UNAVAILABLE", `The desktop call "${args[0]}" ended without an answer.`);
+      } catch (error) {
+        if (!(error instanceof ServiceUnreachable)) throw error;
+        // Nothing was sent: this call may go through exec.
+        this.serviceDownUntil = Date.now() + SERVICE_RETRY_MS;
+        loggerOf(ctx).warn("desktop service unreachable; using exec", { reason: error.message });
+      }
+    }
+    return runDesktopCommand(this.machine, this.command, argv, ctx, options);
+  }
+
+  /** Closes the service connection (the machine is going away). */
+  close(): void {
+    this.service?.close();
+  }
+}
