@@ -1,0 +1,298 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { packHome, stageHome } from "@agent-computer/checkpoint";
+import {
+  AgentComputerError,
+  checkOpContext,
+  type ExecResult,
+  loggerOf,
+  type OpContext,
+  type ProviderRef,
+  signalOf,
+  throwIfDone,
+} from "@agent-computer/core";
+import {
+  CommandChannelMachine,
+  destroyOnAbort,
+  enterOperation,
+  type MachineCommand,
+} from "@agent-computer/core/provider-utils";
+import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import { type ConnectionOpts, Sandbox } from "e2b";
+import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
+import type { ResolvedE2bProviderOptions } from "./e2b-provider-options.js";
+import { type EnvdCommandHost, runEnvdCommand, streamEnvdCommand } from "./envd-command.js";
+import { processHeaders, processRpcOf } from "./envd-process.js";
+import { DISCARD_STAGING, EXPORT_HOME, STAGE_HOME, SWAP_HOME, TRANSFER_EXIT } from "./home-transfer-scripts.js";
+
+/** What every machine of one provider shares. */
+export interface E2bMachineHost {
+  readonly kind: string;
+  readonly options: ResolvedE2bProviderOptions;
+  /** The SDK's connection options (key, URLs, request timeout); never logged. */
+  connection(): ConnectionOpts;
+}
+
+/**
+ * One sandbox. Commands, file calls and the home's export and import go
+ * through envd's process service as the template's user; stop pauses the
+ * sandbox (processes and memory kept), destroy kills it.
+ */
+export class E2bMachine extends CommandChannelMachine {
+  readonly ref: ProviderRef;
+  private readonly commands: EnvdCommandHost;
+  private spent = false;
+  private importing: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly host: E2bMachineHost,
+    readonly sandbox: Sandbox,
+    screenLimit = 0,
+  ) {
+    super(host.options.workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
+    this.ref = `${host.kind}:${sandbox.sandboxId}` as ProviderRef;
+    this.commands = {
+      rpc: processRpcOf(sandbox),
+      headers: processHeaders(host.options.user),
+      failure: (error, what) => this.transportFailure(error, what),
+    };
+  }
+
+  get sandboxId(): string {
+    return this.sandbox.sandboxId;
+  }
+
+  /**
+   * `https://<port>-<id>.<domain>` as the SDK's getHost builds it, or the
+   * provider's `portUrl` mapping. A browser cannot send E2B's traffic-token
+   * header, so screens rely on the gateway's own capability tokens.
+   */
+  protected async urlOfPort(port: number, _context: OpContext): Promise<string> {
+    this.refuseSpent();
+    if (this.host.options.portUrl) return this.host.options.portUrl(this.sandboxId, port);
+    return `https://${this.sandbox.getHost(port)}`;
+  }
+
+  /** Pauses the sandbox: processes and memory are kept, and reconnect resumes it. */
+  async stop(ctx?: OpContext): Promise<void> {
+    const context = enterOperation(ctx, "stop");
+    try {
+      await withControlPlaneRetry(
+        () => Sandbox.pause(this.sandboxId, { ...this.host.connection(), signal: signalOf(context, "stop") }),
+        {
+          what: `pause ${this.ref}`,
+          deadlineMs: this.host.options.controlPlaneDeadlineMs,
+          signal: signalOf(context, "stop"),
+        },
+      );
+    } catch (error) {
+      if (AgentComputerError.is(error) && sdkStatus(error.cause) === 404) throw this.goneError();
+      throw error;
+    }
+    loggerOf(context).info("e2b machine stopped (paused)", { ref: this.ref });
+  }
+
+  async destroy(ctx?: OpContext): Promise<void> {
+    const context = enterOperation(ctx, "destroy");
+    this.spent = true;
+    // kill answers false for a sandbox already gone: destroying twice is fine.
+    await withControlPlaneRetry(
+      () => Sandbox.kill(this.sandboxId, { ...this.host.connection(), signal: signalOf(context, "destroy") }),
+      {
+        what: `kill ${this.ref}`,
+        deadlineMs: this.host.options.controlPlaneDeadlineMs,
+        signal: signalOf(context, "destroy"),
+      },
+    );
+    loggerOf(checkOpContext(ctx)).info("e2b machine destroyed", { ref: this.ref });
+  }
+
+  /** Makes the home folder, from / (a new sandbox has none yet, so exec's working directory cannot be it). */
+  async makeHome(context: OpContext): Promise<void> {
+    const result = await this.runCommand(
+      { argv: ["mkdir", "-p", "--", this.workspacePath], workingDir: "/", maxOutputBytes: 4096 },
+      context,
+      "make the home",
+    );
+    if (result.exitCode !== 0) {
+      throw new AgentComputerError(
+        "UNAVAILABLE",
+        `The sandbox could not make the home ${this.workspacePath} (exit ${result.exitCode}): ${text(result.stderr)}`,
+        { retryable: false },
+      );
+    }
+  }
+
+  protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
+    this.refuseSpent();
+    return runEnvdCommand(this.commands, { ...command, signal: signalOf(context, what) }, what);
+  }
+
+  /** The home as one tar stream out of the sandbox; the next chunk is read only when the reader wants it. */
+  protected async exportHome(context: OpContext): Promise<Readable> {
+    this.refuseSpent();
+    const signal = signalOf(context, "workspace export");
+    let stream: Awaited<ReturnType<typeof streamEnvdCommand>>;
+    try {
+      stream = await streamEnvdCommand(
+        this.commands,
+        ["sh", "-c", EXPORT_HOME, "export-home", this.workspacePath],
+        signal,
+      );
+    } catch (error) {
+      throw await this.transportFailure(error, "export the workspace");
+    }
+    let finished = false;
+    const tar = new Readable({
+      read: () => {
+        stream.next().then(
+          (chunk) => {
+            if (chunk instanceof Uint8Array) {
+              tar.push(Buffer.from(chunk));
+              return;
+            }
+            finished = true;
+            if (chunk.exitCode === 0) tar.push(null);
+            else
+              tar.destroy(
+                chunk.exitCode === TRANSFER_EXIT.missingHome
+                  ? new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`)
+                  : new AgentComputerError(
+                      "UNAVAILABLE",
+                      `Exporting the home of ${this.ref} failed (tar exit ${chunk.exitCode}): ${chunk.stderr.trim() || "no message"}`,
+                      { retryable: false },
+                    ),
+              );
+          },
+          async (error: unknown) => {
+            finished = true;
+            tar.destroy(
+              signal.aborted ? (signal.reason as Error) : await this.transportFailure(error, "export the workspace"),
+            );
+          },
+        );
+      },
+    });
+    tar.once("close", () => {
+      if (!finished) stream.cancel();
+    });
+    return tar;
+  }
+
+  protected importHome(tar: Readable, context: OpContext): Promise<void> {
+    const next = this.importing.then(
+      () => this.importNow(tar, context),
+      () => this.importNow(tar, context),
+    );
+    this.importing = next.catch(() => {});
+    return next;
+  }
+
+  /**
+   * Replaces the home whole: the archive is restored on this host first
+   * with checkpoint's `stageHome` (the checks and limits of a restore), the
+   * checked tree is re-packed and extracted beside the home, and swapped in
+   * only when the sandbox holds every file, folder and byte that was sent.
+   */
+  private async importNow(tar: Readable, context: OpContext): Promise<void> {
+    throwIfDone(context, "workspace import");
+    this.refuseSpent();
+    const signal = signalOf(context, "workspace import");
+    const stopWatching = destroyOnAbort(tar, signal);
+    const work = await mkdtemp(join(this.host.options.stagingDir ?? tmpdir(), "agent-computer-e2b-import-"));
+    const tag = randomBytes(6).toString("hex");
+    const run = (argv: string[], stdin?: Readable) =>
+      this.runCommand({ argv, workingDir: "/", stdin, maxOutputBytes: 64 * 1024 }, context, "import the workspace");
+    try {
+      const staged = await stageHome(tar, join(work, "home")).catch((error: unknown) => {
+        throw signal.aborted ? signal.reason : error;
+      });
+      const packed = packHome(staged.stagingDir);
+      try {
+        const extracted = await run(["sh", "-c", STAGE_HOME, "stage-home", this.workspacePath, tag], packed.tar);
+        if (extracted.exitCode !== 0) {
+          throw new AgentComputerError(
+            "UNAVAILABLE",
+            `The sandbox could not unpack the home (exit ${extracted.exitCode}): ${text(extracted.stderr) || "no message"}. The home is as it was.`,
+            { retryable: false },
+          );
+        }
+        const stats = await packed.stats;
+        const swapped = await run([
+          "sh",
+          "-c",
+          SWAP_HOME,
+          "swap-home",
+          this.workspacePath,
+          tag,
+          String(stats.files),
+          String(stats.directories),
+          String(stats.bytes),
+        ]);
+        if (swapped.exitCode !== 0) {
+          throw new AgentComputerError(
+            "UNAVAILABLE",
+            swapped.exitCode === TRANSFER_EXIT.incomplete
+              ? `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`
+              : `The sandbox could not swap in the imported home (exit ${swapped.exitCode}): ${text(swapped.stderr) || "no message"}.`,
+            { retryable: swapped.exitCode === TRANSFER_EXIT.incomplete },
+          );
+        }
+        loggerOf(context).info("e2b home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
+      } catch (error) {
+        packed.tar.destroy();
+        await run(["sh", "-c", DISCARD_STAGING, "discard-staging", this.workspacePath, tag]).catch(() => {});
+        throw error;
+      }
+    } finally {
+      stopWatching();
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** A broken envd call: gone when the control plane no longer knows the sandbox, else UNAVAILABLE. */
+  private async transportFailure(error: unknown, what: string): Promise<AgentComputerError> {
+    if (AgentComputerError.is(error)) return error;
+    const state = await this.state().catch(() => "unknown" as const);
+    if (state === "gone") return this.goneError();
+    if (state === "paused") {
+      return new AgentComputerError("CONFLICT", `Cannot ${what}: ${this.ref} is paused; reconnect to resume it.`, {
+        retryable: false,
+        cause: error,
+      });
+    }
+    const message = error instanceof Error ? error.message.replace(/\s+/g, " ").slice(0, 200) : String(error);
+    return new AgentComputerError("UNAVAILABLE", `envd failed to ${what} in ${this.ref}: ${message}`, { cause: error });
+  }
+
+  private async state(): Promise<"running" | "paused" | "gone"> {
+    try {
+      const info = await Sandbox.getInfo(this.sandboxId, {
+        ...this.host.connection(),
+        signal: AbortSignal.timeout(10_000),
+      });
+      return info.state === "paused" ? "paused" : "running";
+    } catch (error) {
+      if (sdkStatus(error) === 404) return "gone";
+      throw e2bFailure(error, `look up ${this.ref}`);
+    }
+  }
+
+  private refuseSpent(): void {
+    if (this.spent) throw this.goneError();
+  }
+
+  goneError(): AgentComputerError {
+    return new AgentComputerError(
+      "PROVIDER_GONE",
+      `The sandbox behind ${this.ref} no longer exists (killed or expired); provision a replacement and restore its home.`,
+    );
+  }
+}
+
+function text(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString("utf8").trim().slice(0, 500);
+}

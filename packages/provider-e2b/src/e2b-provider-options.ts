@@ -1,0 +1,68 @@
+import { z } from "zod";
+
+/** What `portUrl` returns for (sandbox id, port), instead of `https://<port>-<id>.<domain>`. */
+export type E2bPortUrl = (sandboxId: string, port: number) => string;
+
+export const e2bProviderOptionsSchema = z.object({
+  /**
+   * The API key (E2B_API_KEY). Without one the provider is still made, so
+   * the app starts; every computer call then fails UNAVAILABLE saying so.
+   */
+  apiKey: z.string().min(1).optional(),
+  /** The template every computer starts from (E2B_TEMPLATE): the computer template, never the stock desktop. */
+  template: z.string().min(1),
+  /** The control plane, default `https://api.<domain>` (E2B_API_URL; the SDK marks it internal). */
+  apiUrl: z.string().url().optional(),
+  /** envd for every sandbox at one address (E2B_SANDBOX_URL; the SDK marks it internal). */
+  sandboxUrl: z.string().url().optional(),
+  /** The sandbox domain (E2B_DOMAIN, default e2b.app). */
+  domain: z.string().min(1).optional(),
+  /** Maps (sandbox, port) to a URL; tests point it at the emulator. */
+  portUrl: z.custom<E2bPortUrl>((v) => typeof v === "function", "a function (sandboxId, port) => URL").optional(),
+  /**
+   * The sandbox timeout set on create and on EVERY connect: a connect
+   * without it resets the sandbox to 5 minutes (E2B #1055). On timeout the
+   * sandbox pauses with its memory, it is not killed.
+   */
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1000)
+    .default(60 * 60 * 1000),
+  /** How long a control-plane call may retry 5xx, 429 and network failures before UNAVAILABLE. */
+  controlPlaneDeadlineMs: z.number().int().positive().default(30_000),
+  /** The SDK's per-request timeout. */
+  requestTimeoutMs: z.number().int().positive().default(30_000),
+  /** The sandbox user commands run as (the template's user). */
+  user: z.string().min(1).default("user"),
+  /** Where the home lives in the sandbox: a folder below the user's home (an import swaps it by rename). */
+  workspacePath: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._/-]*\/[A-Za-z0-9._-]+$/, "an absolute path below a folder, without a trailing slash")
+    .default("/home/user/agent-home"),
+  /** Most desktops active at once per computer when the spec does not say (0 = no limit). */
+  screenLimit: z.number().int().nonnegative().default(0),
+  /** Variables set in every sandbox. */
+  envs: z.record(z.string(), z.string()).default({}),
+  /** Where an import stages and checks the archive on this host (default: the OS temp folder). */
+  stagingDir: z.string().min(1).optional(),
+});
+
+export type E2bProviderOptions = z.input<typeof e2bProviderOptionsSchema>;
+export type ResolvedE2bProviderOptions = z.output<typeof e2bProviderOptionsSchema>;
+
+/** The E2B_* variables the provider reads where an option is not given. */
+export function e2bOptionsFromEnv(env: Record<string, string | undefined>): Partial<E2bProviderOptions> {
+  const pick = (name: string) => (env[name] === undefined || env[name] === "" ? undefined : env[name]);
+  return withoutUndefined({
+    apiKey: pick("E2B_API_KEY"),
+    template: pick("E2B_TEMPLATE"),
+    apiUrl: pick("E2B_API_URL"),
+    sandboxUrl: pick("E2B_SANDBOX_URL"),
+    domain: pick("E2B_DOMAIN"),
+  });
+}
+
+export function withoutUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

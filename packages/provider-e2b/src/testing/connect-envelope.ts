@@ -1,0 +1,45 @@
+/**
+ * The Connect protocol's streaming envelope (connectrpc.com/docs/protocol):
+ * one flags byte, a 4-byte big-endian length, the message. Flag 0x02 marks
+ * the end-of-stream message, which carries the error when the call failed.
+ */
+export function envelope(message: unknown, flags = 0): Buffer {
+  const body = Buffer.from(JSON.stringify(message));
+  const head = Buffer.alloc(5);
+  head.writeUInt8(flags, 0);
+  head.writeUInt32BE(body.length, 1);
+  return Buffer.concat([head, body]);
+}
+
+export const END_STREAM = 0x02;
+
+/** The messages of an enveloped request body. */
+export function parseEnvelopes(body: Buffer): unknown[] {
+  const out: unknown[] = [];
+  let at = 0;
+  while (at + 5 <= body.length) {
+    const length = body.readUInt32BE(at + 1);
+    out.push(JSON.parse(body.subarray(at + 5, at + 5 + length).toString("utf8") || "{}"));
+    at += 5 + length;
+  }
+  return out;
+}
+
+/** Splits Docker's multiplexed exec output (8-byte frame headers) into stdout and stderr chunks. */
+export class DockerOutputDemuxer {
+  private pending: Buffer = Buffer.alloc(0);
+
+  constructor(private readonly onFrame: (stream: "stdout" | "stderr", payload: Buffer) => void) {}
+
+  push(chunk: Buffer): void {
+    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    while (this.pending.length >= 8) {
+      const size = this.pending.readUInt32BE(4);
+      if (this.pending.length < 8 + size) return;
+      const kind = this.pending[0];
+      const payload = this.pending.subarray(8, 8 + size);
+      this.pending = this.pending.subarray(8 + size);
+      if (kind === 1 || kind === 2) this.onFrame(kind === 1 ? "stdout" : "stderr", payload);
+    }
+  }
+}

@@ -1,0 +1,9 @@
+// A loopback E2B for offline tests of an app's E2B path (docs/architecture.md §12).
+export {
+  type ControlPlaneFault,
+  E2B_EMULATOR_LABEL,
+  E2bEmulator,
+  type E2bEmulatorOptions,
+  EMULATED_ENVD_VERSION,
+  type EmulatorCall,
+} from "./e2b-emulator.js";

@@ -1,0 +1,56 @@
+import { randomBytes } from "node:crypto";
+import { checkDockerHost } from "@agent-computer/provider-docker";
+import { chooseTestProvider } from "@agent-computer/testing/provider-test";
+import { afterAll } from "vitest";
+import { type E2bProviderOptions, e2bProvider } from "../src/index.js";
+import { E2bEmulator } from "../src/testing/index.js";
+
+/** The template the emulator maps to the computer image. */
+export const TEST_TEMPLATE = "agent-computer-test";
+
+type EmulatorProviderOptions = Partial<E2bProviderOptions> & {
+  emulator: E2bEmulator;
+  apiKey: string;
+  image?: string;
+  docker?: unknown;
+};
+
+/**
+ * E2B as this package's suites run it: the real `e2b` SDK against the
+ * loopback emulator, whose sandboxes are containers of the computer image
+ * on this machine's Docker engine. The emulator starts here and closes
+ * when the file's tests end; without the engine or the image the result
+ * says what is missing and `suite` is reported (failing under CI).
+ */
+export function e2bTestEnvironment(suite?: string) {
+  return chooseTestProvider(
+    {
+      kind: "e2b",
+      async check() {
+        const host = await checkDockerHost();
+        const apiKey = `e2b_${randomBytes(20).toString("hex")}`;
+        const emulator = new E2bEmulator({ docker: host.docker, templates: { [TEST_TEMPLATE]: host.image }, apiKey });
+        if (!host.missing) {
+          await emulator.start();
+          afterAll(() => emulator.close(), 120_000);
+        }
+        return { ...host, emulator, apiKey };
+      },
+      // The environment is never read: every setting is passed.
+      create: ({ emulator, apiKey, image: _image, docker: _docker, ...options }: EmulatorProviderOptions) =>
+        e2bProvider(
+          {
+            apiKey,
+            template: TEST_TEMPLATE,
+            apiUrl: emulator.apiUrl,
+            sandboxUrl: emulator.sandboxUrl,
+            portUrl: (id, port) => emulator.portUrl(id, port),
+            controlPlaneDeadlineMs: 5_000,
+            ...options,
+          },
+          {},
+        ),
+    },
+    suite,
+  );
+}
