@@ -1,0 +1,104 @@
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { DesktopSession, Machine } from "@agent-computer/core";
+import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { SITE, serveFixtureSite, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { afterAll, describe, expect, it } from "vitest";
+import { e2bTestEnvironment } from "./e2b-test-environment.js";
+
+// The runtime on E2B, through the real SDK and the emulator: two bots on one
+// Team computer, a sandbox lost at the provider, stop and reconnect.
+const env = await e2bTestEnvironment("e2b: the runtime");
+if (!env.missing) {
+  const TIMEOUT_MS = 45 * 60 * 1000;
+  const provider = env.provider({ timeoutMs: TIMEOUT_MS });
+  const owned: Machine[] = [];
+  const provision = async (name: string) => {
+    const m = await provider.provision({ computerId: name, homeKey: `${name}-${Date.now()}` });
+    owned.push(m);
+    return m;
+  };
+  const idOf = (m: Machine) => m.ref.slice("e2b:".length);
+  const text = (b: Uint8Array) => Buffer.from(b).toString("utf8");
+
+  describe("e2b: the runtime", () => {
+    afterAll(async () => {
+      for (const m of owned) await m.destroy().catch(() => {});
+    }, 60_000);
+
+    it("gives two bots on one Team computer their own desktops and cookies", async () => {
+      const machine = await provision("two-bots");
+      await serveFixtureSite(machine);
+      const open = async (bot: string) => (await machine.openDesktop?.(bot)) as LinuxDesktopSession;
+      const cookieOf = (d: DesktopSession) => (d as LinuxDesktopSession).evaluateInPage("document.cookie");
+      const [alice, bob] = await Promise.all([open("alice"), open("bob")]);
+      expect(new Set([alice.display, bob.display]).size).toBe(2);
+      const login = (user: string) => [
+        { type: "key" as const, keys: "ctrl+l" },
+        { type: "type" as const, text: `${SITE}/login.html?user=${user}\n` },
+        { type: "wait" as const, ms: 1500 },
+      ];
+      const outcomes = await Promise.all([alice.act(login("alice")), bob.act(login("bob"))]);
+      expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
+      expect(await cookieOf(alice)).toBe("session=alice");
+      expect(await cookieOf(bob)).toBe("session=bob");
+      await Promise.all([alice.release(), bob.release()]);
+    }, 150_000);
+
+    it("replaces a sandbox killed at the provider, with the home restored from the checkpoint", async () => {
+      const dataDir = await temporaryDataDir();
+      const stateStore = new MemoryStateStore();
+      const events: string[] = [];
+      const make = () =>
+        createComputerRuntime({
+          provider,
+          stateStore,
+          homeStore: new LocalAgentHomeStore({ dataDir }),
+          onEvent: (e) => events.push(e.type),
+        });
+      const runtime = make();
+      const workspaceId = `lost-${Date.now()}`;
+      const first = runtime.startRun({ workspaceId, botId: "alpha" });
+      const machine = await first.machine();
+      owned.push(machine);
+      const bytes = new Uint8Array(70_000).map((_, i) => (i * 7) % 256);
+      await machine.files.write("bots/alpha/report.bin", bytes);
+      await first.end("completed");
+      // E2B loses the sandbox: the service no longer knows it.
+      await env.emulator.vanish(idOf(machine));
+      events.length = 0;
+      const again = make().startRun({ workspaceId, botId: "alpha" });
+      const replacement = await again.machine();
+      owned.push(replacement);
+      expect(replacement.ref).not.toBe(machine.ref);
+      expect(await replacement.files.read("bots/alpha/report.bin")).toEqual(bytes);
+      expect(events).toEqual(expect.arrayContaining(["provisioning", "restoring", "replaced", "ready"]));
+      await again.end("completed");
+    }, 150_000);
+
+    it("stop pauses; reconnect resumes the same sandbox with a process started before the stop, and the app's timeout", async () => {
+      const machine = await provision("pause");
+      const started = await machine.exec({
+        shell: "setsid nohup sleep 1000 >/dev/null 2>&1 < /dev/null & echo $!",
+      });
+      const pid = text(started.stdout).trim();
+      expect(pid).toMatch(/^\d+$/);
+      await machine.stop();
+      expect(env.emulator.sandbox(idOf(machine))?.state).toBe("paused");
+      // A paused sandbox answers no commands: CONFLICT, not gone.
+      await expect(machine.exec({ argv: ["true"] })).rejects.toMatchObject({ code: "CONFLICT" });
+      const again = (await provider.reconnect(machine.ref)) as Machine;
+      expect(again).not.toBe("gone");
+      expect(again.ref).toBe(machine.ref);
+      expect(env.emulator.sandbox(idOf(machine))?.state).toBe("running");
+      expect((await again.exec({ argv: ["kill", "-0", pid] })).exitCode).toBe(0);
+      // Every timeout the sandbox was given is the app's: on create and on the connect.
+      const timeouts = env.emulator.sandbox(idOf(machine))?.timeouts ?? [];
+      expect(timeouts.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(timeouts)).toEqual(new Set([TIMEOUT_MS / 1000]));
+      const connects = env.emulator.calls.filter((c) => c.path === `/v2/sandboxes/${idOf(machine)}/connect`);
+      expect(connects.map((c) => c.body)).toEqual([{ timeout: TIMEOUT_MS / 1000 }]);
+    }, 90_000);
+  });
+}
