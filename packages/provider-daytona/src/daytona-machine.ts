@@ -1,0 +1,328 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, packHome, stageHome } from "@agent-computer/checkpoint";
+import {
+  AgentComputerError,
+  checkOpContext,
+  type ExecResult,
+  loggerOf,
+  type OpContext,
+  type ProviderRef,
+  signalOf,
+  throwIfDone,
+} from "@agent-computer/core";
+import {
+  CommandChannelMachine,
+  destroyOnAbort,
+  enterOperation,
+  type MachineCommand,
+} from "@agent-computer/core/provider-utils";
+import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import type { Process, Sandbox } from "@daytonaio/sdk";
+import { daytonaFailure, isAuthFailure, isTransient, redact, statusOf } from "./daytona-failure.js";
+import type { DaytonaMachineHost } from "./daytona-machine-host.js";
+import { ensureStarted, sandboxGone } from "./sandbox-start.js";
+import { runSessionCommand, type SessionCommandHost, startSessionCommand } from "./session-command.js";
+
+/** How often a toolbox call may meet "already started, still refused" before its failure stands. */
+const STARTED_RETRIES = 3;
+
+/**
+ * One Daytona sandbox. Commands, file calls and the home's export and
+ * import go through the toolbox's sessions API as the image's user; the
+ * home is a folder inside the sandbox, moved in and out as one tar stream.
+ * Stop keeps the sandbox (stopped, or archived with `stopMode: "archive"`),
+ * and any call on a stopped or archived sandbox starts it first.
+ */
+export class DaytonaMachine extends CommandChannelMachine implements SessionCommandHost {
+  readonly ref: ProviderRef;
+  private deleted = false;
+  private lastActivity = 0;
+  private importing: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly host: DaytonaMachineHost,
+    readonly sandbox: Sandbox,
+    workspacePath: string,
+    screenLimit = 0,
+  ) {
+    // Desktops come from the shared Linux runtime, through this machine's exec (docs/architecture.md §4).
+    super(workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
+    this.ref = `daytona:${sandbox.id}`;
+  }
+
+  /** One toolbox call, with the start-and-retry of transient answers (Daytona #4632, #4142). */
+  async toolbox<T>(what: string, signal: AbortSignal, call: (process: Process) => Promise<T>): Promise<T> {
+    this.refuseDeleted();
+    let startedAndRefused = 0;
+    for (;;) {
+      try {
+        return await call(this.sandbox.process);
+      } catch (error) {
+        if (AgentComputerError.is(error)) throw error;
+        if (signal.aborted) throw signal.reason;
+        if (isAuthFailure(error)) throw daytonaFailure(error, what, this.host.secrets);
+        if (statusOf(error) !== 404 && !isTransient(error)) throw daytonaFailure(error, what, this.host.secrets);
+        const wasStarted = this.sandbox.state === "started";
+        await ensureStarted(this.sandbox, this.startContext(signal));
+        if (wasStarted && this.sandbox.state === "started" && ++startedAndRefused > STARTED_RETRIES) {
+          throw daytonaFailure(error, what, this.host.secrets);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200 * startedAndRefused));
+      }
+    }
+  }
+
+  /** A REST call about this sandbox, with the same retries; 404 is PROVIDER_GONE. */
+  private async control<T>(what: string, signal: AbortSignal, call: () => Promise<T>): Promise<T> {
+    const until = Date.now() + this.host.options.startTimeoutMs;
+    for (;;) {
+      try {
+        return await call();
+      } catch (error) {
+        if (signal.aborted) throw signal.reason;
+        if (statusOf(error) === 404) throw sandboxGone(this.ref);
+        if (isAuthFailure(error) || !isTransient(error) || Date.now() >= until) {
+          throw daytonaFailure(error, what, this.host.secrets);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  }
+
+  private startContext(signal: AbortSignal) {
+    return { ref: this.ref, secrets: this.host.secrets, signal, timeoutMs: this.host.options.startTimeoutMs };
+  }
+
+  /**
+   * A signed preview URL of the port: the token is in the URL itself, so
+   * whoever holds the URL reaches the port without the API key. Mapped
+   * through `previewUrl` where the options give one; its query is kept.
+   */
+  protected async urlOfPort(port: number, context: OpContext): Promise<string> {
+    this.refuseDeleted();
+    const signal = signalOf(context, "port lookup");
+    const preview = await this.control("sign a preview URL", signal, () =>
+      this.sandbox.getSignedPreviewUrl(port, this.host.options.previewExpiresInSeconds),
+    );
+    if (preview.token) this.host.secrets.add(preview.token);
+    const signed = { sandboxId: this.sandbox.id, port, url: preview.url, token: preview.token };
+    return this.host.options.previewUrl ? this.host.options.previewUrl(signed) : preview.url;
+  }
+
+  /** Stops the sandbox (or archives it); reconnect starts it again with the home as it was. */
+  async stop(ctx?: OpContext): Promise<void> {
+    const context = enterOperation(ctx, "stop");
+    this.refuseDeleted();
+    const signal = signalOf(context, "stop");
+    const archive = this.host.options.stopMode === "archive";
+    try {
+      await this.control("stop the sandbox", signal, async () => {
+        await this.sandbox.refreshData();
+        if (this.sandbox.state === "archived" || (!archive && this.sandbox.state === "stopped")) return;
+        if (this.sandbox.state !== "stopped") await this.sandbox.stop(this.seconds(signal));
+        if (archive) await this.sandbox.archive();
+      });
+    } catch (error) {
+      if (AgentComputerError.is(error, "PROVIDER_GONE")) return; // stopping a deleted sandbox is fine
+      throw error;
+    }
+    loggerOf(context).info("daytona machine stopped", { ref: this.ref, archived: archive });
+  }
+
+  async destroy(ctx?: OpContext): Promise<void> {
+    const context = enterOperation(ctx, "destroy");
+    const signal = signalOf(context, "destroy");
+    try {
+      await this.control("delete the sandbox", signal, () => this.sandbox.delete(this.seconds(signal)));
+    } catch (error) {
+      if (!AgentComputerError.is(error, "PROVIDER_GONE")) throw error;
+    }
+    this.deleted = true;
+    loggerOf(checkOpContext(ctx)).info("daytona machine destroyed", { ref: this.ref });
+  }
+
+  /** The home as one GNU tar stream, framed through the session's log stream. */
+  protected async exportHome(context: OpContext): Promise<Readable> {
+    this.refuseDeleted();
+    const signal = signalOf(context, "workspace export");
+    let finished = false;
+    const tar = new Readable({ read: () => {} });
+    const started = await startSessionCommand(this, {
+      argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.exportHome, "export-home", this.workspacePath],
+      workingDir: "/",
+      maxOutputBytes: 64 * 1024,
+      stdoutSink: (chunk) => tar.push(chunk),
+      signal,
+    });
+    tar.once("close", () => {
+      if (!finished) void started.kill().catch(() => {});
+    });
+    started.result.then(
+      (result) => {
+        finished = true;
+        if (result.exitCode === 0) {
+          tar.push(null);
+          return;
+        }
+        tar.destroy(
+          result.exitCode === HOME_TRANSFER_EXIT.missingHome
+            ? new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`)
+            : new AgentComputerError(
+                "UNAVAILABLE",
+                `Exporting the home of ${this.ref} failed (tar exit ${result.exitCode}): ${text(result.stderr) || "no message"}`,
+                { retryable: false },
+              ),
+        );
+      },
+      (error: unknown) => {
+        finished = true;
+        tar.destroy(error as Error);
+      },
+    );
+    return tar;
+  }
+
+  protected importHome(tar: Readable, context: OpContext): Promise<void> {
+    const next = this.importing.then(
+      () => this.importNow(tar, context),
+      () => this.importNow(tar, context),
+    );
+    this.importing = next.catch(() => {});
+    return next;
+  }
+
+  /**
+   * Replaces the home whole: the archive passes core's restore checks on
+   * this host first (`stageHome`), the checked tree is re-packed, unpacked
+   * beside the home and swapped in only once the sandbox holds every file,
+   * folder and byte sent (the scripts are checkpoint's HOME_TRANSFER_SCRIPTS).
+   */
+  private async importNow(tar: Readable, context: OpContext): Promise<void> {
+    throwIfDone(context, "workspace import");
+    this.refuseDeleted();
+    const signal = signalOf(context, "workspace import");
+    const stopWatching = destroyOnAbort(tar, signal);
+    const work = await mkdtemp(join(this.host.stagingRoot, "agent-computer-daytona-import-"));
+    try {
+      const staged = await stageHome(tar, join(work, "home")).catch((error: unknown) => {
+        throw signal.aborted ? signal.reason : error;
+      });
+      const packed = packHome(staged.stagingDir);
+      const tag = randomBytes(6).toString("hex");
+      try {
+        const extracted = await runSessionCommand(this, {
+          argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.stageHome, "stage-home", this.workspacePath, tag],
+          workingDir: "/",
+          stdin: packed.tar,
+          maxOutputBytes: 64 * 1024,
+          signal,
+        });
+        if (extracted.exitCode !== 0) {
+          throw new AgentComputerError(
+            "UNAVAILABLE",
+            `The sandbox could not unpack the home (exit ${extracted.exitCode}): ${text(extracted.stderr) || "no message"}. The home is as it was.`,
+            { retryable: false },
+          );
+        }
+        const stats = await packed.stats;
+        const swapped = await runSessionCommand(this, {
+          argv: [
+            "sh",
+            "-c",
+            HOME_TRANSFER_SCRIPTS.swapHome,
+            "swap-home",
+            this.workspacePath,
+            tag,
+            String(stats.files),
+            String(stats.directories),
+            String(stats.bytes),
+          ],
+          workingDir: "/",
+          maxOutputBytes: 64 * 1024,
+          signal,
+        });
+        if (swapped.exitCode === HOME_TRANSFER_EXIT.incomplete) {
+          throw new AgentComputerError(
+            "UNAVAILABLE",
+            `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`,
+          );
+        }
+        if (swapped.exitCode !== 0) {
+          throw new AgentComputerError(
+            "UNAVAILABLE",
+            `The sandbox could not swap in the imported home (exit ${swapped.exitCode}): ${text(swapped.stderr) || "no message"}.`,
+            { retryable: false },
+          );
+        }
+        loggerOf(context).info("daytona home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
+      } catch (error) {
+        packed.tar.destroy();
+        await runSessionCommand(this, {
+          argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.discardStaging, "discard-staging", this.workspacePath, tag],
+          workingDir: "/",
+          maxOutputBytes: 4096,
+          signal: AbortSignal.timeout(10_000),
+        }).catch(() => {});
+        throw error;
+      }
+    } finally {
+      stopWatching();
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** Makes the home folder (provision does, before anything runs in it). */
+  async makeHome(context: OpContext): Promise<void> {
+    const made = await this.runCommand(
+      { argv: ["mkdir", "-p", "--", this.workspacePath], workingDir: "/", maxOutputBytes: 4096 },
+      context,
+      "make the home",
+    );
+    if (made.exitCode !== 0) {
+      throw new AgentComputerError(
+        "UNAVAILABLE",
+        `The sandbox could not make its home ${this.workspacePath} (exit ${made.exitCode}): ${text(made.stderr) || "no message"}`,
+        { retryable: false },
+      );
+    }
+  }
+
+  protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
+    this.refuseDeleted();
+    this.touch();
+    return runSessionCommand(this, { ...command, signal: signalOf(context, what) });
+  }
+
+  /**
+   * Refreshes the sandbox's activity at most once a refresh interval while
+   * the machine is used: auto-stop is off, but the API's idle clock also
+   * drives auto-archive and auto-delete.
+   */
+  private touch(): void {
+    const now = Date.now();
+    if (now - this.lastActivity < this.host.options.activityRefreshMs) return;
+    this.lastActivity = now;
+    void this.sandbox.refreshActivity().catch(() => {});
+  }
+
+  private seconds(signal: AbortSignal): number {
+    void signal;
+    return Math.max(1, Math.floor(this.host.options.startTimeoutMs / 1000));
+  }
+
+  private refuseDeleted(): void {
+    if (this.deleted) throw sandboxGone(this.ref);
+  }
+
+  /** For messages built from sandbox text. */
+  redact(value: string): string {
+    return redact(value, this.host.secrets);
+  }
+}
+
+function text(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString("utf8").trim().slice(0, 500);
+}

@@ -1,0 +1,212 @@
+import { randomBytes } from "node:crypto";
+import type { Readable } from "node:stream";
+import { AgentComputerError, type ExecResult } from "@agent-computer/core";
+import { type MachineCommand, RunningCommand } from "@agent-computer/core/provider-utils";
+import type { Process } from "@daytonaio/sdk";
+import { FramedStream, SESSION_FRAMER, shellQuote } from "./session-framer.js";
+
+/** What running a command in a sandbox needs from its machine. */
+export interface SessionCommandHost {
+  /**
+   * Makes one toolbox call: while the sandbox is stopped, archived or in a
+   * state change it is started and the call retried (within the call's
+   * deadline); a missing sandbox is PROVIDER_GONE, a refused key UNAVAILABLE.
+   */
+  toolbox<T>(what: string, signal: AbortSignal, call: (process: Process) => Promise<T>): Promise<T>;
+}
+
+/** A command to run in a sandbox. */
+export interface SessionCommand extends MachineCommand {
+  /** Takes stdout instead of keeping it (the home's export stream). */
+  stdoutSink?: (chunk: Buffer) => void;
+  /** Fires on the caller's abort or deadline; its reason is what we throw. */
+  signal: AbortSignal;
+}
+
+/** A command started in a sandbox. */
+export interface StartedSessionCommand {
+  readonly result: Promise<ExecResult>;
+  /** SIGKILLs the command's whole process tree in the sandbox. */
+  kill(): Promise<void>;
+}
+
+/** Raw bytes of stdin per input call (base64 makes it a third larger). */
+const STDIN_CHUNK = 384 * 1024;
+
+export async function runSessionCommand(host: SessionCommandHost, command: SessionCommand): Promise<ExecResult> {
+  return (await startSessionCommand(host, command)).result;
+}
+
+/**
+ * Runs `command` through the toolbox sessions API (docs/architecture.md
+ * §9): a session of its own, the command started asynchronously under the
+ * framer (session-framer.ts), its output followed over the logs websocket
+ * and decoded back to bytes, stdin sent through the input call. Not
+ * `executeCommand`: it merges stdout and stderr (Daytona #2067). A timeout
+ * or an abort kills the command's whole process tree; a log stream that
+ * drops while the command still runs kills it too and fails UNAVAILABLE,
+ * so no process outlives the call.
+ */
+export async function startSessionCommand(
+  host: SessionCommandHost,
+  command: SessionCommand,
+): Promise<StartedSessionCommand> {
+  const running = new RunningCommand(command, (argv) =>
+    runSessionCommand(host, {
+      argv,
+      workingDir: "/",
+      maxOutputBytes: 4096,
+      signal: AbortSignal.timeout(30_000),
+    }).then(() => undefined),
+  );
+  const withStdin = command.stdin !== undefined;
+  const line = [
+    "env",
+    ...running.env,
+    "python3",
+    "-c",
+    SESSION_FRAMER,
+    withStdin ? "1" : "0",
+    command.workingDir,
+    ...command.argv,
+  ]
+    .map(shellQuote)
+    .join(" ");
+  const sessionId = `agent-computer-${randomBytes(8).toString("hex")}`;
+  const signal = command.signal;
+  const onStdout = (bytes: Buffer) => {
+    running.received("stdout", bytes);
+    if (command.stdoutSink) command.stdoutSink(bytes);
+    else running.keep("stdout", bytes);
+  };
+  const onStderr = (bytes: Buffer) => {
+    running.received("stderr", bytes);
+    running.keep("stderr", bytes);
+  };
+  const stdout = new FramedStream(onStdout);
+  const stderr = new FramedStream(onStderr);
+
+  await host.toolbox("start a command session", signal, (process) => process.createSession(sessionId));
+  const deleteSession = () =>
+    void host
+      .toolbox("end a command session", AbortSignal.timeout(30_000), (process) => process.deleteSession(sessionId))
+      .catch(() => {});
+  let cmdId: string;
+  try {
+    const started = await host.toolbox("start a command", signal, (process) =>
+      process.executeSessionCommand(sessionId, { command: line, runAsync: true, suppressInputEcho: true }),
+    );
+    if (!started.cmdId) throw new AgentComputerError("UNAVAILABLE", "The toolbox started the command but named no id.");
+    cmdId = started.cmdId;
+  } catch (error) {
+    deleteSession();
+    throw error;
+  }
+  running.startTimeout();
+  const kill = () => running.kill();
+
+  let stdinFailure: unknown;
+  let ended = false;
+  if (withStdin) {
+    void pumpStdin(host, sessionId, cmdId, command.stdin as Uint8Array | Readable, signal).catch((error: unknown) => {
+      if (ended) return; // the command ended first (it did not read all its input)
+      stdinFailure = error;
+      void kill().catch(() => {});
+    });
+  }
+
+  const follow = host.toolbox("follow the command's output", signal, (process) =>
+    process.getSessionCommandLogs(
+      sessionId,
+      cmdId,
+      (text) => stdout.push(text),
+      (text) => stderr.push(text),
+    ),
+  );
+
+  const finish = async (): Promise<ExecResult> => {
+    if (stdout.exitCode === undefined && !running.timedOut) {
+      // The log stream closed before the framer's last line: ask the toolbox
+      // whether the command ended (then read the rest of its log) or the
+      // stream dropped while it runs (then end it: no orphan).
+      const state = await host.toolbox("look up the command", AbortSignal.timeout(30_000), (process) =>
+        process.getSessionCommand(sessionId, cmdId),
+      );
+      if (state.exitCode === undefined || state.exitCode === null) {
+        await kill().catch(() => {});
+        throw new AgentComputerError(
+          "UNAVAILABLE",
+          "The command's log stream dropped while it ran; it was killed. Run it again.",
+          { details: { stream: "logs" } },
+        );
+      }
+      const logs = await host.toolbox("read the command's output", AbortSignal.timeout(60_000), (process) =>
+        process.getSessionCommandLogs(sessionId, cmdId),
+      );
+      const restOut = new FramedStream(onStdout, stdout.lines);
+      const restErr = new FramedStream(onStderr, stderr.lines);
+      restOut.push(`${logs.stdout}\n`);
+      restErr.push(`${logs.stderr}\n`);
+      stdout.exitCode = restOut.exitCode ?? state.exitCode;
+    }
+    await running.settleTimeout();
+    return running.result(running.timedOut ? null : (stdout.exitCode ?? null));
+  };
+
+  const result = (async (): Promise<ExecResult> => {
+    try {
+      const outcome = await Promise.race([follow.then(() => "ended" as const), running.aborted]);
+      ended = true;
+      if (outcome === "aborted") {
+        await kill().catch(() => {});
+        throw running.abortError();
+      }
+      if (stdinFailure !== undefined) throw stdinFailure;
+      return await finish();
+    } finally {
+      ended = true;
+      running.finish();
+      deleteSession();
+    }
+  })();
+  // A follow that fails after an abort is not a second failure.
+  follow.catch(() => {});
+  return { result, kill };
+}
+
+/** Sends stdin as base64 lines, then the `.` line that closes the command's stdin. */
+async function pumpStdin(
+  host: SessionCommandHost,
+  sessionId: string,
+  cmdId: string,
+  input: Uint8Array | Readable,
+  signal: AbortSignal,
+): Promise<void> {
+  const send = (data: string) =>
+    host.toolbox("send the command's input", signal, (process) =>
+      process.sendSessionCommandInput(sessionId, cmdId, data),
+    );
+  const write = async (chunk: Uint8Array) => {
+    for (let offset = 0; offset < chunk.length; offset += STDIN_CHUNK) {
+      await send(`${Buffer.from(chunk.subarray(offset, offset + STDIN_CHUNK)).toString("base64")}\n`);
+    }
+  };
+  if (input instanceof Uint8Array) {
+    if (input.length > 0) await write(input);
+  } else {
+    let pending: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of input) {
+      const bytes = typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array);
+      pending.push(bytes);
+      size += bytes.length;
+      if (size >= STDIN_CHUNK) {
+        await write(Buffer.concat(pending));
+        pending = [];
+        size = 0;
+      }
+    }
+    if (size > 0) await write(Buffer.concat(pending));
+  }
+  await send(".\n");
+}

@@ -1,0 +1,11 @@
+/** A fault the emulator injects: the next `times` calls that match are answered with `status`. */
+export interface FaultRule {
+  /** HTTP method to match; any when unset. */
+  method?: string;
+  /** Matched against the request path (`/api/sandbox/<id>/start`, `/toolbox/<id>/process/session`, ...). */
+  path: RegExp;
+  status: number;
+  message?: string;
+  /** How many calls it answers (default 1). */
+  times?: number;
+}

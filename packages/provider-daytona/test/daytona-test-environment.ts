@@ -1,0 +1,54 @@
+import { checkDockerHost } from "@agent-computer/provider-docker";
+import { chooseTestProvider } from "@agent-computer/testing/provider-test";
+import type Docker from "dockerode";
+import { afterAll } from "vitest";
+import { type DaytonaProviderOptions, daytonaProvider } from "../src/index.js";
+import { DaytonaEmulator, type DaytonaEmulatorOptions } from "../src/testing/index.js";
+
+/** The key the emulator takes; tests grep logs and errors for it. */
+export const TEST_API_KEY = `dtn_test_${"k3y".repeat(12)}`;
+
+type EmulatorProviderOptions = Partial<DaytonaProviderOptions> & {
+  emulator: DaytonaEmulator;
+  image: string;
+  docker?: unknown;
+};
+
+/**
+ * Daytona as this package's suites run it: the real `@daytonaio/sdk`
+ * against a loopback emulator whose sandboxes are containers of this
+ * machine's Docker engine (the computer image is what it needs). The
+ * emulator starts here and closes (removing its containers) when the
+ * file's tests end; without the engine or the image the suite is reported
+ * (failing under CI, skipped elsewhere).
+ */
+export function daytonaTestEnvironment(suite?: string, emulatorOptions: Partial<DaytonaEmulatorOptions> = {}) {
+  return chooseTestProvider(
+    {
+      kind: "daytona",
+      async check() {
+        const host = await checkDockerHost();
+        const emulator = new DaytonaEmulator({
+          docker: host.docker as Docker,
+          apiKey: TEST_API_KEY,
+          ...emulatorOptions,
+        });
+        if (!host.missing) {
+          await emulator.start();
+          afterAll(() => emulator.close(), 120_000);
+        }
+        return { ...host, emulator };
+      },
+      // The SDK in polling mode (the emulator serves no socket.io channel); the environment is never read.
+      create: ({ emulator, image, docker: _engine, ...options }: EmulatorProviderOptions) =>
+        daytonaProvider({
+          apiKey: TEST_API_KEY,
+          apiUrl: emulator.apiUrl,
+          snapshot: image,
+          stateUpdates: "polling",
+          ...options,
+        }),
+    },
+    suite,
+  );
+}
