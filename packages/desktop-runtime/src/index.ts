@@ -11,6 +11,7 @@ export {
 } from "./background/scan-background-work.js";
 // Desktops over any machine's exec (docs/architecture.md §3, §4).
 export { type BrowserProxy, browserProxyOf } from "./desktop/browser-proxy.js";
+export type { DesktopTransport } from "./desktop/desktop-channel.js";
 export type { DesktopCommandLine, DesktopCommandRun } from "./desktop/desktop-command.js";
 export { botIdSchema, LinuxDesktopRuntime } from "./desktop/linux-desktop-runtime.js";
 export {

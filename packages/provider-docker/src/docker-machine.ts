@@ -15,7 +15,7 @@ import {
   enterOperation,
   type MachineCommand,
 } from "@agent-computer/core/provider-utils";
-import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import { type DesktopTransport, LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
 import { giveHomeToComputer } from "./computer-home-owner.js";
 import { runContainerCommand } from "./container-command.js";
@@ -40,9 +40,10 @@ export class DockerMachine extends CommandChannelMachine {
     readonly homeDir: string,
     /** Active desktops allowed at once (0 = no cap), from the spec. */
     screenLimit = 0,
+    desktopTransport: DesktopTransport = "service",
   ) {
-    // Desktops come from the shared Linux runtime, through this machine's exec.
-    super(workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
+    // Desktops come from the shared Linux runtime: its resident service through the gateway's published port, or exec.
+    super(workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit, transport: desktopTransport }));
     this.ref = `docker:${containerId}`;
     this.container = host.docker.getContainer(containerId);
   }

@@ -38,6 +38,13 @@ export const dockerProviderOptionsSchema = z.object({
     .default("bridge"),
   /** Most desktops active at once per computer when the spec does not say (0 = no limit). */
   screenLimit: z.number().int().nonnegative().default(0),
+  /**
+   * How desktop calls reach a computer: `"service"` (the default), the
+   * resident service over one websocket through the screen gateway's
+   * published port; `"exec"`, the `desktop` command through `docker exec`
+   * for every call (docs/architecture.md §4).
+   */
+  desktopTransport: z.enum(["service", "exec"]).default("service"),
   /** Container ports published on 127.0.0.1 (random host ports) so `portUrl` can reach them. */
   ports: z.array(z.number().int().min(1).max(65535)).default([]),
   /** Where the home is mounted inside the machine (the image's user home). */

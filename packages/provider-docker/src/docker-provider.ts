@@ -68,6 +68,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       workspacePath,
       mount.Source,
       Number.isInteger(screenLimit) ? screenLimit : 0,
+      parsed.desktopTransport,
     );
   };
 
@@ -155,7 +156,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       }
       const ref: ProviderRef = `docker:${container.id}`;
       loggerOf(context).info("docker machine provisioned", { ref, homeKey: resolved.homeKey, image });
-      return new DockerMachine(host, container.id, parsed.workspacePath, homeDir, screenLimit);
+      return new DockerMachine(host, container.id, parsed.workspacePath, homeDir, screenLimit, parsed.desktopTransport);
     },
 
     async reconnect(id, { ref, signal }) {

@@ -11,6 +11,8 @@ import {
 import { gatewayUrl } from "./gateway-url.js";
 import { SCREEN_GATEWAY_PORT } from "./screen-gateway-port.js";
 
+type PortUrl = NonNullable<Machine["portUrl"]>;
+
 /** How desktop calls reach the computer: the resident service where it can, or exec per call. */
 export type DesktopTransport = "service" | "exec";
 
@@ -37,10 +39,13 @@ export class DesktopChannel {
     private readonly command: readonly string[],
     transport: DesktopTransport,
   ) {
-    const portUrl = machine.portUrl?.bind(machine);
-    if (transport === "service" && portUrl) {
+    if (transport === "service" && machine.portUrl) {
       this.service = new DesktopServiceClient({
-        url: async (ctx) => gatewayUrl(await portUrl(SCREEN_GATEWAY_PORT, { private: true }, ctx), SERVICE_PATH),
+        url: async (ctx) =>
+          gatewayUrl(
+            await (machine.portUrl as PortUrl).call(machine, SCREEN_GATEWAY_PORT, { private: true }, ctx),
+            SERVICE_PATH,
+          ),
         handOver: async (key, ctx) => {
           await runDesktopCommand(machine, command, ["service"], ctx, {
             defaultTimeoutMs: HAND_OVER_TIMEOUT_MS,
@@ -51,10 +56,20 @@ export class DesktopChannel {
     }
   }
 
-  /** Runs one verb with `--home` added; the lines mean what `settleLines` says. */
-  async run(args: string[], ctx: OpContext, options: DesktopCallOptions): Promise<DesktopCommandRun> {
+  /**
+   * Runs one verb with `--home` added; the lines mean what `settleLines` says.
+   * `requireService`: a call that hands out a capability on the gateway's
+   * port (screen and terminal grants) is refused when the service did not
+   * prove itself there, so no token is pointed at a port that a process
+   * without the key may hold (a bot that killed the gateway and took it).
+   */
+  async run(
+    args: string[],
+    ctx: OpContext,
+    options: DesktopCallOptions & { requireService?: boolean },
+  ): Promise<DesktopCommandRun> {
     const argv = [...args, "--home", this.machine.workspacePath];
-    if (this.service && Date.now() >= this.serviceDownUntil) {
+    if (this.service && (options.requireService || Date.now() >= this.serviceDownUntil)) {
       const timeoutMs = callTimeoutMs(ctx, options.defaultTimeoutMs);
       try {
         const { lines, cut } = await this.service.call({
@@ -68,6 +83,12 @@ export class DesktopChannel {
         throw new AgentComputerError("UNAVAILABLE", `The desktop call "${args[0]}" ended without an answer.`);
       } catch (error) {
         if (!(error instanceof ServiceUnreachable)) throw error;
+        if (options.requireService) {
+          throw new AgentComputerError(
+            "UNAVAILABLE",
+            `No capability was granted: ${error.message} The screen gateway must prove it holds this host's key first.`,
+          );
+        }
         // Nothing was sent: this call may go through exec.
         this.serviceDownUntil = Date.now() + SERVICE_RETRY_MS;
         loggerOf(ctx).warn("desktop service unreachable; using exec", { reason: error.message });

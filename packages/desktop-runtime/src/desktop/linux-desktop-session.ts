@@ -255,7 +255,7 @@ export class LinuxDesktopSession implements DesktopSession {
     }
     // First, so a machine whose gateway port is not reachable grants nothing.
     const base = await machine.portUrl(SCREEN_GATEWAY_PORT, { private: true }, context);
-    const { summary } = await this.run(args, context, GRANT_TIMEOUT_MS);
+    const { summary } = await this.run(args, context, GRANT_TIMEOUT_MS, { requireService: true });
     const granted = summary as DesktopCommandLine & { id: string; token: string; path: string; expiresAt: number };
     return { id: granted.id, url: gatewayUrl(base, granted.path), token: granted.token, expiresAt: granted.expiresAt };
   }
@@ -282,7 +282,7 @@ export class LinuxDesktopSession implements DesktopSession {
     args: string[],
     ctx: OpContext,
     defaultTimeoutMs: number,
-    extra: { stdin?: Uint8Array<ArrayBuffer>; allowCut?: boolean } = {},
+    extra: { stdin?: Uint8Array<ArrayBuffer>; allowCut?: boolean; requireService?: boolean } = {},
   ) {
     return this.target.channel.run(args, ctx, { defaultTimeoutMs, ...extra });
   }

@@ -1,0 +1,351 @@
+import { spawnSync } from "node:child_process";
+import { createHash, createHmac, randomBytes } from "node:crypto";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import type { ExecRequest, Logger, Machine, OpContext } from "@agent-computer/core";
+import { LinuxDesktopRuntime, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
+
+// The resident desktop service (docs/architecture.md §4) on a real container
+// of the real image: calls travel over one authenticated websocket through
+// a TCP proxy this test controls (so it can cut the connection), the
+// service is killed mid-batch, strangers and replayed handshakes are
+// refused, a bot that takes the gateway's port gets nothing, and the key
+// is nowhere a bot or a log could read it. The exec fallback runs last.
+const env = await dockerTestEnvironment("docker desktop service");
+if (!env.missing) {
+  const dataDir = await temporaryDataDir();
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
+  const idOf = (m: Machine) => m.ref.slice("docker:".length);
+  /**
+   * In the container, input on stdin (so nothing secret lands in an argv): as root, or as the
+   * computer's user, who owns the desktop's processes and files (root there holds no
+   * capabilities, so it can neither signal them nor read their environments).
+   */
+  const shell = (m: Machine, script: string, input = "", user = "1000") =>
+    spawnSync("docker", ["exec", "-i", "-u", user, idOf(m), "sh", "-c", script], { input, encoding: "utf8" });
+
+  /** A TCP proxy between the host and the gateway's published port that the test can cut. */
+  class CuttableProxy {
+    private readonly sockets = new Set<Socket>();
+    private server?: Server;
+    port = 0;
+    async start(target: { host: string; port: number }): Promise<void> {
+      const server = createServer((client) => {
+        const upstream = connect(target.port, target.host);
+        for (const s of [client, upstream]) {
+          this.sockets.add(s);
+          s.on("close", () => this.sockets.delete(s));
+          s.on("error", () => s.destroy());
+        }
+        // Either side closing closes the other, as a real proxy does.
+        client.on("close", () => upstream.destroy());
+        upstream.on("close", () => client.destroy());
+        client.pipe(upstream).pipe(client);
+      });
+      this.server = server;
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      this.port = (server.address() as { port: number }).port;
+    }
+    cut(): number {
+      const n = this.sockets.size;
+      for (const s of this.sockets) s.destroy();
+      return n;
+    }
+    close(): void {
+      this.cut();
+      this.server?.close();
+    }
+  }
+
+  describe("docker desktop service", () => {
+    const provider = env.provider({ dataDir });
+    const proxy = new CuttableProxy();
+    const execs: ExecRequest[] = [];
+    const handedOverKeys: string[] = [];
+    const logged: string[] = [];
+    const logger: Logger = {
+      debug: (m, f) => logged.push(`${m} ${JSON.stringify(f ?? {})}`),
+      info: (m, f) => logged.push(`${m} ${JSON.stringify(f ?? {})}`),
+      warn: (m, f) => logged.push(`${m} ${JSON.stringify(f ?? {})}`),
+      error: (m, f) => logged.push(`${m} ${JSON.stringify(f ?? {})}`),
+    };
+    const ctx: OpContext = { logger };
+    let machine: Machine;
+    let desktop: LinuxDesktopSession;
+    let gatewayUrl: string;
+    const gatewayPid = () =>
+      // The bracket keeps the pattern from matching this shell's own command line.
+      Number(shell(machine, "pgrep -f 'desktop[.]mjs gateway' | head -1").stdout.trim()) || undefined;
+
+    beforeAll(async () => {
+      machine = await provider.provision({ computerId: "service", homeKey: `service-${Date.now()}` });
+      const direct = new URL(await (machine.portUrl as NonNullable<Machine["portUrl"]>)(6080, { private: true }));
+      await proxy.start({ host: direct.hostname, port: Number(direct.port) });
+      gatewayUrl = `ws://127.0.0.1:${proxy.port}/service`;
+      // Every call the driver makes goes through these two: the exec count says which way calls travel,
+      // and the stdin of `desktop service` is the key (recorded here only so the test can search for it).
+      const realExec = machine.exec.bind(machine);
+      machine.exec = (request, context) => {
+        execs.push(request);
+        if (request.argv?.includes("service") && request.stdin) handedOverKeys.push(text(request.stdin));
+        return realExec(request, context);
+      };
+      machine.portUrl = async () => `http://127.0.0.1:${proxy.port}`;
+      desktop = (await machine.openDesktop?.("service-bot", ctx)) as LinuxDesktopSession;
+    }, 120_000);
+    afterAll(async () => {
+      proxy.close();
+      await machine?.destroy();
+    });
+
+    it("answers observe, act, page and grants over the connection, with no exec per call", async () => {
+      expect(handedOverKeys).toHaveLength(1);
+      const before = execs.length;
+      const look = await desktop.observe(ctx);
+      expect(look.mimeType).toBe("image/png");
+      expect(text((look.image as Uint8Array).subarray(1, 4))).toBe("PNG");
+      expect((await desktop.act([{ type: "move", x: 40, y: 50 }], ctx)).ok).toBe(true);
+      expect((await desktop.observe(ctx, { includeImage: false })).cursor).toEqual({ x: 40, y: 50 });
+      expect(await desktop.evaluateInPage("1 + 1", ctx)).toBe(2);
+      const endpoint = await desktop.screenEndpoint("view", ctx);
+      await desktop.revokeEndpoint(endpoint.id, ctx);
+      expect(execs.length).toBe(before);
+    }, 60_000);
+
+    it("encodes JPEG and WebP in the computer at the width asked for, and says which it sent", async () => {
+      const png = await desktop.observe(ctx, { maxWidth: 640 });
+      const jpeg = await desktop.observe(ctx, { format: "jpeg", quality: 60, maxWidth: 640 });
+      const webp = await desktop.observe(ctx, { format: "webp", quality: 60, maxWidth: 640 });
+      expect(jpeg.mimeType).toBe("image/jpeg");
+      expect([...(jpeg.image as Uint8Array).subarray(0, 3)]).toEqual([0xff, 0xd8, 0xff]);
+      expect(webp.mimeType).toBe("image/webp");
+      expect(text((webp.image as Uint8Array).subarray(8, 12))).toBe("WEBP");
+      for (const o of [png, jpeg, webp]) expect(o.imageSize).toEqual({ width: 640, height: 400 });
+    }, 60_000);
+
+    it("gives the done / uncertain / not-run split when the connection is cut mid-batch, then recovers", async () => {
+      const pid = gatewayPid();
+      const keysBefore = handedOverKeys.length;
+      const batch = desktop.act(
+        [
+          { type: "move", x: 10, y: 10 },
+          { type: "wait", ms: 4000 },
+          { type: "move", x: 20, y: 20 },
+        ],
+        ctx,
+      );
+      await sleep(1500);
+      expect(proxy.cut()).toBeGreaterThan(0);
+      const outcome = await batch;
+      expect(outcome.ok).toBe(false);
+      expect(outcome.results.map((r) => r.status)).toEqual(["done", "failed", "not-run"]);
+      expect(outcome.results[1]).toMatchObject({ uncertain: true, error: { code: "UNAVAILABLE" } });
+      // A new connection through the same proxy; the service kept running and kept the key.
+      expect((await desktop.observe(ctx, { includeImage: false })).display).toBe(desktop.display);
+      expect(gatewayPid()).toBe(pid);
+      expect(handedOverKeys.length).toBe(keysBefore);
+    }, 60_000);
+
+    it("gives the same split when the service is killed with kill -9 mid-batch, and the next call restarts it", async () => {
+      const pid = gatewayPid();
+      expect(pid).toBeGreaterThan(0);
+      const batch = desktop.act(
+        [
+          { type: "move", x: 30, y: 30 },
+          { type: "wait", ms: 4000 },
+          { type: "move", x: 60, y: 60 },
+        ],
+        ctx,
+      );
+      await sleep(1500);
+      expect(shell(machine, `kill -9 ${pid}`).status).toBe(0);
+      const outcome = await batch;
+      expect(outcome.results.map((r) => r.status)).toEqual(["done", "failed", "not-run"]);
+      expect(outcome.results[1]).toMatchObject({ uncertain: true, error: { code: "UNAVAILABLE" } });
+      const keysBefore = handedOverKeys.length;
+      expect((await desktop.act([{ type: "move", x: 70, y: 80 }], ctx)).ok).toBe(true);
+      expect((await desktop.observe(ctx, { includeImage: false })).cursor).toEqual({ x: 70, y: 80 });
+      const restarted = gatewayPid();
+      expect(restarted).toBeGreaterThan(0);
+      expect(restarted).not.toBe(pid);
+      // The new service knew no key: the host handed it over again.
+      expect(handedOverKeys.length).toBe(keysBefore + 1);
+    }, 60_000);
+
+    it("refuses a wrong key, a replayed handshake and a client that does not answer the challenge", async () => {
+      // The handshake as the protocol documents it (desktop-runtime's src/service/service-protocol.ts), by hand.
+      const serviceKeyId = (k: string) =>
+        createHash("sha256").update(`agent-computer service key\n${k}`).digest("base64url").slice(0, 16);
+      const serviceProof = (k: string, role: "host" | "service", theirs: string, ours: string) =>
+        createHmac("sha256", k).update(`agent-computer service ${role}\n${theirs}\n${ours}`).digest("base64url");
+      const newNonce = () => randomBytes(16).toString("base64url");
+      const key = Buffer.alloc(32, 7).toString("base64url");
+      const handed = await machine.exec({ argv: ["desktop", "service"], stdin: new TextEncoder().encode(key) });
+      expect(text(handed.stdout)).toContain('"ok":true');
+      /** Opens a connection, answers the challenge with `hello(challenge)`, and says how it ended. */
+      const attempt = (hello: (challenge: string) => object | undefined) =>
+        new Promise<{ welcome?: { proof: string }; closeCode?: number; challenge?: string }>((resolve) => {
+          const ws = new WebSocket(gatewayUrl);
+          let challenge: string | undefined;
+          ws.on("message", (data) => {
+            const message = JSON.parse(String(data));
+            if (message.t === "challenge") {
+              challenge = message.nonce;
+              const reply = hello(message.nonce);
+              if (reply) ws.send(JSON.stringify(reply));
+            } else if (message.t === "welcome") {
+              resolve({ welcome: message, ...(challenge ? { challenge } : {}) });
+              ws.close();
+            }
+          });
+          ws.on("close", (code) => resolve({ closeCode: code, ...(challenge ? { challenge } : {}) }));
+          ws.on("error", () => {});
+        });
+      const nonce = newNonce();
+      let recorded: object | undefined;
+      const good = await attempt((challenge) => {
+        recorded = { t: "hello", keyId: serviceKeyId(key), nonce, proof: serviceProof(key, "host", challenge, nonce) };
+        return recorded;
+      });
+      expect(good.welcome?.proof).toBe(serviceProof(key, "service", nonce, good.challenge as string));
+      // The same hello on a new connection answers an old challenge: refused.
+      expect((await attempt(() => recorded)).closeCode).toBe(4401);
+      const stranger = Buffer.alloc(32, 9).toString("base64url");
+      const wrong = await attempt((challenge) => ({
+        t: "hello",
+        keyId: serviceKeyId(stranger),
+        nonce,
+        proof: serviceProof(stranger, "host", challenge, nonce),
+      }));
+      expect(wrong.closeCode).toBe(4401);
+      const forged = await attempt(() => ({ t: "hello", keyId: serviceKeyId(key), nonce, proof: "A".repeat(43) }));
+      expect(forged.closeCode).toBe(4401);
+      // A call before any hello is refused too, and runs nothing.
+      const early = await attempt(() => ({ t: "call", id: 1, argv: ["list"], timeoutMs: 1000 }));
+      expect(early.closeCode).toBe(4401);
+    }, 60_000);
+
+    it("keeps the key out of every process's argv and environment, every file, the log, desktop list and events", async () => {
+      expect(handedOverKeys.length).toBeGreaterThanOrEqual(2);
+      // Patterns on stdin (-f -): the key never appears in grep's own argv or environment. Each search
+      // first finds something it must find (the gateway's state variable, the gateway's log), so an
+      // unreadable /proc or folder cannot pass it by accident.
+      const search = (paths: string, patterns: string, user?: string) =>
+        shell(machine, `grep -l -a -r -D skip -F -f - ${paths} 2>/dev/null; true`, `${patterns}\n`, user).stdout.trim();
+      const procs = "/proc/[0-9]*/cmdline /proc/[0-9]*/environ";
+      expect(search(procs, "AGENT_COMPUTER_DESKTOP_STATE=")).toMatch(/environ/);
+      expect(search("/tmp", "service-key keyId=")).toMatch(/gateway\.log/);
+      const keys = handedOverKeys.join("\n");
+      expect(search(procs, keys)).toBe("");
+      expect(search("/tmp /home /opt /var/log", keys)).toBe("");
+      expect(search("/tmp /home /opt /var/log", keys, "0")).toBe("");
+      const list = await machine.exec({ argv: ["desktop", "list"] });
+      const gatewayLog = shell(machine, "cat /tmp/agent-computer-desktops/gateway/gateway.log").stdout;
+      expect(gatewayLog).toContain("service-key");
+      for (const key of handedOverKeys) {
+        expect(text(list.stdout)).not.toContain(key);
+        expect(gatewayLog).not.toContain(key);
+        expect(logged.join("\n")).not.toContain(key);
+      }
+    }, 60_000);
+
+    it("sends nothing but a hello to a bot that killed the gateway and took its port, and grants no capability", async () => {
+      const impostor = String.raw`
+        const http = require("http"), crypto = require("crypto"), fs = require("fs");
+        const log = (line) => fs.appendFileSync(process.argv[1], line + "\n");
+        const server = http.createServer((req, res) => res.end());
+        server.on("upgrade", (req, sock) => {
+          const accept = crypto.createHash("sha1").update(req.headers["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+          sock.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + accept + "\r\n\r\n");
+          const send = (t) => { const b = Buffer.from(t); sock.write(Buffer.concat([Buffer.from([0x81, b.length]), b])); };
+          send(JSON.stringify({ t: "challenge", nonce: "AAAAAAAAAAAAAAAAAAAAAA" }));
+          let buf = Buffer.alloc(0);
+          sock.on("error", () => {});
+          sock.on("data", (d) => {
+            buf = Buffer.concat([buf, d]);
+            while (buf.length >= 2) {
+              let len = buf[1] & 127, off = 2;
+              if (len === 126) { if (buf.length < 4) return; len = buf.readUInt16BE(2); off = 4; }
+              else if (len === 127) { if (buf.length < 10) return; len = Number(buf.readBigUInt64BE(2)); off = 10; }
+              const mask = buf.subarray(off, off + 4); off += 4;
+              if (buf.length < off + len) return;
+              const p = Buffer.from(buf.subarray(off, off + len));
+              for (let i = 0; i < p.length; i++) p[i] ^= mask[i % 4];
+              buf = buf.subarray(off + len);
+              const message = p.toString();
+              log("MSG " + message);
+              if (message.includes('"hello"')) send(JSON.stringify({ t: "welcome", proof: "x".repeat(43) }));
+            }
+          });
+        });
+        server.listen(6080, () => log("LISTENING"));`;
+      // As the bot (the computer's user): kill the gateway, take its port.
+      const pid = gatewayPid();
+      await machine.exec({ argv: ["kill", "-9", String(pid)] });
+      await sleep(300);
+      await machine.exec({
+        argv: ["sh", "-c", 'setsid -f node -e "$1" /tmp/impostor.log </dev/null >/dev/null 2>&1', "sh", impostor],
+      });
+      const until = Date.now() + 10_000;
+      while (!text((await machine.exec({ argv: ["cat", "/tmp/impostor.log"] })).stdout).includes("LISTENING")) {
+        if (Date.now() > until) throw new Error("the impostor did not start");
+        await sleep(100);
+      }
+      // The next call meets the impostor, which cannot prove the key: the call goes through exec instead.
+      const typed = "typed-through-exec-not-to-the-impostor";
+      const outcome = await desktop.act([{ type: "type", text: typed }], ctx);
+      expect(outcome.ok).toBe(true);
+      await expect(desktop.screenEndpoint("view", ctx)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+      const heard = text((await machine.exec({ argv: ["cat", "/tmp/impostor.log"] })).stdout);
+      expect(heard).toContain('"t":"hello"');
+      expect(heard).not.toContain('"t":"call"');
+      expect(heard).not.toContain(typed);
+      for (const key of handedOverKeys) expect(heard).not.toContain(key);
+    }, 90_000);
+  });
+
+  describe("docker desktop service: the exec fallback", () => {
+    const provider = env.provider({ dataDir, desktopTransport: "exec" });
+    let machine: Machine;
+
+    beforeAll(async () => {
+      machine = await provider.provision({ computerId: "service-exec", homeKey: `service-exec-${Date.now()}` });
+    }, 120_000);
+    afterAll(async () => {
+      await machine?.destroy();
+    });
+
+    it("runs every verb through exec, one process per call, with the same answers", async () => {
+      let execs = 0;
+      const realExec = machine.exec.bind(machine);
+      machine.exec = (request, context) => {
+        execs++;
+        return realExec(request, context);
+      };
+      const desktop = (await machine.openDesktop?.("exec-bot")) as LinuxDesktopSession;
+      const before = execs;
+      const look = await desktop.observe(undefined, { format: "jpeg" });
+      expect(look.mimeType).toBe("image/jpeg");
+      expect((await desktop.act([{ type: "move", x: 11, y: 12 }])).ok).toBe(true);
+      expect((await desktop.observe(undefined, { includeImage: false })).cursor).toEqual({ x: 11, y: 12 });
+      const endpoint = await desktop.screenEndpoint("view");
+      expect(endpoint.url).toMatch(/\/screens\//);
+      expect(execs - before).toBe(4);
+      await desktop.release();
+    }, 90_000);
+
+    it("falls back to exec on a machine without portUrl", async () => {
+      const bare = { exec: machine.exec.bind(machine), workspacePath: machine.workspacePath };
+      const runtime = new LinuxDesktopRuntime(bare);
+      const desktop = await runtime.openDesktop("bare-bot");
+      expect((await desktop.act([{ type: "move", x: 5, y: 6 }])).ok).toBe(true);
+      expect((await desktop.observe(undefined, { includeImage: false })).cursor).toEqual({ x: 5, y: 6 });
+      await expect(desktop.screenEndpoint("view")).rejects.toMatchObject({ code: "UNSUPPORTED" });
+      await desktop.release();
+    }, 90_000);
+  });
+}
