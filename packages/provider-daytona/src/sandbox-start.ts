@@ -1,4 +1,5 @@
 import { AgentComputerError } from "@agent-computer/core";
+import { abortable } from "@agent-computer/core/provider-utils";
 import type { Sandbox } from "@daytonaio/sdk";
 import { daytonaFailure, isAuthFailure, isTransient, statusOf } from "./daytona-failure.js";
 
@@ -55,13 +56,14 @@ export async function ensureStarted(sandbox: Sandbox, context: StartContext): Pr
       );
     }
     try {
-      await sandbox.refreshData();
+      // Raced with the call's signal: the deadline ends the wait, not the SDK's own timeouts.
+      await abortable(sandbox.refreshData(), signal);
       last = String(sandbox.state);
       if (last === "started") return;
       if (last === "stopped" || last === "archived") {
         // The SDK waits for "started" too; bounded by what is left of our own wait.
         const seconds = Math.max(1, Math.floor((until - Date.now()) / 1000));
-        await sandbox.start(seconds);
+        await abortable(sandbox.start(seconds), signal);
         continue;
       }
       if (last === "destroyed" || last === "destroying") throw sandboxGone(context.ref);

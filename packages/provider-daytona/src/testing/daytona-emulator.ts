@@ -104,7 +104,8 @@ export class DaytonaEmulator {
   private dropLogStreams = 0;
   /** Every request the emulator answered, as `METHOD path` (tests read what the SDK sent). */
   readonly requests: string[] = [];
-  /** Every Authorization header it saw (a test checks the SDK sent the key, and nothing else leaked it). */
+  /** Every call it answered with an error, as `STATUS METHOD path` (injected faults included). */
+  readonly refusals: string[] = [];
   startDelayMs: number;
   startAnswerWaitMs: number;
   readonly workspaceUser: string;
@@ -183,6 +184,11 @@ export class DaytonaEmulator {
     this.faults.push({ ...rule, times: rule.times ?? 1 });
   }
 
+  /** Injected faults not yet answered (a test checks its faults were met). */
+  get pendingFaults(): number {
+    return this.faults.reduce((sum, f) => sum + (f.times ?? 1), 0);
+  }
+
   /** The next `count` log websockets close after their first frame, while the command still runs. */
   dropNextLogStream(count = 1): void {
     this.dropLogStreams += count;
@@ -246,6 +252,7 @@ export class DaytonaEmulator {
     } catch (error) {
       const status = error instanceof HttpAnswer ? error.status : 500;
       const message = error instanceof Error ? error.message : String(error);
+      this.refusals.push(`${status} ${method} ${url.pathname}`);
       const text = JSON.stringify({ statusCode: status, message, error: "emulated" });
       if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" });
       res.end(text);
