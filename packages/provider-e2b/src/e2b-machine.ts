@@ -9,7 +9,10 @@ import {
   checkOpContext,
   type ExecResult,
   loggerOf,
+  type MachineFiles,
+  normalizeHomePath,
   type OpContext,
+  opContext,
   type ProviderRef,
   signalOf,
   throwIfDone,
@@ -24,9 +27,17 @@ import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import { type ConnectionOpts, Sandbox } from "e2b";
 import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
 import type { ResolvedE2bProviderOptions } from "./e2b-provider-options.js";
-import { type EnvdCommandHost, runEnvdCommand, streamEnvdCommand } from "./envd-command.js";
+import { type EnvdCommandHost, runEnvdCommand } from "./envd-command.js";
 import { processHeaders, processRpcOf } from "./envd-process.js";
-import { DISCARD_STAGING, EXPORT_HOME, STAGE_HOME, SWAP_HOME, TRANSFER_EXIT } from "./home-transfer-scripts.js";
+import {
+  DISCARD_STAGING,
+  EXPORT_HOME_TO_FILE,
+  PLACE_EXIT,
+  PLACE_UPLOAD,
+  STAGE_UPLOADED_HOME,
+  SWAP_HOME,
+  TRANSFER_EXIT,
+} from "./home-transfer-scripts.js";
 
 /** What every machine of one provider shares. */
 export interface E2bMachineHost {
@@ -59,6 +70,78 @@ export class E2bMachine extends CommandChannelMachine {
       headers: processHeaders(host.options.user),
       failure: (error, what) => this.transportFailure(error, what),
     };
+    // Bulk bytes go through envd's /files (raw octet-stream); list and read stay on ExecHomeFiles.
+    const files = this.files;
+    (this as { files: MachineFiles }).files = {
+      ...files,
+      write: (path, data, ctx) => {
+        if (!(data instanceof Uint8Array) && typeof (data as Readable | undefined)?.pipe !== "function") {
+          throw new AgentComputerError("INVALID_ARGUMENT", "Invalid file data: expected a Uint8Array or a Readable.");
+        }
+        return this.writeFile(path, data, enterOperation(ctx, "write a file"));
+      },
+    };
+  }
+
+  /** A name beside the home (on its filesystem, so the final move is a rename) for one upload. */
+  private uploadPath(suffix: string): string {
+    const parent = this.workspacePath.slice(0, this.workspacePath.lastIndexOf("/"));
+    const base = this.workspacePath.slice(this.workspacePath.lastIndexOf("/") + 1);
+    return `${parent}/.${base}.upload-${randomBytes(6).toString("hex")}${suffix}`;
+  }
+
+  /** Streams `data` to `path` (absolute) through envd's /files as the sandbox user. */
+  private async upload(path: string, data: Uint8Array | Readable, signal: AbortSignal, what: string): Promise<void> {
+    const body =
+      data instanceof Uint8Array
+        ? new Blob([data as Uint8Array<ArrayBuffer>])
+        : (Readable.toWeb(data) as unknown as ReadableStream<Uint8Array>);
+    try {
+      await this.sandbox.files.write(path, body, { user: this.host.options.user, useOctetStream: true, signal });
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw await this.transportFailure(error, what);
+    }
+  }
+
+  /**
+   * Writes a home file: the bytes are uploaded beside the home through
+   * envd's /files (streamed, not buffered whole), then moved to the path,
+   * which is resolved and checked inside the sandbox as ExecHomeFiles does.
+   */
+  private async writeFile(path: string, data: Uint8Array | Readable, context: OpContext): Promise<void> {
+    const rel = normalizeHomePath(path);
+    if (rel === "") throw new AgentComputerError("INVALID_ARGUMENT", "Cannot write to the home itself; name a file.");
+    this.refuseSpent();
+    const signal = signalOf(context, "write a file");
+    const staged = this.uploadPath(".file");
+    await this.upload(staged, data, signal, "write a file");
+    const placed = await this.runCommand(
+      {
+        argv: ["sh", "-c", PLACE_UPLOAD, "place-upload", this.workspacePath, rel, staged],
+        workingDir: "/",
+        maxOutputBytes: 64 * 1024,
+      },
+      context,
+      "write a file",
+    );
+    const quoted = JSON.stringify(path);
+    switch (placed.exitCode) {
+      case 0:
+        return;
+      case PLACE_EXIT.outside:
+        throw new AgentComputerError("INVALID_ARGUMENT", `Invalid path ${quoted}: it leads out of the home.`);
+      case PLACE_EXIT.wrongType:
+        throw new AgentComputerError("INVALID_ARGUMENT", `${quoted} is not a file path.`);
+      case PLACE_EXIT.parentIsFile:
+        throw new AgentComputerError("INVALID_ARGUMENT", `A parent of ${quoted} is a file, not a folder.`);
+      default:
+        throw new AgentComputerError(
+          "UNAVAILABLE",
+          `The machine could not write ${quoted} (exit ${placed.exitCode}): ${text(placed.stderr) || "no message"}`,
+          { retryable: false },
+        );
+    }
   }
 
   get sandboxId(): string {
@@ -131,54 +214,50 @@ export class E2bMachine extends CommandChannelMachine {
     return runEnvdCommand(this.commands, { ...command, signal: signalOf(context, what) }, what);
   }
 
-  /** The home as one tar stream out of the sandbox; the next chunk is read only when the reader wants it. */
+  /**
+   * The home as one tar stream: tar writes it to a file beside the home,
+   * which is downloaded through envd's /files (raw bytes, read with
+   * backpressure) and removed when the reader is done.
+   */
   protected async exportHome(context: OpContext): Promise<Readable> {
     this.refuseSpent();
     const signal = signalOf(context, "workspace export");
-    let stream: Awaited<ReturnType<typeof streamEnvdCommand>>;
+    const file = this.uploadPath(".tar");
+    const removeFile = () =>
+      this.runCommand(
+        { argv: ["rm", "-f", "--", file], workingDir: "/", maxOutputBytes: 4096 },
+        {},
+        "remove the export",
+      ).catch(() => {});
+    const packed = await this.runCommand(
+      {
+        argv: ["sh", "-c", EXPORT_HOME_TO_FILE, "export-home", this.workspacePath, file],
+        workingDir: "/",
+        maxOutputBytes: 64 * 1024,
+      },
+      context,
+      "export the workspace",
+    );
+    if (packed.exitCode !== 0) {
+      await removeFile();
+      throw packed.exitCode === TRANSFER_EXIT.missingHome
+        ? new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`)
+        : new AgentComputerError(
+            "UNAVAILABLE",
+            `Exporting the home of ${this.ref} failed (tar exit ${packed.exitCode}): ${text(packed.stderr) || "no message"}`,
+            { retryable: false },
+          );
+    }
+    let stream: ReadableStream<Uint8Array>;
     try {
-      stream = await streamEnvdCommand(
-        this.commands,
-        ["sh", "-c", EXPORT_HOME, "export-home", this.workspacePath],
-        signal,
-      );
+      stream = await this.sandbox.files.read(file, { format: "stream", user: this.host.options.user, signal });
     } catch (error) {
+      await removeFile();
+      if (signal.aborted) throw signal.reason;
       throw await this.transportFailure(error, "export the workspace");
     }
-    let finished = false;
-    const tar = new Readable({
-      read: () => {
-        stream.next().then(
-          (chunk) => {
-            if (chunk instanceof Uint8Array) {
-              tar.push(Buffer.from(chunk));
-              return;
-            }
-            finished = true;
-            if (chunk.exitCode === 0) tar.push(null);
-            else
-              tar.destroy(
-                chunk.exitCode === TRANSFER_EXIT.missingHome
-                  ? new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`)
-                  : new AgentComputerError(
-                      "UNAVAILABLE",
-                      `Exporting the home of ${this.ref} failed (tar exit ${chunk.exitCode}): ${chunk.stderr.trim() || "no message"}`,
-                      { retryable: false },
-                    ),
-              );
-          },
-          async (error: unknown) => {
-            finished = true;
-            tar.destroy(
-              signal.aborted ? (signal.reason as Error) : await this.transportFailure(error, "export the workspace"),
-            );
-          },
-        );
-      },
-    });
-    tar.once("close", () => {
-      if (!finished) stream.cancel();
-    });
+    const tar = Readable.fromWeb(stream as import("node:stream/web").ReadableStream<Uint8Array>);
+    tar.once("close", () => void removeFile());
     return tar;
   }
 
@@ -204,15 +283,17 @@ export class E2bMachine extends CommandChannelMachine {
     const stopWatching = destroyOnAbort(tar, signal);
     const work = await mkdtemp(join(this.host.options.stagingDir ?? tmpdir(), "agent-computer-e2b-import-"));
     const tag = randomBytes(6).toString("hex");
-    const run = (argv: string[], stdin?: Readable) =>
-      this.runCommand({ argv, workingDir: "/", stdin, maxOutputBytes: 64 * 1024 }, context, "import the workspace");
+    const run = (argv: string[]) =>
+      this.runCommand({ argv, workingDir: "/", maxOutputBytes: 64 * 1024 }, context, "import the workspace");
     try {
       const staged = await stageHome(tar, join(work, "home")).catch((error: unknown) => {
         throw signal.aborted ? signal.reason : error;
       });
       const packed = packHome(staged.stagingDir);
+      const archive = this.uploadPath(".tar");
       try {
-        const extracted = await run(["sh", "-c", STAGE_HOME, "stage-home", this.workspacePath, tag], packed.tar);
+        await this.upload(archive, packed.tar, signal, "import the workspace");
+        const extracted = await run(["sh", "-c", STAGE_UPLOADED_HOME, "stage-home", this.workspacePath, tag, archive]);
         if (extracted.exitCode !== 0) {
           throw new AgentComputerError(
             "UNAVAILABLE",
@@ -244,7 +325,15 @@ export class E2bMachine extends CommandChannelMachine {
         loggerOf(context).info("e2b home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
       } catch (error) {
         packed.tar.destroy();
-        await run(["sh", "-c", DISCARD_STAGING, "discard-staging", this.workspacePath, tag]).catch(() => {});
+        // Under a fresh context: the call's own may be what ended it.
+        const cleanup = (argv: string[]) =>
+          this.runCommand(
+            { argv, workingDir: "/", maxOutputBytes: 4096 },
+            opContext({ timeoutMs: 10_000 }),
+            "clean up an import",
+          );
+        await cleanup(["sh", "-c", DISCARD_STAGING, "discard-staging", this.workspacePath, tag]).catch(() => {});
+        await cleanup(["rm", "-f", "--", archive]).catch(() => {});
         throw error;
       }
     } finally {

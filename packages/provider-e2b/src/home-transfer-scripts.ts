@@ -25,11 +25,6 @@ parent=\${home%/*} base=\${home##*/}
 staging="$parent/.$base.import-$tag" previous="$parent/.$base.previous-$tag"
 `;
 
-/** Step 1: extract the checked archive from stdin into a staging folder beside the home. */
-export const STAGE_HOME = `${PROLOGUE}for s in "$parent/.$base.import-"*; do [ -e "$s" ] && rm -rf -- "$s"; done
-mkdir -p -m 700 -- "$staging" || exit 70
-tar -xpf - -C "$staging" --no-same-owner || exit 71`;
-
 /** Step 2: the staged tree must hold exactly what was sent; then it replaces the home. */
 export const SWAP_HOME = `${PROLOGUE}[ -d "$staging" ] || exit 72
 f=$(find "$staging" -mindepth 1 -type f -printf . | wc -c)
@@ -49,3 +44,35 @@ rm -rf -- "$previous"`;
 export const DISCARD_STAGING = `${PROLOGUE}rm -rf -- "$staging"`;
 
 export const TRANSFER_EXIT = { missingHome: 66, incomplete: 73 } as const;
+
+/**
+ * Puts a file uploaded through envd's `/files` (beside the home, on its
+ * filesystem) at a home path: the path is resolved INSIDE the sandbox
+ * (realpath follows its links) and refused outside the home, with the exit
+ * codes of core's ExecHomeFiles; the upload is removed whatever happens.
+ */
+export const PLACE_UPLOAD = `home=$1 rel=$2 src=$3
+trap 'rm -f -- "$src"' EXIT
+resolve() {
+  t=$(realpath -m -- "$home/$rel"; printf x); t=\${t%x}; t=\${t%?}
+  case "$t" in "$home"|"$home"/*) ;; *) exit 64 ;; esac
+}
+resolve
+[ "$t" = "$home" ] && exit 65
+[ -d "$t" ] && exit 65
+mkdir -p -- "\${t%/*}" 2>/dev/null || exit 68
+# The folders just made are real ones, but a link may have appeared meanwhile.
+resolve
+mv -f -- "$src" "$t" || exit 69`;
+
+/** Step 1 of an import when the archive was uploaded as a file ($3) beside the home. */
+export const STAGE_UPLOADED_HOME = `${PROLOGUE}trap 'rm -f -- "$3"' EXIT
+for s in "$parent/.$base.import-"*; do [ -e "$s" ] && rm -rf -- "$s"; done
+mkdir -p -m 700 -- "$staging" || exit 70
+tar -xpf "$3" -C "$staging" --no-same-owner || exit 71`;
+
+/** Export into a file ($2) beside the home, for a download through `/files`. */
+export const EXPORT_HOME_TO_FILE = `exec > "$2" || exit 70
+${EXPORT_HOME}`;
+
+export const PLACE_EXIT = { outside: 64, wrongType: 65, parentIsFile: 68 } as const;

@@ -580,15 +580,20 @@ export class E2bEmulator {
     });
     const stream = (await exec.start({ hijack: false })) as Duplex;
     let started = false;
+    let waiting = false;
     const demuxer = new DockerOutputDemuxer((name, payload) => {
       if (name !== "stdout") return;
       if (!started) {
         started = true;
         res.writeHead(200, { "content-type": "application/octet-stream" });
       }
-      if (!res.write(payload)) {
+      if (!res.write(payload) && !waiting) {
+        waiting = true;
         stream.pause();
-        res.once("drain", () => stream.resume());
+        res.once("drain", () => {
+          waiting = false;
+          stream.resume();
+        });
       }
     });
     stream.on("data", (chunk: Buffer) => demuxer.push(chunk));
