@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { AgentComputerError, type ExecResult } from "@agent-computer/core";
 import { type MachineCommand, RunningCommand } from "@agent-computer/core/provider-utils";
-import type { Process } from "@daytonaio/sdk";
+import type { Sandbox } from "@daytonaio/sdk";
 import { FramedStream, SESSION_FRAMER, shellQuote } from "./session-framer.js";
 
 /** What running a command in a sandbox needs from its machine. */
@@ -12,7 +12,7 @@ export interface SessionCommandHost {
    * state change it is started and the call retried (within the call's
    * deadline); a missing sandbox is PROVIDER_GONE, a refused key UNAVAILABLE.
    */
-  toolbox<T>(what: string, signal: AbortSignal, call: (process: Process) => Promise<T>): Promise<T>;
+  toolbox<T>(what: string, signal: AbortSignal, call: (sandbox: Sandbox) => Promise<T>): Promise<T>;
 }
 
 /** A command to run in a sandbox. */
@@ -86,15 +86,17 @@ export async function startSessionCommand(
   const stdout = new FramedStream(onStdout);
   const stderr = new FramedStream(onStderr);
 
-  await host.toolbox("start a command session", signal, (process) => process.createSession(sessionId));
+  await host.toolbox("start a command session", signal, (sandbox) => sandbox.process.createSession(sessionId));
   const deleteSession = () =>
     void host
-      .toolbox("end a command session", AbortSignal.timeout(30_000), (process) => process.deleteSession(sessionId))
+      .toolbox("end a command session", AbortSignal.timeout(30_000), (sandbox) =>
+        sandbox.process.deleteSession(sessionId),
+      )
       .catch(() => {});
   let cmdId: string;
   try {
-    const started = await host.toolbox("start a command", signal, (process) =>
-      process.executeSessionCommand(sessionId, { command: line, runAsync: true, suppressInputEcho: true }),
+    const started = await host.toolbox("start a command", signal, (sandbox) =>
+      sandbox.process.executeSessionCommand(sessionId, { command: line, runAsync: true, suppressInputEcho: true }),
     );
     if (!started.cmdId) throw new AgentComputerError("UNAVAILABLE", "The toolbox started the command but named no id.");
     cmdId = started.cmdId;
@@ -115,8 +117,8 @@ export async function startSessionCommand(
     });
   }
 
-  const follow = host.toolbox("follow the command's output", signal, (process) =>
-    process.getSessionCommandLogs(
+  const follow = host.toolbox("follow the command's output", signal, (sandbox) =>
+    sandbox.process.getSessionCommandLogs(
       sessionId,
       cmdId,
       (text) => stdout.push(text),
@@ -129,8 +131,8 @@ export async function startSessionCommand(
       // The log stream closed before the framer's last line: ask the toolbox
       // whether the command ended (then read the rest of its log) or the
       // stream dropped while it runs (then end it: no orphan).
-      const state = await host.toolbox("look up the command", AbortSignal.timeout(30_000), (process) =>
-        process.getSessionCommand(sessionId, cmdId),
+      const state = await host.toolbox("look up the command", AbortSignal.timeout(30_000), (sandbox) =>
+        sandbox.process.getSessionCommand(sessionId, cmdId),
       );
       if (state.exitCode === undefined || state.exitCode === null) {
         await kill().catch(() => {});
@@ -140,8 +142,8 @@ export async function startSessionCommand(
           { details: { stream: "logs" } },
         );
       }
-      const logs = await host.toolbox("read the command's output", AbortSignal.timeout(60_000), (process) =>
-        process.getSessionCommandLogs(sessionId, cmdId),
+      const logs = await host.toolbox("read the command's output", AbortSignal.timeout(60_000), (sandbox) =>
+        sandbox.process.getSessionCommandLogs(sessionId, cmdId),
       );
       const restOut = new FramedStream(onStdout, stdout.lines);
       const restErr = new FramedStream(onStderr, stderr.lines);
@@ -183,8 +185,8 @@ async function pumpStdin(
   signal: AbortSignal,
 ): Promise<void> {
   const send = (data: string) =>
-    host.toolbox("send the command's input", signal, (process) =>
-      process.sendSessionCommandInput(sessionId, cmdId, data),
+    host.toolbox("send the command's input", signal, (sandbox) =>
+      sandbox.process.sendSessionCommandInput(sessionId, cmdId, data),
     );
   const write = async (chunk: Uint8Array) => {
     for (let offset = 0; offset < chunk.length; offset += STDIN_CHUNK) {

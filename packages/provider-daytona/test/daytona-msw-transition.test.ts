@@ -48,7 +48,7 @@ if (!env.missing) {
       machine = await provider.provision({ computerId: "msw", homeKey: `msw-${Date.now()}` });
       await machine.stop();
       env.emulator.startDelayMs = 2_000;
-      server.listen({ onUnhandledRequest: "bypass" });
+      server.listen();
       const again = await provider
         .reconnect(machine.ref, opContext({ timeoutMs: 60_000 }))
         .finally(() => server.close());

@@ -14,6 +14,7 @@ import { type WebSocket, WebSocketServer } from "ws";
 import type { DaytonaEmulatorOptions } from "./daytona-emulator-options.js";
 import type { EmulatedSandboxState } from "./emulated-sandbox-state.js";
 import type { FaultRule } from "./fault-rule.js";
+import { readMultipart } from "./multipart-upload.js";
 
 /** Every container an emulator starts carries this label (its value: the emulator's id). */
 export const EMULATOR_LABEL = "agent-computer.test/daytona-emulator";
@@ -235,6 +236,15 @@ export class DaytonaEmulator {
       }
       const fault = this.takeFault(method, url.pathname);
       if (fault) throw new HttpAnswer(fault.status, fault.message ?? `injected ${fault.status}`);
+      if (method === "POST" && /^\/toolbox\/[^/]+\/files\/bulk-upload$/.test(url.pathname)) {
+        await this.upload(url, req);
+        res.writeHead(200, { "content-type": "application/json" }).end("{}");
+        return;
+      }
+      if (method === "POST" && /^\/toolbox\/[^/]+\/files\/bulk-download$/.test(url.pathname)) {
+        await this.download(url, (await readBody(req)) as { paths?: string[] }, res);
+        return;
+      }
       const body = await readBody(req);
       const answer = url.pathname.startsWith("/api/")
         ? await this.rest(method, url, body)
@@ -617,6 +627,96 @@ export class DaytonaEmulator {
       return undefined;
     }
     throw new HttpAnswer(404, `no toolbox route ${method} ${path}`);
+  }
+
+  /** Bulk upload: each file part streams into the sandbox through `cat` as its user. */
+  private async upload(url: URL, req: IncomingMessage): Promise<void> {
+    const sandbox = this.runningSandbox(decodeURIComponent(url.pathname.split("/")[2] as string));
+    const container = this.docker.getContainer(sandbox.containerId as string);
+    await readMultipart(req, req.headers["content-type"] ?? "", async (part) => {
+      const index = /^files\[(\d+)\]\.file$/.exec(part.name)?.[1];
+      const path = index === undefined ? undefined : part.fields[`files[${index}].path`];
+      if (!path) {
+        part.body.resume();
+        throw new HttpAnswer(400, `upload part ${part.name} has no path`);
+      }
+      const exec = await container.exec({
+        Cmd: ["sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "upload", path],
+        User: this.workspaceUser,
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+      const ended = new Promise<void>((resolve) => {
+        stream.on("data", () => {});
+        stream.once("end", resolve);
+        stream.once("close", resolve);
+      });
+      for await (const chunk of part.body) {
+        if (!stream.write(chunk)) await new Promise((resolve) => stream.once("drain", resolve));
+      }
+      // Half-close: cat sees the end of its input and exits.
+      (stream as unknown as { end(): void }).end();
+      await ended;
+      const info = await exec.inspect();
+      if (info.ExitCode !== 0) throw new HttpAnswer(400, `could not write ${path} (exit ${info.ExitCode})`);
+    });
+  }
+
+  /** Bulk download: one multipart part per path, its bytes streamed from `cat` in the sandbox. */
+  private async download(url: URL, body: { paths?: string[] }, res: ServerResponse): Promise<void> {
+    const sandbox = this.runningSandbox(decodeURIComponent(url.pathname.split("/")[2] as string));
+    const container = this.docker.getContainer(sandbox.containerId as string);
+    const boundary = `emulator-${randomBytes(8).toString("hex")}`;
+    res.writeHead(200, { "content-type": `multipart/form-data; boundary=${boundary}` });
+    for (const path of body.paths ?? []) {
+      const exec = await container.exec({
+        Cmd: ["cat", "--", path],
+        User: this.workspaceUser,
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
+      const stderr: Buffer[] = [];
+      let opened = false;
+      const open = () => {
+        if (opened) return;
+        opened = true;
+        res.write(
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${path}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+        );
+      };
+      await new Promise<void>((resolve) => {
+        demux(
+          stream,
+          (chunk) => {
+            open();
+            if (!res.write(chunk)) {
+              stream.pause();
+              res.once("drain", () => stream.resume());
+            }
+          },
+          (chunk) => stderr.push(chunk),
+        );
+        stream.once("end", resolve);
+        stream.once("close", resolve);
+      });
+      const info = await exec.inspect();
+      if (info.ExitCode === 0) {
+        open();
+        res.write("\r\n");
+      } else if (!opened) {
+        const message = JSON.stringify({ message: Buffer.concat(stderr).toString("utf8").trim(), statusCode: 404 });
+        res.write(
+          `--${boundary}\r\nContent-Disposition: form-data; name="error"; filename="${path}"\r\nContent-Type: application/json\r\n\r\n${message}\r\n`,
+        );
+      } else {
+        res.destroy();
+        return;
+      }
+    }
+    res.end(`--${boundary}--\r\n`);
   }
 
   private session(sandbox: SandboxRecord, sessionId: string): Map<string, SessionCommandRecord> {
