@@ -1,14 +1,24 @@
 import { AgentComputerError } from "@agent-computer/core";
-import { AuthenticationError, NotFoundError, RateLimitError, SandboxError, ServiceBusyError } from "e2b";
-
-/** The HTTP status of a control-plane failure the SDK threw, when it says one. */
+/**
+ * The HTTP status of a control-plane failure the SDK threw, when it says
+ * one. By the error's name, not its class: the e2b SDK and Novita's fork
+ * (docs/architecture.md §9) throw errors of the same names from their own classes.
+ */
 export function sdkStatus(error: unknown): number | undefined {
-  if (error instanceof AuthenticationError) return 401;
-  if (error instanceof RateLimitError) return 429;
-  if (error instanceof ServiceBusyError) return 503;
-  if (error instanceof NotFoundError) return 404;
-  if (error instanceof SandboxError && typeof error.statusCode === "number") return error.statusCode;
-  return undefined;
+  if (!(error instanceof Error)) return undefined;
+  switch (error.name) {
+    case "AuthenticationError":
+      return 401;
+    case "RateLimitError":
+      return 429;
+    case "ServiceBusyError":
+      return 503;
+    case "NotFoundError":
+    case "SandboxNotFoundError":
+      return 404;
+  }
+  const status = (error as { statusCode?: unknown }).statusCode;
+  return typeof status === "number" ? status : undefined;
 }
 
 /** A failure worth retrying within the deadline: 5xx, 429, or the network. */
@@ -37,39 +47,41 @@ function brief(error: unknown): string {
  * network failure is UNAVAILABLE and never "gone": only the service saying
  * it does not know a sandbox means gone (docs/architecture.md §9).
  */
-export function e2bFailure(error: unknown, what: string): AgentComputerError {
+export function e2bFailure(error: unknown, what: string, service = "E2B"): AgentComputerError {
   if (AgentComputerError.is(error)) return error;
   const status = sdkStatus(error);
   if (status === 401 || status === 403) {
     return new AgentComputerError(
       "UNAVAILABLE",
-      `E2B refused the API key while trying to ${what} (HTTP ${status}); check E2B_API_KEY. No computer is replaced on this error.`,
+      `${service} refused the API key while trying to ${what} (HTTP ${status}); check the API key. No computer is replaced on this error.`,
       { retryable: false, cause: error },
     );
   }
   if (status === 429 || (status !== undefined && status >= 500)) {
     return new AgentComputerError(
       "UNAVAILABLE",
-      `E2B was unavailable while trying to ${what} (HTTP ${status}, still after retrying): ${brief(error)}`,
+      `${service} was unavailable while trying to ${what} (HTTP ${status}, still after retrying): ${brief(error)}`,
       { retryable: true, cause: error },
     );
   }
   if (status === 400) {
-    return new AgentComputerError("INVALID_ARGUMENT", `E2B refused to ${what}: ${brief(error)}`, { cause: error });
+    return new AgentComputerError("INVALID_ARGUMENT", `${service} refused to ${what}: ${brief(error)}`, {
+      cause: error,
+    });
   }
   if (status === 402 || status === 409) {
-    return new AgentComputerError("CONFLICT", `E2B refused to ${what} (HTTP ${status}): ${brief(error)}`, {
+    return new AgentComputerError("CONFLICT", `${service} refused to ${what} (HTTP ${status}): ${brief(error)}`, {
       retryable: false,
       cause: error,
     });
   }
   if (isNetworkFailure(error)) {
-    return new AgentComputerError("UNAVAILABLE", `E2B could not be reached to ${what}: ${brief(error)}`, {
+    return new AgentComputerError("UNAVAILABLE", `${service} could not be reached to ${what}: ${brief(error)}`, {
       retryable: true,
       cause: error,
     });
   }
-  return new AgentComputerError("UNAVAILABLE", `E2B failed to ${what}: ${brief(error)}`, {
+  return new AgentComputerError("UNAVAILABLE", `${service} failed to ${what}: ${brief(error)}`, {
     retryable: false,
     cause: error,
   });
@@ -97,7 +109,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
  */
 export async function withControlPlaneRetry<T>(
   call: () => Promise<T>,
-  options: { what: string; deadlineMs: number; signal: AbortSignal },
+  options: { what: string; deadlineMs: number; signal: AbortSignal; service?: string },
 ): Promise<T> {
   const until = Date.now() + options.deadlineMs;
   for (let attempt = 0; ; attempt++) {
@@ -106,7 +118,7 @@ export async function withControlPlaneRetry<T>(
     } catch (error) {
       if (options.signal.aborted) throw options.signal.reason;
       const wait = Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
-      if (!isTransient(error) || Date.now() + wait >= until) throw e2bFailure(error, options.what);
+      if (!isTransient(error) || Date.now() + wait >= until) throw e2bFailure(error, options.what, options.service);
       await sleep(wait, options.signal);
     }
   }

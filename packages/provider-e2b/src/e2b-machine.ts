@@ -24,7 +24,8 @@ import {
   type MachineCommand,
 } from "@agent-computer/core/provider-utils";
 import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
-import { type ConnectionOpts, Sandbox } from "e2b";
+import type { ConnectionOpts } from "e2b";
+import type { ComputerQuarantine } from "./computer-quarantine.js";
 import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
 import type { ResolvedE2bProviderOptions } from "./e2b-provider-options.js";
 import { type EnvdCommandHost, runEnvdCommand } from "./envd-command.js";
@@ -38,10 +39,12 @@ import {
   SWAP_HOME,
   TRANSFER_EXIT,
 } from "./home-transfer-scripts.js";
+import type { SandboxSdk } from "./sandbox-sdk.js";
 
 /** What every machine of one provider shares. */
 export interface E2bMachineHost {
-  readonly kind: string;
+  readonly sdk: SandboxSdk;
+  readonly quarantine: ComputerQuarantine;
   readonly options: ResolvedE2bProviderOptions;
   /** The SDK's connection options (key, URLs, request timeout); never logged. */
   connection(): ConnectionOpts;
@@ -60,15 +63,16 @@ export class E2bMachine extends CommandChannelMachine {
 
   constructor(
     private readonly host: E2bMachineHost,
-    readonly sandbox: Sandbox,
+    readonly sandbox: InstanceType<SandboxSdk["Sandbox"]>,
     screenLimit = 0,
   ) {
     super(host.options.workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
-    this.ref = `${host.kind}:${sandbox.sandboxId}` as ProviderRef;
+    this.ref = `${host.sdk.kind}:${sandbox.sandboxId}` as ProviderRef;
     this.commands = {
       rpc: processRpcOf(sandbox),
       headers: processHeaders(host.options.user),
       failure: (error, what) => this.transportFailure(error, what),
+      killUnconfirmed: (what) => this.killUnconfirmed(what),
     };
     // Bulk bytes go through envd's /files (raw octet-stream); list and read stay on ExecHomeFiles.
     const files = this.files;
@@ -164,9 +168,11 @@ export class E2bMachine extends CommandChannelMachine {
     const context = enterOperation(ctx, "stop");
     try {
       await withControlPlaneRetry(
-        () => Sandbox.pause(this.sandboxId, { ...this.host.connection(), signal: signalOf(context, "stop") }),
+        () =>
+          this.host.sdk.Sandbox.pause(this.sandboxId, { ...this.host.connection(), signal: signalOf(context, "stop") }),
         {
           what: `pause ${this.ref}`,
+          service: this.host.sdk.service,
           deadlineMs: this.host.options.controlPlaneDeadlineMs,
           signal: signalOf(context, "stop"),
         },
@@ -183,9 +189,11 @@ export class E2bMachine extends CommandChannelMachine {
     this.spent = true;
     // kill answers false for a sandbox already gone: destroying twice is fine.
     await withControlPlaneRetry(
-      () => Sandbox.kill(this.sandboxId, { ...this.host.connection(), signal: signalOf(context, "destroy") }),
+      () =>
+        this.host.sdk.Sandbox.kill(this.sandboxId, { ...this.host.connection(), signal: signalOf(context, "destroy") }),
       {
         what: `kill ${this.ref}`,
+        service: this.host.sdk.service,
         deadlineMs: this.host.options.controlPlaneDeadlineMs,
         signal: signalOf(context, "destroy"),
       },
@@ -211,7 +219,34 @@ export class E2bMachine extends CommandChannelMachine {
 
   protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
     this.refuseSpent();
-    return runEnvdCommand(this.commands, { ...command, signal: signalOf(context, what) }, what);
+    await this.refuseQuarantined();
+    try {
+      return await runEnvdCommand(this.commands, { ...command, signal: signalOf(context, what) }, what);
+    } catch (error) {
+      await this.refuseQuarantined();
+      throw error;
+    }
+  }
+
+  /**
+   * Novita's rule: a command whose processes could not be confirmed killed
+   * may still run, so the computer is paused and quarantined; reconnect
+   * refuses it until recover. On E2B the failure is only reported.
+   */
+  private async killUnconfirmed(what: string): Promise<void> {
+    if (!this.host.sdk.quarantineUnconfirmedKills) return;
+    const reason = `the processes of a command (${what}) could not be confirmed killed`;
+    await this.host.quarantine.add(this.ref, reason);
+    await this.host.sdk.Sandbox.pause(this.sandboxId, {
+      ...this.host.connection(),
+      signal: AbortSignal.timeout(30_000),
+    }).catch(() => {});
+  }
+
+  private async refuseQuarantined(): Promise<void> {
+    if (!this.host.sdk.quarantineUnconfirmedKills) return;
+    const reason = await this.host.quarantine.reasonOf(this.ref);
+    if (reason !== undefined) throw quarantinedError(this.ref, reason);
   }
 
   /**
@@ -359,7 +394,7 @@ export class E2bMachine extends CommandChannelMachine {
 
   private async state(): Promise<"running" | "paused" | "gone"> {
     try {
-      const info = await Sandbox.getInfo(this.sandboxId, {
+      const info = await this.host.sdk.Sandbox.getInfo(this.sandboxId, {
         ...this.host.connection(),
         signal: AbortSignal.timeout(10_000),
       });
@@ -380,6 +415,15 @@ export class E2bMachine extends CommandChannelMachine {
       `The sandbox behind ${this.ref} no longer exists (killed or expired); provision a replacement and restore its home.`,
     );
   }
+}
+
+/** What every call on a quarantined computer throws. */
+export function quarantinedError(ref: ProviderRef, reason: string): AgentComputerError {
+  return new AgentComputerError(
+    "CONFLICT",
+    `${ref} is quarantined and paused: ${reason}. It is not resumed until an explicit recover replaces it from its last checkpoint.`,
+    { retryable: false, details: { quarantined: true } },
+  );
 }
 
 function text(bytes: Uint8Array): string {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ComputerQuarantine } from "./computer-quarantine.js";
 
 /** What `portUrl` returns for (sandbox id, port), instead of `https://<port>-<id>.<domain>`. */
 export type E2bPortUrl = (sandboxId: string, port: number) => string;
@@ -44,6 +45,16 @@ export const e2bProviderOptionsSchema = z.object({
   screenLimit: z.number().int().nonnegative().default(0),
   /** Variables set in every sandbox. */
   envs: z.record(z.string(), z.string()).default({}),
+  /**
+   * Where quarantined computers are kept (the Novita flavour quarantines a
+   * computer whose command could not be confirmed killed); default: memory.
+   */
+  quarantine: z
+    .custom<ComputerQuarantine>(
+      (v) => typeof (v as ComputerQuarantine | undefined)?.reasonOf === "function",
+      "a ComputerQuarantine",
+    )
+    .optional(),
   /** Where an import stages and checks the archive on this host (default: the OS temp folder). */
   stagingDir: z.string().min(1).optional(),
 });
@@ -51,15 +62,21 @@ export const e2bProviderOptionsSchema = z.object({
 export type E2bProviderOptions = z.input<typeof e2bProviderOptionsSchema>;
 export type ResolvedE2bProviderOptions = z.output<typeof e2bProviderOptionsSchema>;
 
-/** The E2B_* variables the provider reads where an option is not given. */
-export function e2bOptionsFromEnv(env: Record<string, string | undefined>): Partial<E2bProviderOptions> {
-  const pick = (name: string) => (env[name] === undefined || env[name] === "" ? undefined : env[name]);
+/** The `<prefix>_*` variables (E2B_API_KEY, NOVITA_API_KEY, ...) the provider reads where an option is not given. */
+export function e2bOptionsFromEnv(
+  env: Record<string, string | undefined>,
+  prefix: "E2B" | "NOVITA" = "E2B",
+): Partial<E2bProviderOptions> {
+  const pick = (name: string) => {
+    const value = env[`${prefix}_${name}`];
+    return value === undefined || value === "" ? undefined : value;
+  };
   return withoutUndefined({
-    apiKey: pick("E2B_API_KEY"),
-    template: pick("E2B_TEMPLATE"),
-    apiUrl: pick("E2B_API_URL"),
-    sandboxUrl: pick("E2B_SANDBOX_URL"),
-    domain: pick("E2B_DOMAIN"),
+    apiKey: pick("API_KEY"),
+    template: pick("TEMPLATE"),
+    apiUrl: pick("API_URL"),
+    sandboxUrl: pick("SANDBOX_URL"),
+    domain: pick("DOMAIN"),
   });
 }
 

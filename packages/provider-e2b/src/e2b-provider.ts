@@ -7,15 +7,18 @@ import {
   type SandboxProvider,
 } from "@agent-computer/core";
 import { defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
-import { type ConnectionOpts, Sandbox } from "e2b";
+import type { ConnectionOpts } from "e2b";
+import { type ComputerQuarantine, memoryQuarantine } from "./computer-quarantine.js";
 import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
-import { E2bMachine, type E2bMachineHost } from "./e2b-machine.js";
+import { E2bMachine, type E2bMachineHost, quarantinedError } from "./e2b-machine.js";
 import {
   type E2bProviderOptions,
   e2bOptionsFromEnv,
   e2bProviderOptionsSchema,
+  type ResolvedE2bProviderOptions,
   withoutUndefined,
 } from "./e2b-provider-options.js";
+import { E2B_SDK, NOVITA_SDK, type SandboxSdk } from "./sandbox-sdk.js";
 
 /**
  * Desktops through the shared LinuxDesktopRuntime over envd; stop pauses
@@ -52,24 +55,62 @@ export function e2bProvider(
   options: Partial<E2bProviderOptions> = {},
   env: Record<string, string | undefined> = process.env,
 ): SandboxProvider {
-  const merged = { ...e2bOptionsFromEnv(env), ...withoutUndefined(options) };
+  return sandboxProviderOn(E2B_SDK, parseOptions(E2B_SDK, options, env)).provider;
+}
+
+/** A Novita provider: the SandboxProvider, and `recover` for a computer it quarantined. */
+export interface NovitaProvider extends SandboxProvider {
+  /**
+   * Ends a quarantined computer: its sandbox is killed and the quarantine
+   * lifted, so the next reconnect says "gone" and the runtime replaces it
+   * from its last checkpoint.
+   */
+  recover(ref: ProviderRef): Promise<void>;
+}
+
+/**
+ * Computers on Novita's E2B-compatible service, through `novita-sandbox`
+ * (its fork of an older E2B SDK) and the same code as `e2bProvider`.
+ * Settings come from `options`, then from `NOVITA_*` variables. It needs
+ * the computer template (no fallback to the stock desktop); stop and idle
+ * pause with memory kept; a command whose kill cannot be confirmed pauses
+ * and quarantines the computer until `recover`.
+ */
+export function novitaProvider(
+  options: Partial<E2bProviderOptions> = {},
+  env: Record<string, string | undefined> = process.env,
+): NovitaProvider {
+  const { provider, recover } = sandboxProviderOn(NOVITA_SDK, parseOptions(NOVITA_SDK, options, env));
+  return Object.assign(provider, { recover });
+}
+
+function parseOptions(
+  sdk: SandboxSdk,
+  options: Partial<E2bProviderOptions>,
+  env: Record<string, string | undefined>,
+): ResolvedE2bProviderOptions {
+  const merged = { ...e2bOptionsFromEnv(env, sdk.envPrefix), ...withoutUndefined(options) };
   if (merged.template === undefined) {
     throw new AgentComputerError(
       "INVALID_ARGUMENT",
-      'Invalid E2bProviderOptions: at "template": required; pass the computer template (agent-computer-e2b-template build) or set E2B_TEMPLATE.',
+      `Invalid E2bProviderOptions: at "template": required; pass the computer template or set ${sdk.envPrefix}_TEMPLATE.`,
     );
   }
-  const parsed = parseInput(e2bProviderOptionsSchema, merged, "E2bProviderOptions");
-  return sandboxProviderOn("e2b", parsed);
+  return parseInput(e2bProviderOptionsSchema, merged, "E2bProviderOptions");
 }
 
-/** The provider over the SDK for one flavour (`kind`); shared by every E2B-compatible service. */
-function sandboxProviderOn(kind: string, parsed: ReturnType<typeof e2bProviderOptionsSchema.parse>): SandboxProvider {
+/** The provider over one flavour's SDK; every E2B-compatible service shares it. */
+function sandboxProviderOn(
+  sdk: SandboxSdk,
+  parsed: ResolvedE2bProviderOptions,
+): { provider: SandboxProvider; recover(ref: ProviderRef): Promise<void> } {
+  const { kind, Sandbox } = sdk;
+  const quarantine: ComputerQuarantine = parsed.quarantine ?? memoryQuarantine();
   const connection = (): ConnectionOpts => {
     if (!parsed.apiKey) {
       throw new AgentComputerError(
         "UNAVAILABLE",
-        "E2B computers are disabled: no API key (set E2B_API_KEY or pass apiKey to e2bProvider).",
+        `${sdk.service} computers are disabled: no API key (set ${sdk.envPrefix}_API_KEY or pass apiKey).`,
         { retryable: false },
       );
     }
@@ -81,11 +122,11 @@ function sandboxProviderOn(kind: string, parsed: ReturnType<typeof e2bProviderOp
       requestTimeoutMs: parsed.requestTimeoutMs,
     });
   };
-  const host: E2bMachineHost = { kind, options: parsed, connection };
+  const host: E2bMachineHost = { sdk, quarantine, options: parsed, connection };
   const retry = <T>(call: () => Promise<T>, what: string, signal: AbortSignal) =>
-    withControlPlaneRetry(call, { what, deadlineMs: parsed.controlPlaneDeadlineMs, signal });
+    withControlPlaneRetry(call, { what, deadlineMs: parsed.controlPlaneDeadlineMs, signal, service: sdk.service });
 
-  return defineSandboxProvider({
+  const provider = defineSandboxProvider({
     kind,
     capabilities: E2B_CAPABILITIES,
     defaults: { image: parsed.template, screenLimit: parsed.screenLimit },
@@ -137,6 +178,9 @@ function sandboxProviderOn(kind: string, parsed: ReturnType<typeof e2bProviderOp
 
     async reconnect(id, { ref, signal }) {
       const opts = connection();
+      // A quarantined computer is never resumed, not even to look at it.
+      const reason = sdk.quarantineUnconfirmedKills ? await quarantine.reasonOf(ref) : undefined;
+      if (reason !== undefined) throw quarantinedError(ref, reason);
       let metadata: Record<string, string>;
       try {
         const info = await retry(() => Sandbox.getInfo(id, { ...opts, signal }), `look up ${ref}`, signal);
@@ -147,7 +191,7 @@ function sandboxProviderOn(kind: string, parsed: ReturnType<typeof e2bProviderOp
       }
       // Not one of ours: never drive it.
       if (metadata[E2B_METADATA.managed] !== "true") return "gone";
-      let sandbox: Sandbox;
+      let sandbox: InstanceType<typeof Sandbox>;
       try {
         // ALWAYS with timeoutMs: a connect without it resets the sandbox timeout to 5 minutes (E2B #1055).
         sandbox = await retry(
@@ -177,11 +221,24 @@ function sandboxProviderOn(kind: string, parsed: ReturnType<typeof e2bProviderOp
           for (const item of items) found.push({ id: item.sandboxId, startedAt: item.startedAt.valueOf() });
         }
       } catch (error) {
-        throw e2bFailure(error, "list sandboxes");
+        throw e2bFailure(error, "list sandboxes", sdk.service);
       }
       return found
         .sort((a, b) => a.startedAt - b.startedAt || a.id.localeCompare(b.id))
         .map((s) => `${kind}:${s.id}` as ProviderRef);
     },
   });
+  return {
+    provider,
+    async recover(ref) {
+      const id = ref.slice(`${kind}:`.length);
+      await withControlPlaneRetry(() => Sandbox.kill(id, connection()), {
+        what: `kill quarantined ${ref}`,
+        deadlineMs: parsed.controlPlaneDeadlineMs,
+        signal: AbortSignal.timeout(parsed.controlPlaneDeadlineMs + parsed.requestTimeoutMs),
+        service: sdk.service,
+      });
+      await quarantine.remove(ref);
+    },
+  };
 }

@@ -9,6 +9,8 @@ export interface EnvdCommandHost {
   headers: Record<string, string>;
   /** The contract's error for a transport failure (the sandbox gone, paused, unreachable). */
   failure(error: unknown, what: string): Promise<AgentComputerError>;
+  /** Called when a command's processes could not be confirmed killed (Novita quarantines the computer). */
+  killUnconfirmed?(what: string): Promise<void>;
 }
 
 /** stdin is sent in pieces of at most this many bytes (each one SendInput call). */
@@ -140,20 +142,19 @@ export async function runEnvdCommand(
   try {
     const outcome = await Promise.race([pump, running.aborted]);
     if (outcome === "aborted") {
-      await running.kill().catch(() => {});
+      if (!(await confirmKill(running))) await host.killUnconfirmed?.(what);
       throw running.abortError();
     }
     await running.settleTimeout();
+    if (running.timedOut && !(await confirmKill(running))) await host.killUnconfirmed?.(what);
     await stdinDone;
     return running.result(outcome);
   } catch (error) {
     if (command.signal.aborted) throw running.abortError();
     if (AgentComputerError.is(error) && error.code === "ABORTED") throw error;
     // The stream broke while the command ran: kill what it left, then say so.
-    const killed = await running.kill().then(
-      () => true,
-      () => false,
-    );
+    const killed = await confirmKill(running);
+    if (!killed) await host.killUnconfirmed?.(what).catch(() => {});
     const failure = await host.failure(error, what);
     throw new AgentComputerError(
       failure.code === "PROVIDER_GONE" ? "PROVIDER_GONE" : "UNAVAILABLE",
@@ -165,4 +166,12 @@ export async function runEnvdCommand(
     stream.abort();
     pump.catch(() => {});
   }
+}
+
+/** Kills the command's tree (once) and says whether that was confirmed. */
+function confirmKill(running: RunningCommand): Promise<boolean> {
+  return running.kill().then(
+    () => true,
+    () => false,
+  );
 }

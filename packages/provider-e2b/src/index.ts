@@ -1,9 +1,10 @@
+export { buildE2bTemplate } from "./build-e2b-template.js";
+export { type ComputerQuarantine, memoryQuarantine } from "./computer-quarantine.js";
 export { E2bMachine } from "./e2b-machine.js";
-export { E2B_CAPABILITIES, E2B_METADATA, e2bProvider } from "./e2b-provider.js";
+export { E2B_CAPABILITIES, E2B_METADATA, e2bProvider, type NovitaProvider, novitaProvider } from "./e2b-provider.js";
 export {
   type E2bPortUrl,
   type E2bProviderOptions,
   e2bOptionsFromEnv,
   e2bProviderOptionsSchema,
 } from "./e2b-provider-options.js";
-export { buildE2bTemplate, novitaProvider } from "./novita.js";

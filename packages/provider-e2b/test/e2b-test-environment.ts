@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { checkDockerHost } from "@agent-computer/provider-docker";
 import { chooseTestProvider } from "@agent-computer/testing/provider-test";
 import { afterAll } from "vitest";
-import { type E2bProviderOptions, e2bProvider } from "../src/index.js";
+import { type E2bProviderOptions, e2bProvider, novitaProvider } from "../src/index.js";
 import { E2bEmulator } from "../src/testing/index.js";
 
 /** The template the emulator maps to the computer image. */
@@ -16,16 +16,18 @@ type EmulatorProviderOptions = Partial<E2bProviderOptions> & {
 };
 
 /**
- * E2B as this package's suites run it: the real `e2b` SDK against the
+ * E2B as this package's suites run it: the real `e2b` SDK (or Novita's
+ * `novita-sandbox`, for the novita flavour) against the
  * loopback emulator, whose sandboxes are containers of the computer image
  * on this machine's Docker engine. The emulator starts here and closes
  * when the file's tests end; without the engine or the image the result
  * says what is missing and `suite` is reported (failing under CI).
  */
-export function e2bTestEnvironment(suite?: string) {
+export function e2bTestEnvironment(suite?: string, flavour: "e2b" | "novita" = "e2b") {
+  const make = flavour === "novita" ? novitaProvider : e2bProvider;
   return chooseTestProvider(
     {
-      kind: "e2b",
+      kind: flavour,
       async check() {
         const host = await checkDockerHost();
         const apiKey = `e2b_${randomBytes(20).toString("hex")}`;
@@ -38,7 +40,7 @@ export function e2bTestEnvironment(suite?: string) {
       },
       // The environment is never read: every setting is passed.
       create: ({ emulator, apiKey, image: _image, docker: _docker, ...options }: EmulatorProviderOptions) =>
-        e2bProvider(
+        make(
           {
             apiKey,
             template: TEST_TEMPLATE,

@@ -97,6 +97,7 @@ export class E2bEmulator {
   private dropStreams = 0;
   private dropAfterBytes = 0;
   private killFails = 0;
+  private failStartsAfterDrop = 0;
   private address = "";
 
   constructor(private readonly options: E2bEmulatorOptions) {
@@ -172,10 +173,15 @@ export class E2bEmulator {
     this.killFails = 0;
   }
 
-  /** The next `count` process streams are cut after `afterBytes` bytes of output (the process keeps running). */
-  dropNextStreams(count = 1, afterBytes = 1): void {
+  /**
+   * The next `count` process streams are cut after `afterBytes` bytes of
+   * output (the process keeps running); with `thenFailStarts`, that many
+   * process starts after each cut fail too (so a kill cannot be confirmed).
+   */
+  dropNextStreams(count = 1, afterBytes = 1, options: { thenFailStarts?: number } = {}): void {
     this.dropStreams = count;
     this.dropAfterBytes = afterBytes;
+    this.failStartsAfterDrop = options.thenFailStarts ?? 0;
   }
 
   /** The next `count` process starts (such as a kill's helper) fail with 502. */
@@ -220,7 +226,8 @@ export class E2bEmulator {
     const portTarget = this.portTargetOfHost(req.headers.host);
     if (portTarget) return proxyHttp(req, res, portTarget.ip, portTarget.port);
     const url = new URL(req.url ?? "/", "http://emulator");
-    const sandboxHeader = req.headers["e2b-sandbox-id"];
+    // E2B's header, or Novita's (its SDK is a fork that renamed them).
+    const sandboxHeader = req.headers["e2b-sandbox-id"] ?? req.headers["novita-sandbox-id"];
     if (typeof sandboxHeader === "string") return this.envd(req, res, url, sandboxHeader);
     return this.controlPlane(req, res, url);
   }
@@ -276,11 +283,13 @@ export class E2bEmulator {
       );
     }
     const on = (verb: string, route: RegExp) => (verb === "*" || method === verb ? route.exec(path) : null);
-    const connect = on("POST", /^\/v2\/sandboxes\/([^/]+)\/connect$/);
+    const connect = on("POST", /^(?:\/v2)?\/sandboxes\/([^/]+)\/connect$/);
     const pause = on("POST", /^\/sandboxes\/([^/]+)\/pause$/);
     const timeout = on("POST", /^\/sandboxes\/([^/]+)\/timeout$/);
     const one = on("*", /^\/sandboxes\/([^/]+)$/);
-    if (method === "POST" && path === "/v2/sandboxes") return this.create(body as Record<string, unknown>, reply);
+    // /v2/sandboxes is E2B's create; /sandboxes (v1) is Novita's.
+    if (method === "POST" && (path === "/v2/sandboxes" || path === "/sandboxes"))
+      return this.create(body as Record<string, unknown>, reply);
     if (method === "GET" && path === "/v2/sandboxes") return this.list(url, reply);
     if (connect) {
       const match = connect;
@@ -405,10 +414,10 @@ export class E2bEmulator {
   }
 
   private listedBody(sandbox: EmulatedSandbox) {
+    // No clientID: Novita's SDK would append it to the id.
     return {
       templateID: sandbox.templateId,
       sandboxID: sandbox.id,
-      clientID: "emulator",
       startedAt: sandbox.startedAt.toISOString(),
       endAt: new Date(sandbox.startedAt.valueOf() + 3600_000).toISOString(),
       cpuCount: 2,
@@ -530,6 +539,7 @@ export class E2bEmulator {
         // A dropped stream: the connection is cut, the process keeps running (as when a proxy drops it).
         ended = true;
         drop = -1;
+        this.killFails += this.failStartsAfterDrop;
         res.socket?.destroy();
       }
     });

@@ -1,0 +1,39 @@
+import { Sandbox } from "e2b";
+import { Sandbox as NovitaSandbox } from "novita-sandbox";
+
+/**
+ * The SDK a flavour of the provider drives: E2B's `e2b`, or Novita's
+ * `novita-sandbox`, a fork of an older E2B SDK with the same `Sandbox`
+ * statics, the same envd process client and its own paths and headers.
+ * Typed as e2b's: the calls this package makes have the same shapes in both.
+ */
+export interface SandboxSdk {
+  /** The provider kind: the prefix of every ref. */
+  readonly kind: "e2b" | "novita";
+  /** The service's name in messages. */
+  readonly service: string;
+  readonly Sandbox: typeof Sandbox;
+  /** The prefix of the service's environment variables (E2B_API_KEY, NOVITA_API_KEY). */
+  readonly envPrefix: "E2B" | "NOVITA";
+  /**
+   * A command whose kill cannot be confirmed pauses and quarantines the
+   * computer (Novita's rule): reconnect refuses it until it is recovered.
+   */
+  readonly quarantineUnconfirmedKills: boolean;
+}
+
+export const E2B_SDK: SandboxSdk = {
+  kind: "e2b",
+  service: "E2B",
+  Sandbox,
+  envPrefix: "E2B",
+  quarantineUnconfirmedKills: false,
+};
+
+export const NOVITA_SDK: SandboxSdk = {
+  kind: "novita",
+  service: "Novita",
+  Sandbox: NovitaSandbox as unknown as typeof Sandbox,
+  envPrefix: "NOVITA",
+  quarantineUnconfirmedKills: true,
+};

@@ -1,0 +1,61 @@
+import type { Machine } from "@agent-computer/core";
+import { failureOf } from "@agent-computer/testing/provider-test";
+import { afterAll, describe, expect, it } from "vitest";
+import type { NovitaProvider } from "../src/index.js";
+import { e2bTestEnvironment } from "./e2b-test-environment.js";
+
+// Novita's rule, through the real novita-sandbox SDK: a command whose kill
+// cannot be confirmed pauses and quarantines the computer; reconnect then
+// refuses it (never resuming it) until recover ends it.
+const env = await e2bTestEnvironment("novita: quarantine", "novita");
+if (!env.missing) {
+  const { emulator } = env;
+  const provider = env.provider() as NovitaProvider;
+  const owned: Machine[] = [];
+  const idOf = (m: Machine) => m.ref.slice("novita:".length);
+
+  describe("novita: quarantine", () => {
+    afterAll(async () => {
+      emulator.clearFaults();
+      for (const m of owned) await m.destroy().catch(() => {});
+    }, 60_000);
+
+    it("speaks Novita's wire: v1 create and connect paths", async () => {
+      const machine = await provider.provision({ computerId: "wire", homeKey: `wire-${Date.now()}` });
+      owned.push(machine);
+      expect(machine.ref).toMatch(/^novita:/);
+      await machine.stop();
+      await provider.reconnect(machine.ref);
+      const paths = emulator.calls.map((c) => `${c.method} ${c.path}`);
+      expect(paths).toContain("POST /sandboxes");
+      expect(paths).toContain(`POST /sandboxes/${idOf(machine)}/connect`);
+      expect(paths).not.toContain("POST /v2/sandboxes");
+    }, 60_000);
+
+    it("quarantines a computer whose command could not be confirmed killed, and reconnect refuses until recover", async () => {
+      const machine = await provider.provision({ computerId: "q", homeKey: `quarantine-${Date.now()}` });
+      owned.push(machine);
+      // The stream drops mid-command and the kill's own process cannot start.
+      emulator.dropNextStreams(1, 1, { thenFailStarts: 1 });
+      const error = await failureOf(machine.exec({ shell: "echo started; sleep 60" }));
+      expect(error.code).toBe("CONFLICT");
+      expect(error.details).toMatchObject({ quarantined: true });
+      expect(error.message).toMatch(/quarantined and paused/);
+      expect(emulator.sandbox(idOf(machine))?.state).toBe("paused");
+
+      const connectsBefore = emulator.calls.filter((c) => c.path.endsWith(`/${idOf(machine)}/connect`)).length;
+      const refused = await failureOf(provider.reconnect(machine.ref));
+      expect(refused.code).toBe("CONFLICT");
+      expect(refused.message).toMatch(/quarantined/);
+      // Refused without resuming it: no connect reached the service, it stays paused.
+      expect(emulator.calls.filter((c) => c.path.endsWith(`/${idOf(machine)}/connect`)).length).toBe(connectsBefore);
+      expect(emulator.sandbox(idOf(machine))?.state).toBe("paused");
+      expect((await failureOf(machine.exec({ argv: ["true"] }))).code).toBe("CONFLICT");
+
+      await provider.recover(machine.ref);
+      expect(emulator.sandbox(idOf(machine))).toBeUndefined();
+      // Gone now: the runtime replaces it from its last checkpoint.
+      expect(await provider.reconnect(machine.ref)).toBe("gone");
+    }, 60_000);
+  });
+}
