@@ -1,4 +1,9 @@
-export { buildE2bTemplate } from "./build-e2b-template.js";
+export {
+  type BuildE2bTemplateOptions,
+  buildE2bTemplate,
+  buildE2bTemplateOptionsSchema,
+  type E2bTemplateStage,
+} from "./build-e2b-template.js";
 export { type ComputerQuarantine, memoryQuarantine } from "./computer-quarantine.js";
 export { E2bMachine } from "./e2b-machine.js";
 export { E2B_CAPABILITIES, E2B_METADATA, e2bProvider, type NovitaProvider, novitaProvider } from "./e2b-provider.js";

@@ -62,6 +62,20 @@ interface EmulatedSandbox {
   portListeners: Map<number, { server: Server; url: string }>;
 }
 
+/** A template build the control plane was asked for. */
+export interface EmulatedTemplateBuild {
+  templateId: string;
+  buildId: string;
+  name: string;
+  cpuCount?: number;
+  memoryMB?: number;
+  /** The image the build starts from (the trigger's fromImage). */
+  fromImage?: string;
+  status: "waiting" | "building" | "ready" | "error";
+  /** Status polls answered so far. */
+  polls: number;
+}
+
 /** A fault the next matching requests get. */
 export interface ControlPlaneFault {
   /** HTTP status to answer with, such as 503 or 429. */
@@ -88,6 +102,9 @@ export interface ControlPlaneFault {
 export class E2bEmulator {
   readonly id = randomBytes(6).toString("hex");
   readonly calls: EmulatorCall[] = [];
+  /** Template builds by build id. */
+  readonly templateBuilds = new Map<string, EmulatedTemplateBuild>();
+  private readonly templates: Record<string, string>;
   private readonly sandboxes = new Map<string, EmulatedSandbox>();
   private readonly server: Server;
   private readonly docker: Docker;
@@ -102,6 +119,7 @@ export class E2bEmulator {
 
   constructor(private readonly options: E2bEmulatorOptions) {
     this.docker = options.docker;
+    this.templates = { ...options.templates };
     this.ports = options.ports ?? [6080, 8080];
     this.domain = options.domain ?? "e2b.emulator";
     this.server = createServer((req, res) => {
@@ -247,7 +265,7 @@ export class E2bEmulator {
 
   private json(res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}): void {
     if (body === undefined) {
-      res.writeHead(status, headers).end();
+      res.writeHead(status, { "content-length": 0, ...headers }).end();
       return;
     }
     const text = JSON.stringify(body);
@@ -287,6 +305,61 @@ export class E2bEmulator {
     const pause = on("POST", /^\/sandboxes\/([^/]+)\/pause$/);
     const timeout = on("POST", /^\/sandboxes\/([^/]+)\/timeout$/);
     const one = on("*", /^\/sandboxes\/([^/]+)$/);
+    const trigger = on("POST", /^\/v2\/templates\/([^/]+)\/builds\/([^/]+)$/);
+    const buildStatus = on("GET", /^\/templates\/([^/]+)\/builds\/([^/]+)\/status$/);
+    if (method === "POST" && path === "/v3/templates") {
+      const request = (body ?? {}) as { name?: string; cpuCount?: number; memoryMB?: number };
+      const build: EmulatedTemplateBuild = {
+        templateId: `t${randomBytes(8).toString("hex")}`,
+        buildId: randomBytes(8).toString("hex"),
+        name: String(request.name ?? ""),
+        cpuCount: request.cpuCount,
+        memoryMB: request.memoryMB,
+        status: "waiting",
+        polls: 0,
+      };
+      this.templateBuilds.set(build.buildId, build);
+      return reply(202, {
+        templateID: build.templateId,
+        buildID: build.buildId,
+        public: false,
+        names: [build.name],
+        aliases: [build.name],
+        tags: [],
+      });
+    }
+    if (trigger) {
+      const build = this.templateBuilds.get(trigger[2] as string);
+      if (!build || build.templateId !== trigger[1]) return reply(404, { code: 404, message: "build not found" });
+      build.fromImage = (body as { fromImage?: string } | undefined)?.fromImage;
+      build.status = "building";
+      return reply(202);
+    }
+    if (buildStatus) {
+      const build = this.templateBuilds.get(buildStatus[2] as string);
+      if (!build) return reply(404, { code: 404, message: "build not found" });
+      build.polls++;
+      // One poll while building (with a log line), then ready: the template then starts sandboxes of its image.
+      const logEntries =
+        build.polls === 1
+          ? [{ timestamp: new Date().toISOString(), level: "info", message: `Pulling ${build.fromImage}` }]
+          : [];
+      if (build.polls >= 2 && build.status === "building") {
+        build.status = build.fromImage ? "ready" : "error";
+        if (build.fromImage) {
+          this.templates[build.name] = build.fromImage;
+          this.templates[build.templateId] = build.fromImage;
+        }
+      }
+      return reply(200, {
+        templateID: build.templateId,
+        buildID: build.buildId,
+        status: build.status,
+        logEntries,
+        logs: logEntries.map((e) => e.message),
+        ...(build.status === "error" ? { reason: { message: "no image to build from" } } : {}),
+      });
+    }
     // /v2/sandboxes is E2B's create; /sandboxes (v1) is Novita's.
     if (method === "POST" && (path === "/v2/sandboxes" || path === "/sandboxes"))
       return this.create(body as Record<string, unknown>, reply);
@@ -337,7 +410,7 @@ export class E2bEmulator {
 
   private async create(body: Record<string, unknown>, reply: (status: number, payload?: unknown) => void) {
     const templateId = String(body?.templateID ?? "");
-    const image = this.options.templates[templateId];
+    const image = this.templates[templateId];
     if (!image) return reply(404, { code: 404, message: `template '${templateId}' not found` });
     const id = `i${randomBytes(10).toString("hex")}`;
     const envVars = (body.envVars ?? {}) as Record<string, string>;

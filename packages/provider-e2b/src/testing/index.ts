@@ -5,5 +5,6 @@ export {
   E2bEmulator,
   type E2bEmulatorOptions,
   EMULATED_ENVD_VERSION,
+  type EmulatedTemplateBuild,
   type EmulatorCall,
 } from "./e2b-emulator.js";
