@@ -113,6 +113,10 @@ if (!env.missing) {
       expect(await desktop.evaluateInPage("1 + 1", ctx)).toBe(2);
       const endpoint = await desktop.screenEndpoint("view", ctx);
       await desktop.revokeEndpoint(endpoint.id, ctx);
+      // A verb's own failure comes back as it is, and is never run a second time through exec.
+      await expect(desktop.observe(ctx, { region: { x: 5000, y: 0, width: 10, height: 10 } })).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+      });
       expect(execs.length).toBe(before);
     }, 60_000);
 
@@ -125,6 +129,45 @@ if (!env.missing) {
       expect(webp.mimeType).toBe("image/webp");
       expect(text((webp.image as Uint8Array).subarray(8, 12))).toBe("WEBP");
       for (const o of [png, jpeg, webp]) expect(o.imageSize).toEqual({ width: 640, height: 400 });
+    }, 60_000);
+
+    it("runs consecutive pointer actions as one chain, each reported done, and refuses an off-screen one before sending it", async () => {
+      const moves = Array.from({ length: 10 }, (_, i) => ({ type: "move" as const, x: 100 + i * 10, y: 120 + i }));
+      const chained = await desktop.act(moves, ctx);
+      expect(chained.results.map((r) => r.status)).toEqual(Array(10).fill("done"));
+      expect((await desktop.observe(ctx, { includeImage: false })).cursor).toEqual({ x: 190, y: 129 });
+      const refused = await desktop.act(
+        [
+          { type: "move", x: 15, y: 16 },
+          { type: "move", x: 99_999, y: 5 },
+          { type: "move", x: 17, y: 18 },
+        ],
+        ctx,
+      );
+      expect(refused.results.map((r) => r.status)).toEqual(["done", "failed", "not-run"]);
+      expect(refused.results[1]).toMatchObject({ error: { code: "INVALID_ARGUMENT" } });
+      expect(refused.results[1]?.uncertain).toBeFalsy();
+      expect((await desktop.observe(ctx, { includeImage: false })).cursor).toEqual({ x: 15, y: 16 });
+    }, 60_000);
+
+    it("stops an aborted batch in the computer: what was not run never happens", async () => {
+      await desktop.act([{ type: "move", x: 200, y: 210 }], ctx);
+      const controller = new AbortController();
+      const batch = desktop.act(
+        [
+          { type: "wait", ms: 2500 },
+          { type: "move", x: 300, y: 310 },
+        ],
+        { ...ctx, signal: controller.signal },
+      );
+      await sleep(500);
+      controller.abort();
+      const before = execs.length;
+      await expect(batch).rejects.toMatchObject({ code: "ABORTED" });
+      await sleep(3000);
+      expect((await desktop.observe(ctx, { includeImage: false })).cursor).toEqual({ x: 200, y: 210 });
+      // The abort was the caller's, not the service's: calls stay on the connection.
+      expect(execs.length).toBe(before);
     }, 60_000);
 
     it("gives the done / uncertain / not-run split when the connection is cut mid-batch, then recovers", async () => {

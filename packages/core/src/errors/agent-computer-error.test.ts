@@ -23,4 +23,13 @@ describe("AgentComputerError", () => {
     expect(error).toBeInstanceOf(Error);
     expect(error.name).toBe("AgentComputerError");
   });
+
+  it("checks a subclass by its prototype: another AgentComputerError is not an instance of it", () => {
+    class Narrower extends AgentComputerError {}
+    const plain = new AgentComputerError("UNAVAILABLE", "x");
+    const narrow = new Narrower("UNAVAILABLE", "y");
+    expect(plain instanceof Narrower).toBe(false);
+    expect(narrow instanceof Narrower).toBe(true);
+    expect(narrow instanceof AgentComputerError).toBe(true);
+  });
 });

@@ -39,8 +39,14 @@ export class AgentComputerError extends Error {
     return branded && (codes.length === 0 || codes.includes((error as AgentComputerError).code));
   }
 
-  /** `instanceof` that also recognises errors of another copy of this class (see BRAND). */
+  /**
+   * `instanceof` that also recognises errors of another copy of this class
+   * (see BRAND). A subclass is checked by its prototype chain as usual:
+   * the brand says "an AgentComputerError", never "this subclass".
+   */
   static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class `instanceof` was asked about, maybe a subclass.
+    if (this !== AgentComputerError) return Function.prototype[Symbol.hasInstance].call(this, value);
     return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 

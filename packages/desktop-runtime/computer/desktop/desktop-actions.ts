@@ -70,11 +70,19 @@ export async function runActions(
 ): Promise<boolean> {
   const display = displayOf(record.slot);
   let failed = false;
-  for (const [index, action] of actions.entries()) {
+  for (let index = 0; index < actions.length; ) {
+    const action = actions[index] as ResolvedDesktopAction;
     // An aborted call runs nothing more; the action under way is killed (runProgram) and reported uncertain.
     if (failed || signal?.aborted) {
       report({ index, type: action.type, status: "not-run" });
       failed = true;
+      index++;
+      continue;
+    }
+    const chain = pointerChain(record, actions, index);
+    if (chain.length >= 2) {
+      failed = !(await runChain(display, chain, index, actions, report, signal));
+      index += chain.length;
       continue;
     }
     try {
@@ -91,18 +99,61 @@ export async function runActions(
         error: { code: e.code, message: e.message },
       });
     }
+    index++;
   }
   return !failed;
 }
 
-async function runAction(
-  state: DesktopState,
-  record: DisplaySlotRecord,
+/**
+ * Consecutive pointer actions from `start` as xdotool commands, checked
+ * before anything is sent; it ends at the first action that is not one, or
+ * that is refused (that one then runs, and fails, on its own).
+ */
+function pointerChain(record: DisplaySlotRecord, actions: ResolvedDesktopAction[], start: number): string[][] {
+  const chain: string[][] = [];
+  for (let i = start; i < actions.length; i++) {
+    let args: string[] | undefined;
+    try {
+      args = pointerCommand(record, actions[i] as ResolvedDesktopAction);
+    } catch {
+      break;
+    }
+    if (!args) break;
+    chain.push(args);
+  }
+  return chain;
+}
+
+/**
+ * Runs a chain of pointer actions as one xdotool (one process, not one per
+ * action: a batch costs about what one action does). They end together, so
+ * a failure leaves each of them uncertain.
+ */
+async function runChain(
   display: string,
-  action: ResolvedDesktopAction,
+  chain: string[][],
+  start: number,
+  actions: ResolvedDesktopAction[],
+  report: (line: ActionLine) => void,
   signal: AbortSignal | undefined,
-): Promise<string | undefined> {
-  const xdotool = (args: string[], alreadyStarted = false) => runXdotool(display, args, signal, alreadyStarted);
+): Promise<boolean> {
+  const types = chain.map((_, i) => (actions[start + i] as ResolvedDesktopAction).type);
+  try {
+    await runXdotool(display, chain.flat(), signal, false);
+    for (const [i, type] of types.entries()) report({ index: start + i, type, status: "done" });
+    return true;
+  } catch (error) {
+    const e = error instanceof CliError ? error : new CliError("UNAVAILABLE", String(error), true);
+    const message = `${e.message} (actions ${start}-${start + chain.length - 1} ran as one xdotool chain: any of them may have taken effect)`;
+    for (const [i, type] of types.entries()) {
+      report({ index: start + i, type, status: "failed", uncertain: e.uncertain, error: { code: e.code, message } });
+    }
+    return false;
+  }
+}
+
+/** The xdotool commands of a pointer action whose target is known without asking X; undefined for any other. */
+function pointerCommand(record: DisplaySlotRecord, action: ResolvedDesktopAction): string[] | undefined {
   const onScreen = (x: number, y: number) => {
     if (x >= record.width || y >= record.height) {
       throw new CliError("INVALID_ARGUMENT", `(${x}, ${y}) is outside the ${record.width}x${record.height} screen.`);
@@ -111,23 +162,19 @@ async function runAction(
   };
   switch (action.type) {
     case "move":
-      await xdotool(["mousemove", ...onScreen(action.x, action.y)]);
-      return;
+      return ["mousemove", ...onScreen(action.x, action.y)];
     case "click": {
-      let moveTo: string[] = [];
-      if (action.x !== undefined || action.y !== undefined) {
-        const here = (await pointerAndTitle(display)).cursor;
-        moveTo = ["mousemove", ...onScreen(action.x ?? here.x, action.y ?? here.y)];
-      }
+      // One coordinate alone needs the pointer's position from X first: not chainable.
+      if ((action.x === undefined) !== (action.y === undefined)) return undefined;
+      const moveTo =
+        action.x !== undefined && action.y !== undefined ? ["mousemove", ...onScreen(action.x, action.y)] : [];
       const repeat =
         action.count > 1 ? ["--repeat", String(action.count), "--delay", String(MULTI_CLICK_DELAY_MS)] : [];
-      await xdotool([...moveTo, "click", ...repeat, String(BUTTONS[action.button])]);
-      return;
+      return [...moveTo, "click", ...repeat, String(BUTTONS[action.button])];
     }
     case "mouse_down":
     case "mouse_up":
-      await xdotool([action.type === "mouse_down" ? "mousedown" : "mouseup", String(BUTTONS[action.button])]);
-      return;
+      return [action.type === "mouse_down" ? "mousedown" : "mouseup", String(BUTTONS[action.button])];
     case "drag": {
       for (const p of action.path) onScreen(p.x, p.y);
       const [first, ...rest] = action.path;
@@ -154,22 +201,44 @@ async function runAction(
         from = to;
       }
       steps.push("mouseup", String(BUTTONS[action.button]));
-      await xdotool(steps);
-      return;
+      return steps;
     }
     case "scroll": {
+      if (Math.abs(action.dx) > 200 || Math.abs(action.dy) > 200) {
+        throw new CliError("INVALID_ARGUMENT", "A scroll moves at most 200 wheel clicks per axis.");
+      }
       const moveTo =
         action.x !== undefined && action.y !== undefined ? ["mousemove", ...onScreen(action.x, action.y)] : [];
       const wheel = (count: number, negative: number, positive: number) =>
         count === 0
           ? []
           : ["click", "--repeat", String(Math.abs(count)), "--delay", "10", String(count < 0 ? negative : positive)];
-      if (Math.abs(action.dx) > 200 || Math.abs(action.dy) > 200) {
-        throw new CliError("INVALID_ARGUMENT", "A scroll moves at most 200 wheel clicks per axis.");
-      }
-      await xdotool([...moveTo, ...wheel(action.dy, 4, 5), ...wheel(action.dx, 6, 7)]);
-      return;
+      return [...moveTo, ...wheel(action.dy, 4, 5), ...wheel(action.dx, 6, 7)];
     }
+    default:
+      return undefined;
+  }
+}
+
+async function runAction(
+  state: DesktopState,
+  record: DisplaySlotRecord,
+  display: string,
+  action: ResolvedDesktopAction,
+  signal: AbortSignal | undefined,
+): Promise<string | undefined> {
+  const xdotool = (args: string[], alreadyStarted = false) => runXdotool(display, args, signal, alreadyStarted);
+  if (action.type === "click" && (action.x === undefined) !== (action.y === undefined)) {
+    const here = (await pointerAndTitle(display)).cursor;
+    await xdotool(pointerCommand(record, { ...action, x: action.x ?? here.x, y: action.y ?? here.y }) as string[]);
+    return;
+  }
+  const pointer = pointerCommand(record, action);
+  if (pointer) {
+    await xdotool(pointer);
+    return;
+  }
+  switch (action.type) {
     case "type":
       // ASCII goes through xdotool at full speed. Characters outside the
       // keyboard map (é, ß, emoji) need a spare key bound to each, and

@@ -71,16 +71,14 @@ export class DesktopChannel {
     const argv = [...args, "--home", this.machine.workspacePath];
     if (this.service && (options.requireService || Date.now() >= this.serviceDownUntil)) {
       const timeoutMs = callTimeoutMs(ctx, options.defaultTimeoutMs);
+      let answer: Awaited<ReturnType<DesktopServiceClient["call"]>> | undefined;
       try {
-        const { lines, cut } = await this.service.call({
+        answer = await this.service.call({
           argv,
           timeoutMs,
           ctx,
           ...(options.stdin ? { stdin: new TextDecoder().decode(options.stdin) } : {}),
         });
-        const settled = settleLines(lines, options.allowCut === true, cut);
-        if (settled) return settled;
-        throw new AgentComputerError("UNAVAILABLE", `The desktop call "${args[0]}" ended without an answer.`);
       } catch (error) {
         if (!(error instanceof ServiceUnreachable)) throw error;
         if (options.requireService) {
@@ -92,6 +90,11 @@ export class DesktopChannel {
         // Nothing was sent: this call may go through exec.
         this.serviceDownUntil = Date.now() + SERVICE_RETRY_MS;
         loggerOf(ctx).warn("desktop service unreachable; using exec", { reason: error.message });
+      }
+      if (answer) {
+        const settled = settleLines(answer.lines, options.allowCut === true, answer.cut);
+        if (settled) return settled;
+        throw new AgentComputerError("UNAVAILABLE", `The desktop call "${args[0]}" ended without an answer.`);
       }
     }
     return runDesktopCommand(this.machine, this.command, argv, ctx, options);

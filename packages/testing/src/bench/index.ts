@@ -1,3 +1,4 @@
 export type { BenchCase, BenchSide } from "./bench-case.js";
+export { type DesktopBenchTarget, runDesktopBench } from "./desktop-bench.js";
 export { type BenchFigure, type BenchOptions, benchOptionsFromArgv, median, runBench } from "./run-bench.js";
 export { type StateStoreBenchOptions, stateStoreBenchCases } from "./state-store-bench-cases.js";
