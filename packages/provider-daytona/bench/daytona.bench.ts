@@ -4,8 +4,9 @@
 // first exec, an exec round trip, a desktop observe, and export/import of
 // a 200 MiB home of mixed files. The ratio is the cost of the REST
 // control plane, the toolbox's sessions API (a session, an async exec, a
-// log websocket per command) and base64-framed bytes, against the Engine
-// API and a mounted home.
+// log websocket per command, base64-framed output) and the toolbox's
+// multipart bulk download and upload for homes, against the Engine API and
+// a mounted home.
 import { spawnSync } from "node:child_process";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -93,7 +94,7 @@ try {
       unit: "MB/s",
       work: HOME_BYTES,
       subject: {
-        label: "provider-daytona (framed exec)",
+        label: "provider-daytona (bulk download)",
         run: async () => countBytes(await sandboxSource.files.exportWorkspace()),
       },
       baseline: {
@@ -106,7 +107,7 @@ try {
       unit: "MB/s",
       work: HOME_BYTES,
       subject: {
-        label: "provider-daytona (running sandbox)",
+        label: "provider-daytona (bulk upload, running sandbox)",
         run: () => sandboxTarget.files.importWorkspace(createReadStream(tarFile)),
       },
       baseline: {

@@ -692,7 +692,7 @@ export class DaytonaEmulator {
           stream,
           (chunk) => {
             open();
-            if (!res.write(chunk)) {
+            if (!res.write(chunk) && !stream.isPaused()) {
               stream.pause();
               res.once("drain", () => stream.resume());
             }
