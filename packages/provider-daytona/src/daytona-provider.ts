@@ -8,7 +8,7 @@ import {
   parseInput,
   type SandboxProvider,
 } from "@agent-computer/core";
-import { defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
+import { abortable, defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { Daytona, type Sandbox } from "@daytonaio/sdk";
 import { daytonaFailure, isAuthFailure, isTransient, statusOf } from "./daytona-failure.js";
@@ -133,11 +133,17 @@ export function daytonaProvider(options: DaytonaProviderOptions): SandboxProvide
       let sandbox: Sandbox | undefined;
       try {
         // A spec's image wins; else the configured snapshot (its resources are the snapshot's); else the image.
-        sandbox =
+        const creating =
           spec.image === undefined && parsed.snapshot
-            ? await daytona.create({ ...common, snapshot: parsed.snapshot }, { timeout: seconds })
-            : await daytona.create({ ...common, image, resources }, { timeout: seconds });
+            ? daytona.create({ ...common, snapshot: parsed.snapshot }, { timeout: seconds })
+            : daytona.create({ ...common, image, resources }, { timeout: seconds });
+        // The caller's deadline or abort ends the wait; a sandbox made after it is removed.
+        signal.addEventListener("abort", () => void creating.then((made) => made.delete(60)).catch(() => {}), {
+          once: true,
+        });
+        sandbox = await abortable(creating, signal);
       } catch (error) {
+        if (signal.aborted) throw signal.reason;
         if (isAuthFailure(error) || (statusOf(error) !== undefined && !isTransient(error))) {
           throw daytonaFailure(error, "create a sandbox", secrets);
         }

@@ -33,7 +33,7 @@ except OSError as e:
 def pump(source, target):
     fd = source.fileno()
     while True:
-        data = os.read(fd, 65536)
+        data = os.read(fd, 16384)
         if not data:
             return
         frame(target, data)

@@ -39,13 +39,12 @@ export function daytonaTestEnvironment(suite?: string, emulatorOptions: Partial<
         }
         return { ...host, emulator };
       },
-      // The SDK in polling mode (the emulator serves no socket.io channel); the environment is never read.
+      // The SDK with its socket.io events channel (its default), or polling where a suite says; the environment is never read.
       create: ({ emulator, image, docker: _engine, ...options }: EmulatorProviderOptions) =>
         daytonaProvider({
           apiKey: TEST_API_KEY,
           apiUrl: emulator.apiUrl,
           snapshot: image,
-          stateUpdates: "polling",
           ...options,
         }),
     },

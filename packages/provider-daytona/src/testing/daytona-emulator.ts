@@ -77,8 +77,9 @@ class HttpAnswer extends Error {
  * activity), the toolbox under the proxy URL it returns (sessions, async
  * session exec, the command's logs as JSON or over a websocket with the
  * SDK's 01 01 01 / 02 02 02 stream markers, input), and the preview proxy
- * that reaches a sandbox's port with plain HTTP and websocket upgrades. The
- * SDK runs in its polling mode against it (no socket.io channel).
+ * that reaches a sandbox's port with plain HTTP and websocket upgrades, and
+ * the socket.io events channel (`sandbox.state.updated`) the SDK listens
+ * on by default; its polling mode works too.
  *
  * Each sandbox is a real container of the computer image on the given
  * Docker engine; archive commits the container to an image and removes
@@ -103,6 +104,8 @@ export class DaytonaEmulator {
   private apiPort = 0;
   private previewPort = 0;
   private dropLogStreams = 0;
+  /** Event channel clients that passed the socket.io handshake with the API key. */
+  private readonly eventClients = new Set<WebSocket>();
   /** Every request the emulator answered, as `METHOD path` (tests read what the SDK sent). */
   readonly requests: string[] = [];
   /** Every call it answered with an error, as `STATUS METHOD path` (injected faults included). */
@@ -198,6 +201,33 @@ export class DaytonaEmulator {
   /** The sandbox's state as the API reports it, or undefined when it has none. */
   stateOf(id: string): EmulatedSandboxState | undefined {
     return this.sandboxes.get(id)?.state;
+  }
+
+  /** What the API keeps of a sandbox: as created (labels, env, auto-stop, public) and its last activity. */
+  sandboxInfo(id: string):
+    | {
+        labels: Record<string, string>;
+        env: Record<string, string>;
+        autoStopInterval: number;
+        public: boolean;
+        lastActivityAt: string;
+      }
+    | undefined {
+    const s = this.sandboxes.get(id);
+    return (
+      s && {
+        labels: s.labels,
+        env: s.env,
+        autoStopInterval: s.autoStopInterval,
+        public: s.public,
+        lastActivityAt: s.lastActivityAt,
+      }
+    );
+  }
+
+  /** Clients connected to the events channel with the API key now. */
+  get eventSubscribers(): number {
+    return this.eventClients.size;
   }
 
   /** The container behind a sandbox now (none while it is archived). */
@@ -467,8 +497,43 @@ export class DaytonaEmulator {
   }
 
   private setState(sandbox: SandboxRecord, state: EmulatedSandboxState): void {
+    const oldState = sandbox.state;
     sandbox.state = state;
     sandbox.updatedAt = new Date().toISOString();
+    // socket.io EVENT packet on engine.io MESSAGE: 4 2 [name, payload].
+    const packet = `42${JSON.stringify(["sandbox.state.updated", { sandbox: this.dto(sandbox), oldState, newState: state }])}`;
+    for (const client of this.eventClients) client.send(packet);
+  }
+
+  /**
+   * The SDK's events channel: socket.io v5 over engine.io v4, websocket
+   * transport only (what the SDK asks for). The handshake, CONNECT with
+   * the API key as `auth.token`, pings, and `sandbox.state.updated` on
+   * every state change.
+   */
+  private serveEvents(ws: WebSocket): void {
+    ws.send(
+      `0${JSON.stringify({ sid: randomBytes(8).toString("hex"), upgrades: [], pingInterval: 25_000, pingTimeout: 60_000, maxPayload: 1_000_000 })}`,
+    );
+    const ping = setInterval(() => ws.send("2"), 25_000);
+    ping.unref();
+    ws.on("message", (data) => {
+      const text = data.toString();
+      if (text.startsWith("40")) {
+        const auth = text.length > 2 ? (JSON.parse(text.slice(2)) as { token?: string }) : {};
+        if (auth.token !== this.apiKey) {
+          ws.send(`44${JSON.stringify({ message: "Unauthorized" })}`);
+          return;
+        }
+        this.eventClients.add(ws);
+        ws.send(`40${JSON.stringify({ sid: randomBytes(8).toString("hex") })}`);
+      }
+      // "3" (pong) and anything else: nothing to do.
+    });
+    ws.once("close", () => {
+      clearInterval(ping);
+      this.eventClients.delete(ws);
+    });
   }
 
   private async slowStart(): Promise<void> {
@@ -788,6 +853,11 @@ export class DaytonaEmulator {
     const refuse = (status: number, text: string) => {
       socket.end(`HTTP/1.1 ${status} ${text}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     };
+    if (url.pathname === "/api/socket.io/" && url.searchParams.get("transport") === "websocket") {
+      // Authenticated inside the protocol (CONNECT's auth.token), as Daytona's is.
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.serveEvents(ws));
+      return;
+    }
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
       refuse(401, "Unauthorized");
       return;
