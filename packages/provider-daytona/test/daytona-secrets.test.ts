@@ -64,6 +64,13 @@ if (!env.missing) {
           tokens.push(token as string);
         }
 
+        // A desktop: its calls go to the resident service through a signed preview URL, and a screen grant carries one.
+        const desktop = await (machine.openDesktop as NonNullable<Machine["openDesktop"]>)("alpha", ctx());
+        await desktop.observe(ctx());
+        const screen = new URL((await desktop.screenEndpoint("view", ctx())).url);
+        tokens.push(screen.searchParams.get(PREVIEW_TOKEN_PARAM) as string);
+        await desktop.release(ctx());
+
         // A server that echoes the secrets back in its error text.
         env.emulator.inject({
           path: /signed-preview-url$/,
