@@ -77,6 +77,23 @@ if (!env.missing) {
     let machine: Machine;
     let desktop: LinuxDesktopSession;
     let gatewayUrl: string;
+    /** A batch of move, wait, move interrupted during the wait: done, uncertain, not run. */
+    const expectSplitWhen = async (interrupt: () => void) => {
+      const batch = desktop.act(
+        [
+          { type: "move", x: 10, y: 10 },
+          { type: "wait", ms: 4000 },
+          { type: "move", x: 20, y: 20 },
+        ],
+        ctx,
+      );
+      await sleep(1500);
+      interrupt();
+      const outcome = await batch;
+      expect(outcome.ok).toBe(false);
+      expect(outcome.results.map((r) => r.status)).toEqual(["done", "failed", "not-run"]);
+      expect(outcome.results[1]).toMatchObject({ uncertain: true, error: { code: "UNAVAILABLE" } });
+    };
     const gatewayPid = () =>
       // The bracket keeps the pattern from matching this shell's own command line.
       Number(shell(machine, "pgrep -f 'desktop[.]mjs gateway' | head -1").stdout.trim()) || undefined;
@@ -173,20 +190,7 @@ if (!env.missing) {
     it("gives the done / uncertain / not-run split when the connection is cut mid-batch, then recovers", async () => {
       const pid = gatewayPid();
       const keysBefore = handedOverKeys.length;
-      const batch = desktop.act(
-        [
-          { type: "move", x: 10, y: 10 },
-          { type: "wait", ms: 4000 },
-          { type: "move", x: 20, y: 20 },
-        ],
-        ctx,
-      );
-      await sleep(1500);
-      expect(proxy.cut()).toBeGreaterThan(0);
-      const outcome = await batch;
-      expect(outcome.ok).toBe(false);
-      expect(outcome.results.map((r) => r.status)).toEqual(["done", "failed", "not-run"]);
-      expect(outcome.results[1]).toMatchObject({ uncertain: true, error: { code: "UNAVAILABLE" } });
+      await expectSplitWhen(() => expect(proxy.cut()).toBeGreaterThan(0));
       // A new connection through the same proxy; the service kept running and kept the key.
       expect((await desktop.observe(ctx, { includeImage: false })).display).toBe(desktop.display);
       expect(gatewayPid()).toBe(pid);
@@ -196,19 +200,7 @@ if (!env.missing) {
     it("gives the same split when the service is killed with kill -9 mid-batch, and the next call restarts it", async () => {
       const pid = gatewayPid();
       expect(pid).toBeGreaterThan(0);
-      const batch = desktop.act(
-        [
-          { type: "move", x: 30, y: 30 },
-          { type: "wait", ms: 4000 },
-          { type: "move", x: 60, y: 60 },
-        ],
-        ctx,
-      );
-      await sleep(1500);
-      expect(shell(machine, `kill -9 ${pid}`).status).toBe(0);
-      const outcome = await batch;
-      expect(outcome.results.map((r) => r.status)).toEqual(["done", "failed", "not-run"]);
-      expect(outcome.results[1]).toMatchObject({ uncertain: true, error: { code: "UNAVAILABLE" } });
+      await expectSplitWhen(() => expect(shell(machine, `kill -9 ${pid}`).status).toBe(0));
       const keysBefore = handedOverKeys.length;
       expect((await desktop.act([{ type: "move", x: 70, y: 80 }], ctx)).ok).toBe(true);
       expect((await desktop.observe(ctx, { includeImage: false })).cursor).toEqual({ x: 70, y: 80 });

@@ -98,6 +98,11 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
   const state = new DesktopState(process.env.AGENT_COMPUTER_DESKTOP_STATE ?? "/tmp/agent-computer-desktops");
   const home = opts.get("home") ?? process.env.HOME ?? "/home/computer";
   const print = (value: unknown) => io.write({ ok: true, ...(value as object) });
+  if (sub === "revoke") {
+    // One revoke for screens and terminals: a capability id names either.
+    print(await revokeScreen(state, opts.get("id") ?? ""));
+    return;
+  }
   switch (verb) {
     case "start": {
       const proxyServer = opts.get("proxy-server");
@@ -236,10 +241,6 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
         print(await grantScreen(state, record, mode, int(opts, "ttl-ms", DEFAULT_TTL_MS, MIN_TTL_MS, MAX_TTL_MS)));
         return;
       }
-      if (sub === "revoke") {
-        print(await revokeScreen(state, opts.get("id") ?? ""));
-        return;
-      }
       throw new CliError(
         "INVALID_ARGUMENT",
         "usage: desktop screen grant --bot ID --mode view|control [--ttl-ms N] | desktop screen revoke --id ID",
@@ -264,10 +265,6 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
             home,
           }),
         );
-        return;
-      }
-      if (sub === "revoke") {
-        print(await revokeScreen(state, opts.get("id") ?? ""));
         return;
       }
       throw new CliError(
