@@ -14,6 +14,7 @@ import {
   throwIfDone,
 } from "@agent-computer/core";
 import {
+  abortable,
   CommandChannelMachine,
   destroyOnAbort,
   enterOperation,
@@ -21,7 +22,7 @@ import {
 } from "@agent-computer/core/provider-utils";
 import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type { Sandbox } from "@daytonaio/sdk";
-import { daytonaFailure, isAuthFailure, isTransient, redact, statusOf } from "./daytona-failure.js";
+import { daytonaFailure, isAuthFailure, isTransient, statusOf } from "./daytona-failure.js";
 import type { DaytonaMachineHost } from "./daytona-machine-host.js";
 import { ensureStarted, sandboxGone } from "./sandbox-start.js";
 import { runSessionCommand, type SessionCommandHost } from "./session-command.js";
@@ -80,9 +81,10 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
     const until = Date.now() + this.host.options.startTimeoutMs;
     for (;;) {
       try {
-        return await call();
+        return await abortable(call(), signal);
       } catch (error) {
         if (signal.aborted) throw signal.reason;
+        if (AgentComputerError.is(error)) throw error;
         if (statusOf(error) === 404) throw sandboxGone(this.ref);
         if (isAuthFailure(error) || !isTransient(error) || Date.now() >= until) {
           throw daytonaFailure(error, what, this.host.secrets);
@@ -122,7 +124,7 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
       await this.control("stop the sandbox", signal, async () => {
         await this.sandbox.refreshData();
         if (this.sandbox.state === "archived" || (!archive && this.sandbox.state === "stopped")) return;
-        if (this.sandbox.state !== "stopped") await this.sandbox.stop(this.seconds(signal));
+        if (this.sandbox.state !== "stopped") await this.sandbox.stop(this.seconds());
         if (archive) await this.sandbox.archive();
       });
     } catch (error) {
@@ -136,7 +138,7 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
     const context = enterOperation(ctx, "destroy");
     const signal = signalOf(context, "destroy");
     try {
-      await this.control("delete the sandbox", signal, () => this.sandbox.delete(this.seconds(signal)));
+      await this.control("delete the sandbox", signal, () => this.sandbox.delete(this.seconds()));
     } catch (error) {
       if (!AgentComputerError.is(error, "PROVIDER_GONE")) throw error;
     }
@@ -349,18 +351,13 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
     void this.sandbox.refreshActivity().catch(() => {});
   }
 
-  private seconds(signal: AbortSignal): number {
-    void signal;
+  /** The SDK's own wait for a stop or delete, in seconds; the call's signal still ends ours first. */
+  private seconds(): number {
     return Math.max(1, Math.floor(this.host.options.startTimeoutMs / 1000));
   }
 
   private refuseDeleted(): void {
     if (this.deleted) throw sandboxGone(this.ref);
-  }
-
-  /** For messages built from sandbox text. */
-  redact(value: string): string {
-    return redact(value, this.host.secrets);
   }
 }
 

@@ -53,6 +53,16 @@ if (!env.missing) {
       expect(text((await (again as Machine).exec({ argv: ["echo", "back"] })).stdout)).toBe("back\n");
     }, 90_000);
 
+    it("a create whose answer is lost (502 after the sandbox was made) finds that sandbox: no second one, none leaked", async () => {
+      env.emulator.inject({ method: "POST", path: /^\/api\/sandbox$/, status: 502, after: true });
+      const made = await provider.provision({ computerId: "lost-answer", homeKey: `lost-answer-${Date.now()}` });
+      owned.push(made);
+      expect(env.emulator.pendingFaults).toBe(0);
+      expect(env.emulator.refusals).toContain("502 POST /api/sandbox");
+      expect(await provider.list({ labels: { "agent-computer.org/computer-id": "lost-answer" } })).toEqual([made.ref]);
+      expect(text((await made.exec({ argv: ["echo", "found"] })).stdout)).toBe("found\n");
+    }, 90_000);
+
     it("a log websocket dropped mid-command is UNAVAILABLE and leaves no process behind", async () => {
       const mark = `orphan-check-${Date.now()}`;
       env.emulator.dropNextLogStream();

@@ -265,7 +265,7 @@ export class DaytonaEmulator {
         throw new HttpAnswer(401, "Invalid credentials");
       }
       const fault = this.takeFault(method, url.pathname);
-      if (fault) throw new HttpAnswer(fault.status, fault.message ?? `injected ${fault.status}`);
+      if (fault && !fault.after) throw new HttpAnswer(fault.status, fault.message ?? `injected ${fault.status}`);
       if (method === "POST" && /^\/toolbox\/[^/]+\/files\/bulk-upload$/.test(url.pathname)) {
         await this.upload(url, req);
         res.writeHead(200, { "content-type": "application/json" }).end("{}");
@@ -283,6 +283,7 @@ export class DaytonaEmulator {
           : (() => {
               throw new HttpAnswer(404, `no route ${url.pathname}`);
             })();
+      if (fault) throw new HttpAnswer(fault.status, fault.message ?? `injected ${fault.status}`);
       if (answer === undefined) {
         res.writeHead(204).end();
         return;

@@ -6,6 +6,8 @@ export interface FaultRule {
   path: RegExp;
   status: number;
   message?: string;
+  /** Answer with the fault only after the call took effect (a lost answer), not instead of it. */
+  after?: boolean;
   /** How many calls it answers (default 1). */
   times?: number;
 }
