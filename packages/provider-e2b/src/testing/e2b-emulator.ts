@@ -638,7 +638,9 @@ export class E2bEmulator {
       const state = await exec.inspect().catch(() => undefined);
       if (!polled || (state && !state.Running)) {
         clearInterval(poll);
-        await new Promise((r) => setTimeout(r, 100));
+        // The output ended: all of it has arrived. The leader exited with the output
+        // still open (a background child holds it): give what is in flight a moment.
+        if (polled) await new Promise((r) => setTimeout(r, 100));
         await finish();
       }
       settling = false;
