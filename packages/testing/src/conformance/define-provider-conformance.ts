@@ -11,6 +11,7 @@ import type {
 } from "@agent-computer/core";
 import tar from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TerminalTestClient } from "../provider-test/terminal-test-client.js";
 import { decodePngSize } from "./decode-png.js";
 
 export interface ProviderConformanceOptions {
@@ -439,6 +440,51 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
           await first.release();
           const second = await requireDesktop(m).openDesktop("bot-b");
           await second.release();
+        },
+        testMs,
+      );
+
+      itWhen(
+        () => caps.desktop && caps.pageBrowser,
+        "the desktop's page browser loads a page served inside the machine",
+        async () => {
+          const port = 8767;
+          await machine.files.write(
+            "conformance-page/index.html",
+            new TextEncoder().encode("<!doctype html><title>Conformance page</title><button>Press</button>"),
+          );
+          const served = await machine.exec({
+            shell: `cd conformance-page && setsid nohup python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &
+for i in $(seq 1 50); do curl -fs http://127.0.0.1:${port}/index.html >/dev/null && exit 0; sleep 0.1; done; exit 1`,
+          });
+          expect(served.exitCode, "the page server in the machine came up").toBe(0);
+          const desktop = await requireDesktop(machine).openDesktop("conformance-pager");
+          expect(desktop.pageBrowser, "a desktop of a pageBrowser provider has a pageBrowser").toBeDefined();
+          const page = await desktop.pageBrowser?.navigate(`http://127.0.0.1:${port}/index.html`);
+          expect(page?.title).toBe("Conformance page");
+          expect(page?.elements.some((e) => e.name === "Press")).toBe(true);
+          await desktop.release();
+        },
+        testMs,
+      );
+
+      itWhen(
+        () => caps.desktop && caps.terminal,
+        "a terminal endpoint gives a shell as the computer's user",
+        async () => {
+          await machine.exec({ argv: ["mkdir", "-p", "bots/conformance-shell"] });
+          const desktop = await requireDesktop(machine).openDesktop("conformance-shell");
+          expect(desktop.terminalEndpoint, "a desktop of a terminal provider offers terminalEndpoint").toBeDefined();
+          const endpoint = await desktop.terminalEndpoint?.();
+          const client = await TerminalTestClient.open(endpoint as { url: string; token: string });
+          try {
+            client.type("echo uid=$(id -u) sum=$((6*7))\n");
+            await client.waitFor(/uid=\d+ sum=42/);
+            expect(/uid=(\d+) sum=42/.exec(client.output)?.[1]).toMatch(/^\d+$/);
+          } finally {
+            client.close();
+          }
+          await desktop.release();
         },
         testMs,
       );
