@@ -1,8 +1,7 @@
-import { createHash } from "node:crypto";
-import type { ResolvedComputerSpec } from "@agent-computer/core";
+import { labelValueOf, type ResolvedComputerSpec } from "@agent-computer/core";
 import type { V1Pod } from "@kubernetes/client-node";
 import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
-import { isLabelValue, type ResolvedKubernetesProviderOptions } from "./kubernetes-provider-options.js";
+import type { ResolvedKubernetesProviderOptions } from "./kubernetes-provider-options.js";
 
 /** The uid and gid the computer image's user has; every pod runs as them. */
 export const COMPUTER_UID = 1000;
@@ -11,11 +10,6 @@ export const COMPUTER_GID = 1000;
 // The home folder is made by the pod itself, so an image whose user home
 // lacks it still starts; then the container only waits.
 const START = `mkdir -p -- "$1" && exec sleep infinity`;
-
-/** A label value for an id that may be longer than 63 characters or hold other characters. */
-export function labelValueOf(id: string): string {
-  return isLabelValue(id) ? id : `sha256-${createHash("sha256").update(id).digest("hex").slice(0, 48)}`;
-}
 
 /**
  * The pod for one computer (docs/architecture.md §9): the computer image running as uid
@@ -49,6 +43,7 @@ export function computerPodManifest(
         ...spec.labels,
         [COMPUTER_POD_LABELS.name]: COMPUTER_APP_NAME,
         [COMPUTER_POD_LABELS.managedBy]: COMPUTER_APP_NAME,
+        [COMPUTER_POD_LABELS.managed]: "true",
         [COMPUTER_POD_LABELS.computerId]: labelValueOf(spec.computerId),
         [COMPUTER_POD_LABELS.homeKey]: labelValueOf(spec.homeKey),
       },

@@ -27,15 +27,16 @@ import {
 import { PodExecSession } from "./pod-exec-session.js";
 
 /**
- * Desktops through the shared LinuxDesktopRuntime over pods/exec; stop
- * deletes the pod (the saved home is the persistence boundary); the home is
- * copied in and out, not mounted; pods do not bill while running.
+ * Desktops through the shared LinuxDesktopRuntime over pods/exec, with its
+ * page browser, and screens and terminals through the gateway on the pod
+ * IP; stop deletes the pod (the saved home is the persistence boundary);
+ * the home is copied in and out, not mounted; pods do not bill while running.
  */
 export const KUBERNETES_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
   multiScreen: true,
-  pageBrowser: false,
-  terminal: false,
+  pageBrowser: true,
+  terminal: true,
   billsWhileRunning: false,
   stopKeepsMachine: false,
   mountedHome: false,

@@ -72,6 +72,7 @@ if (!env.missing) {
         "app.kubernetes.io/name": "agent-computer",
         "agent-computer.org/computer-id": "shape",
         "agent-computer.org/home-key": "Shape_Key",
+        "agent-computer.org/managed": "true",
         "agent-computer.org/bot-id": "bot-7",
         team: "qa",
       });

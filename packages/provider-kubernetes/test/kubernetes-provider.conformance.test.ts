@@ -8,7 +8,14 @@ if (!env.missing) {
   defineProviderConformance({
     name: "kubernetes",
     createProvider: () => env.provider({ seccompLocalhostProfile: "agent-computer/chromium.json" }),
-    capabilities: { desktop: true, multiScreen: true, stopKeepsMachine: false, mountedHome: false },
+    capabilities: {
+      desktop: true,
+      multiScreen: true,
+      pageBrowser: true,
+      terminal: true,
+      stopKeepsMachine: false,
+      mountedHome: false,
+    },
     timeouts: { testMs: 90_000, provisionMs: 120_000 },
   });
 }
