@@ -11,7 +11,10 @@ interface SdkErrorShape {
 /** The HTTP status of an SDK failure, when the server answered at all. */
 export function statusOf(error: unknown): number | undefined {
   const status = (error as SdkErrorShape | undefined)?.statusCode;
-  return typeof status === "number" && status >= 100 && status < 600 ? status : undefined;
+  if (typeof status === "number" && status >= 100 && status < 600) return status;
+  // A refused websocket upgrade (the command's log stream) reaches us as the ws library's error.
+  const refused = /Unexpected server response: (\d{3})/.exec(String((error as SdkErrorShape | undefined)?.message));
+  return refused ? Number(refused[1]) : undefined;
 }
 
 /** The API did not take the credentials: never a reason to think a sandbox is gone. */

@@ -83,8 +83,8 @@ export async function startSessionCommand(
     running.received("stderr", bytes);
     running.keep("stderr", bytes);
   };
-  const stdout = new FramedStream(onStdout);
-  const stderr = new FramedStream(onStderr);
+  let stdout = new FramedStream(onStdout);
+  let stderr = new FramedStream(onStderr);
 
   await host.toolbox("start a command session", signal, (sandbox) => sandbox.process.createSession(sessionId));
   const deleteSession = () =>
@@ -117,14 +117,18 @@ export async function startSessionCommand(
     });
   }
 
-  const follow = host.toolbox("follow the command's output", signal, (sandbox) =>
-    sandbox.process.getSessionCommandLogs(
+  const follow = host.toolbox("follow the command's output", signal, (sandbox) => {
+    // A retried follow reads the log from its start again: pass over the lines already handled.
+    stdout = stdout.resumed(onStdout);
+    stderr = stderr.resumed(onStderr);
+    const [out, err] = [stdout, stderr];
+    return sandbox.process.getSessionCommandLogs(
       sessionId,
       cmdId,
-      (text) => stdout.push(text),
-      (text) => stderr.push(text),
-    ),
-  );
+      (text) => out.push(text),
+      (text) => err.push(text),
+    );
+  });
 
   const finish = async (): Promise<ExecResult> => {
     if (stdout.exitCode === undefined && !running.timedOut) {

@@ -77,6 +77,13 @@ export class FramedStream {
     private skip = 0,
   ) {}
 
+  /** A reader of the same log from its start that passes over what this one handled. */
+  resumed(onBytes: (bytes: Buffer) => void): FramedStream {
+    const next = new FramedStream(onBytes, this.lines);
+    next.exitCode = this.exitCode;
+    return next;
+  }
+
   /** Feeds decoded log text. */
   push(text: string): void {
     this.pending += text;

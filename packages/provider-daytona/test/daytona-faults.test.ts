@@ -44,6 +44,11 @@ if (!env.missing) {
       env.emulator.inject({ method: "POST", path: /^\/toolbox\/[^/]+\/process\/session$/, status: 502, times: 2 });
       expect(text((await machine.exec({ argv: ["echo", "through"] })).stdout)).toBe("through\n");
       expect(env.emulator.pendingFaults).toBe(0);
+      // The log stream's upgrade refused once: followed again, each byte once.
+      env.emulator.inject({ method: "WS", path: /\/logs$/, status: 502 });
+      const twice = await machine.exec({ shell: "printf 'one\\n'; printf 'two\\n' >&2" });
+      expect([text(twice.stdout), text(twice.stderr)]).toEqual(["one\n", "two\n"]);
+      expect(env.emulator.refusals.some((r) => /^502 WS .*\/logs$/.test(r))).toBe(true);
       await env.emulator.stopBehindTheProvider(id);
       env.emulator.inject({ method: "POST", path: new RegExp(`^/api/sandbox/${id}/start$`), status: 400, times: 1 });
       env.emulator.inject({ method: "GET", path: new RegExp(`^/api/sandbox/${id}$`), status: 502, times: 2 });

@@ -863,6 +863,12 @@ export class DaytonaEmulator {
       refuse(401, "Unauthorized");
       return;
     }
+    const fault = this.takeFault("WS", url.pathname);
+    if (fault) {
+      this.refusals.push(`${fault.status} WS ${url.pathname}`);
+      refuse(fault.status, "Injected");
+      return;
+    }
     const match = /^\/toolbox\/([^/]+)\/process\/session\/([^/]+)\/command\/([^/]+)\/logs$/.exec(url.pathname);
     if (!match) {
       refuse(404, "Not Found");
