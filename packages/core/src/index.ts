@@ -21,6 +21,20 @@ export {
 } from "./contract/exec-request.js";
 export type { ExecResult } from "./contract/exec-result.js";
 export type { FileEntry } from "./contract/file-entry.js";
+export {
+  capabilityTokenHash,
+  GATEWAY_CHALLENGE_HEADER,
+  GATEWAY_PROOF_HEADER,
+  type GatewayAuthorization,
+  gatewayAuthorizationHeader,
+  gatewayChallengeHeader,
+  gatewayProof,
+  gatewayProofMatches,
+  isGatewayNonce,
+  newGatewayNonce,
+  parseGatewayAuthorization,
+  parseGatewayChallenge,
+} from "./contract/gateway-proof.js";
 export { normalizeHomePath } from "./contract/home-path.js";
 // Ids and labels (docs/architecture.md §2, §9): one rule per id, one set of label names.
 export {

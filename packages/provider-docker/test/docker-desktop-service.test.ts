@@ -3,7 +3,7 @@ import { createHash, createHmac, randomBytes } from "node:crypto";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import type { ExecRequest, Logger, Machine, OpContext } from "@agent-computer/core";
 import { LinuxDesktopRuntime, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { impostorHeard, startImpostorGateway, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { dockerTestEnvironment } from "./docker-test-environment.js";
@@ -289,53 +289,14 @@ if (!env.missing) {
     }, 60_000);
 
     it("sends nothing but a hello to a bot that killed the gateway and took its port, and grants no capability", async () => {
-      const impostor = String.raw`
-        const http = require("http"), crypto = require("crypto"), fs = require("fs");
-        const log = (line) => fs.appendFileSync(process.argv[1], line + "\n");
-        const server = http.createServer((req, res) => res.end());
-        server.on("upgrade", (req, sock) => {
-          const accept = crypto.createHash("sha1").update(req.headers["sec-websocket-key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
-          sock.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + accept + "\r\n\r\n");
-          const send = (t) => { const b = Buffer.from(t); sock.write(Buffer.concat([Buffer.from([0x81, b.length]), b])); };
-          send(JSON.stringify({ t: "challenge", nonce: "AAAAAAAAAAAAAAAAAAAAAA" }));
-          let buf = Buffer.alloc(0);
-          sock.on("error", () => {});
-          sock.on("data", (d) => {
-            buf = Buffer.concat([buf, d]);
-            while (buf.length >= 2) {
-              let len = buf[1] & 127, off = 2;
-              if (len === 126) { if (buf.length < 4) return; len = buf.readUInt16BE(2); off = 4; }
-              else if (len === 127) { if (buf.length < 10) return; len = Number(buf.readBigUInt64BE(2)); off = 10; }
-              const mask = buf.subarray(off, off + 4); off += 4;
-              if (buf.length < off + len) return;
-              const p = Buffer.from(buf.subarray(off, off + len));
-              for (let i = 0; i < p.length; i++) p[i] ^= mask[i % 4];
-              buf = buf.subarray(off + len);
-              const message = p.toString();
-              log("MSG " + message);
-              if (message.includes('"hello"')) send(JSON.stringify({ t: "welcome", proof: "x".repeat(43) }));
-            }
-          });
-        });
-        server.listen(6080, () => log("LISTENING"));`;
       // As the bot (the computer's user): kill the gateway, take its port.
-      const pid = gatewayPid();
-      await machine.exec({ argv: ["kill", "-9", String(pid)] });
-      await sleep(300);
-      await machine.exec({
-        argv: ["sh", "-c", 'setsid -f node -e "$1" /tmp/impostor.log </dev/null >/dev/null 2>&1', "sh", impostor],
-      });
-      const until = Date.now() + 10_000;
-      while (!text((await machine.exec({ argv: ["cat", "/tmp/impostor.log"] })).stdout).includes("LISTENING")) {
-        if (Date.now() > until) throw new Error("the impostor did not start");
-        await sleep(100);
-      }
+      await startImpostorGateway(machine);
       // The next call meets the impostor, which cannot prove the key: the call goes through exec instead.
       const typed = "typed-through-exec-not-to-the-impostor";
       const outcome = await desktop.act([{ type: "type", text: typed }], ctx);
       expect(outcome.ok).toBe(true);
       await expect(desktop.screenEndpoint("view", ctx)).rejects.toMatchObject({ code: "UNAVAILABLE" });
-      const heard = text((await machine.exec({ argv: ["cat", "/tmp/impostor.log"] })).stdout);
+      const heard = await impostorHeard(machine);
       expect(heard).toContain('"t":"hello"');
       expect(heard).not.toContain('"t":"call"');
       expect(heard).not.toContain(typed);

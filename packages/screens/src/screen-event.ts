@@ -62,7 +62,8 @@ export type ScreenEvent =
       readonly capabilityId: string;
       readonly policy: ScreenPolicy;
       /** The gateway refused (see `upstreamStatus`), could not be reached, or the client left first. */
-      readonly reason: "upstream_refused" | "upstream_unreachable" | "client_gone";
+      /** `upstream_unproven`: the gateway did not prove it holds the capability (nothing was sent to it). */
+      readonly reason: "upstream_refused" | "upstream_unreachable" | "upstream_unproven" | "client_gone";
       /** The gateway's HTTP status when it answered one (401, 404, 410, ...). */
       readonly upstreamStatus: number | null;
       readonly durationMs: number;

@@ -1,7 +1,18 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AgentComputerError, type ScreenEndpoint, type TerminalEndpoint } from "@agent-computer/core";
+import {
+  AgentComputerError,
+  capabilityTokenHash,
+  GATEWAY_CHALLENGE_HEADER,
+  GATEWAY_PROOF_HEADER,
+  gatewayChallengeHeader,
+  gatewayProof,
+  newGatewayNonce,
+  parseGatewayAuthorization,
+  type ScreenEndpoint,
+  type TerminalEndpoint,
+} from "@agent-computer/core";
 import { type WebSocket, WebSocketServer } from "ws";
 
 /**
@@ -14,7 +25,10 @@ import { type WebSocket, WebSocketServer } from "ws";
  * a binary prompt `fake-shell$ ` at once, every binary frame echoed as
  * binary, and a text `{"type":"resize","cols":C,"rows":R}` answered with
  * the binary frame `resized CxR`. A terminal granted under a control
- * endpoint ends with it, as in the real gateway.
+ * endpoint ends with it, as in the real gateway. Clients prove their token
+ * against a challenge (core's gateway-proof.ts) or send it as a bearer
+ * token; `impostor = true` makes it a process that took the port: it
+ * hands out challenges and accepts upgrades but cannot prove anything.
  */
 export class FakeGateway {
   readonly connections: GatewayConnection[] = [];
@@ -25,11 +39,30 @@ export class FakeGateway {
   private readonly server: Server;
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   private port = 0;
+  /** Challenges given out, and how each upgrade was authorised. */
+  private readonly challenges = new Set<string>();
+  readonly authorizations: ("bearer" | "proof")[] = [];
+  /** What an impostor received: the upgrade's Authorization and any frame. */
+  readonly impostorHeard: string[] = [];
+  /** A process that took the port: it answers, but has no capability to prove. */
+  impostor = false;
 
   constructor() {
-    this.server = createServer((_req, res) => {
+    this.server = createServer((req, res) => {
+      if (req.headers[GATEWAY_CHALLENGE_HEADER] !== undefined) {
+        const challenge = newGatewayNonce();
+        this.challenges.add(challenge);
+        res.writeHead(401, { "WWW-Authenticate": gatewayChallengeHeader(challenge) });
+        res.end();
+        return;
+      }
       res.writeHead(404);
       res.end();
+    });
+    const proofs = new WeakMap<object, string>();
+    this.wss.on("headers", (headers, req) => {
+      const proof = proofs.get(req);
+      if (proof) headers.push(`${GATEWAY_PROOF_HEADER}: ${proof}`);
     });
     this.server.on("upgrade", (req, socket, head) => {
       const [, route, id] = /^\/(screens|terminals)\/([^/?]+)$/.exec(req.url ?? "") ?? [];
@@ -39,8 +72,27 @@ export class FakeGateway {
       const refuse = (status: number) => {
         socket.end(`HTTP/1.1 ${status} Refused\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       };
+      if (!endpoint && !this.impostor) return refuse(404);
+      const given = parseGatewayAuthorization(req.headers.authorization);
+      if (this.impostor) {
+        // It cannot compute the gateway's proof: it answers with one made of nothing.
+        proofs.set(req, "x".repeat(43));
+      } else if (given && this.challenges.delete(given.challenge) && endpoint) {
+        const hash = capabilityTokenHash(endpoint.token);
+        if (given.proof !== gatewayProof(hash, "client", given.challenge, given.nonce)) return refuse(401);
+        proofs.set(req, gatewayProof(hash, "gateway", given.nonce, given.challenge));
+        this.authorizations.push("proof");
+      } else if (endpoint && req.headers.authorization === `Bearer ${endpoint.token}`) {
+        this.authorizations.push("bearer");
+      } else return refuse(401);
+      if (this.impostor) {
+        this.wss.handleUpgrade(req, socket, head, (ws) => {
+          this.impostorHeard.push(req.headers.authorization ?? "");
+          ws.on("message", (data) => this.impostorHeard.push(String(data)));
+        });
+        return;
+      }
       if (!endpoint) return refuse(404);
-      if (req.headers.authorization !== `Bearer ${endpoint.token}`) return refuse(401);
       if (this.ended(endpoint.id) || (terminal && this.ended(terminal.controlId))) return refuse(410);
       this.wss.handleUpgrade(req, socket, head, (ws) => {
         const connection = new GatewayConnection(endpoint, ws, terminal?.controlId);

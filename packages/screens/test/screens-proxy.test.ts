@@ -79,13 +79,14 @@ describe("issuing", () => {
 });
 
 describe("bridging", () => {
-  it("upgrades, sends the bearer token upstream and relays bytes both ways", async () => {
+  it("upgrades, proves the token upstream without sending it, and relays bytes both ways", async () => {
     const capability = await issueView();
     const before = h.gateway.connections.length;
     const ws = h.connect(capability);
     const fromGateway = received(ws);
     await opened(ws);
     const upstream = await h.gateway.nextConnection(before);
+    expect(h.gateway.authorizations.at(-1)).toBe("proof");
     expect((await fromGateway.until(12)).toString("latin1")).toBe("RFB 003.008\n");
     ws.send(Buffer.concat([rfb.version, rfb.securityNone]));
     ws.send(Buffer.concat([rfb.clientInit, rfb.setEncodings, rfb.updateRequest]));
@@ -395,6 +396,25 @@ describe("refusals", () => {
       reason: "upstream_refused",
       upstreamStatus: 410,
     });
+  });
+
+  it("sends nothing to a gateway that cannot prove the capability (a process that took its port)", async () => {
+    const capability = await issueView();
+    const token = h.authority.endpoints.at(-1)!.token;
+    h.gateway.impostor = true;
+    try {
+      await expect(opened(h.connect(capability))).rejects.toMatchObject({ status: 502 });
+      expect(eventsOf("screen.proxy.websocket_handshake_failed").at(-1)).toMatchObject({
+        capabilityId: capability.id,
+        reason: "upstream_unproven",
+      });
+      expect(h.gateway.impostorHeard.length).toBeGreaterThan(0);
+      expect(h.gateway.impostorHeard.join("\n")).not.toContain(token);
+      // Only the upgrade's proof, never a frame of the person's.
+      expect(h.gateway.impostorHeard.every((heard) => heard.startsWith("AgentComputer nonce="))).toBe(true);
+    } finally {
+      h.gateway.impostor = false;
+    }
   });
 
   it("refuses a plain HTTP request to a capability with 426", async () => {

@@ -13,7 +13,11 @@ export interface ScreenEndpoint {
    * log it or hand it to a browser.
    */
   readonly url: string;
-  /** Sent as `Authorization: Bearer <token>` when connecting. A secret. */
+  /**
+   * A secret. A client that checks the gateway first proves it holds the
+   * token without sending it (gateway-proof.ts); `Authorization: Bearer
+   * <token>` also works, for clients that do not.
+   */
   readonly token: string;
   /** Milliseconds since the epoch after which the capability stops working. */
   readonly expiresAt: number;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import {
   createServer as createHttpServer,
@@ -10,6 +10,16 @@ import {
 import { createConnection, createServer, type Server } from "node:net";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
+import {
+  capabilityTokenHash,
+  GATEWAY_CHALLENGE_HEADER,
+  GATEWAY_PROOF_HEADER,
+  gatewayChallengeHeader,
+  gatewayProof,
+  gatewayProofMatches,
+  newGatewayNonce,
+  parseGatewayAuthorization,
+} from "@agent-computer/core";
 import { WebSocketServer } from "ws";
 import { CliError } from "./cli-error.js";
 import { admitConnections, upgraded } from "./connection-admission.js";
@@ -92,7 +102,10 @@ function isValidClaim(request: { bot: unknown; slot: unknown; incarnation: unkno
   );
 }
 
-const sha256 = (text: string) => createHash("sha256").update(text).digest();
+const sha256 = capabilityTokenHash;
+/** Challenges for clients that check the gateway (core's gateway-proof.ts): single use, short-lived, bounded. */
+const CHALLENGE_TTL_MS = 30_000;
+const MAX_CHALLENGES = 4096;
 
 /**
  * The computer's screen gateway (docs/architecture.md §4, §7): one process, one TCP port
@@ -117,6 +130,10 @@ export class ScreenGateway {
   private connectionCount = 0;
   private openConnections = 0;
   private sweeping = false;
+  /** Challenges handed out, by nonce, with when they lapse. */
+  private readonly challenges = new Map<string, number>();
+  /** The proof a 101 answer carries, for upgrades admitted by a challenge. */
+  private readonly proofs = new WeakMap<IncomingMessage, string>();
 
   constructor(
     private readonly state: DesktopState,
@@ -125,7 +142,12 @@ export class ScreenGateway {
     private readonly vnc: VncServers,
     private readonly terminals: TerminalServers,
     private readonly service: DesktopService,
-  ) {}
+  ) {
+    this.wss.on("headers", (headers, req) => {
+      const proof = this.proofs.get(req);
+      if (proof) headers.push(`${GATEWAY_PROOF_HEADER}: ${proof}`);
+    });
+  }
 
   handle(request: GatewayRequest): Promise<Record<string, unknown>> {
     switch (request?.op) {
@@ -420,8 +442,42 @@ export class ScreenGateway {
   /** Plain HTTP: only websockets are served. */
   request(req: IncomingMessage, res: ServerResponse): void {
     const route = routeOf(req.url);
+    if (route && req.headers[GATEWAY_CHALLENGE_HEADER] !== undefined) {
+      res.writeHead(401, {
+        "Content-Type": "text/plain; charset=utf-8",
+        Connection: "close",
+        "WWW-Authenticate": gatewayChallengeHeader(this.challenge()),
+      });
+      res.end("Answer the challenge with a websocket upgrade.\n");
+      return;
+    }
     res.writeHead(route ? 426 : 404, { "Content-Type": "text/plain; charset=utf-8", Connection: "close" });
     res.end(route ? "Connect with a websocket.\n" : "Not found.\n");
+  }
+
+  /** A fresh single-use nonce; the oldest go first when too many wait. */
+  private challenge(): string {
+    const now = Date.now();
+    for (const [nonce, lapses] of this.challenges) {
+      if (lapses > now && this.challenges.size < MAX_CHALLENGES) break;
+      this.challenges.delete(nonce);
+    }
+    const nonce = newGatewayNonce();
+    this.challenges.set(nonce, now + CHALLENGE_TTL_MS);
+    return nonce;
+  }
+
+  /** Whether `req` proves the capability's token against a challenge this gateway gave; sets the answer's proof. */
+  private provesToken(req: IncomingMessage, capability: Capability): boolean {
+    const given = parseGatewayAuthorization(req.headers.authorization);
+    if (!given) return false;
+    const lapses = this.challenges.get(given.challenge);
+    this.challenges.delete(given.challenge);
+    if (lapses === undefined || lapses <= Date.now()) return false;
+    const expected = gatewayProof(capability.tokenHash, "client", given.challenge, given.nonce);
+    if (!gatewayProofMatches(expected, given.proof)) return false;
+    this.proofs.set(req, gatewayProof(capability.tokenHash, "gateway", given.nonce, given.challenge));
+    return true;
   }
 
   /** Who may connect: the capability, or the plain HTTP status that refuses the upgrade. */
@@ -433,10 +489,14 @@ export class ScreenGateway {
     if (String(req.headers.upgrade).toLowerCase() !== "websocket")
       return { status: 400, why: "not a websocket upgrade" };
     const token = /^Bearer ([A-Za-z0-9_-]+)$/.exec(req.headers.authorization ?? "")?.[1];
-    if (!token || !TOKEN.test(token)) return { status: 401, why: "missing or malformed bearer token" };
+    const challenged = parseGatewayAuthorization(req.headers.authorization) !== undefined;
+    if (!challenged && (!token || !TOKEN.test(token))) return { status: 401, why: "missing or malformed credentials" };
     const capability = this.capabilities.get(route.id);
     if (!capability || capability.kind !== route.kind) return { status: 404, why: "no such capability" };
-    if (!timingSafeEqual(sha256(token), capability.tokenHash)) return { status: 401, why: "wrong token", capability };
+    if (
+      challenged ? !this.provesToken(req, capability) : !timingSafeEqual(sha256(token as string), capability.tokenHash)
+    )
+      return { status: 401, why: challenged ? "wrong proof or challenge" : "wrong token", capability };
     if (!capability.ended && Date.now() >= capability.expiresAt) this.end(capability, "expired", false);
     if (!capability.ended && !slotServes(slotRecordNow(this.state, capability.slot), capability.incarnation)) {
       this.end(capability, "desktop-stopped", true);

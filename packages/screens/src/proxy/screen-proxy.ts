@@ -14,7 +14,7 @@ import type { LiveSockets } from "./live-sockets.js";
 import { refuseUpgrade } from "./refuse-upgrade.js";
 import { type BridgeCloser, type BridgeFrame, ScreenBridge } from "./screen-bridge.js";
 import { screenPathOf } from "./screen-path.js";
-import { connectUpstream } from "./upstream-connection.js";
+import { connectUpstream, type UpstreamFailure } from "./upstream-connection.js";
 
 /** What the proxy works with; the numbers are `ScreensOptions`' with their defaults. */
 interface ScreenProxyParts {
@@ -112,29 +112,28 @@ export class ScreenProxy {
   private async bridge(upgrade: Upgrade, capability: SealedCapability): Promise<void> {
     const started = performance.now();
     let aborted = false;
-    let upstream: WebSocket | undefined;
+    let connection: ReturnType<typeof connectUpstream> | undefined;
     this.parts.sockets.wait(upgrade.connectionId, capability, () => {
       aborted = true;
-      upstream?.terminate();
+      connection?.terminate();
       refuseUpgrade(upgrade.socket, 410);
     });
     try {
       const verdict = await this.parts.check.verdict(capability);
       if (aborted) return;
       if (verdict !== "allowed") return this.refuse(upgrade, capability, verdict);
-      const connection = connectUpstream(capability.endpoint, upgrade.socket, this.parts.upstreamTimeoutMs);
-      upstream = connection.ws;
+      connection = connectUpstream(capability.endpoint, upgrade.socket, this.parts.upstreamTimeoutMs);
       const connected = await connection.connected;
       if (aborted) {
-        upstream.terminate();
+        connection.terminate();
         return;
       }
       if (!connected.ok) return this.handshakeFailed(upgrade, capability, connected, started);
       if (this.parts.registry.isRevoked(capability) || this.closing) {
-        upstream.terminate();
+        connection.terminate();
         return this.refuse(upgrade, capability, "capability_revoked");
       }
-      this.upgrade(upgrade, capability, upstream, connection.early);
+      this.upgrade(upgrade, capability, connected.ws, connection.early);
     } finally {
       this.parts.sockets.settled(upgrade.connectionId);
     }
@@ -168,7 +167,7 @@ export class ScreenProxy {
   private handshakeFailed(
     upgrade: Upgrade,
     capability: SealedCapability,
-    failed: { status: number | null; clientGone: boolean },
+    failed: UpstreamFailure,
     started: number,
   ): void {
     this.parts.emit({
@@ -177,7 +176,13 @@ export class ScreenProxy {
       connectionId: upgrade.connectionId,
       capabilityId: capability.id,
       policy: policyOf(capability),
-      reason: failed.clientGone ? "client_gone" : failed.status === null ? "upstream_unreachable" : "upstream_refused",
+      reason: failed.clientGone
+        ? "client_gone"
+        : failed.unproven
+          ? "upstream_unproven"
+          : failed.status === null
+            ? "upstream_unreachable"
+            : "upstream_refused",
       upstreamStatus: failed.status,
       durationMs: Math.round(performance.now() - started),
     });

@@ -6,6 +6,7 @@
 export { chooseTestProvider } from "./choose-test-provider.js";
 export { failureOf } from "./failure-of.js";
 export { historyOf, pixelsOf, SITE, SITE_PORT, serveFixtureSite } from "./fixture-site.js";
+export { IMPOSTOR_LOG, impostorHeard, startImpostorGateway } from "./impostor-gateway.js";
 export { countBytes, writeMixedHome } from "./mixed-home.js";
 export { provisionToFirstExec } from "./provision-to-first-exec.js";
 export { reportMissingProvider } from "./report-missing-provider.js";
