@@ -5,7 +5,12 @@ import type { Readable } from "node:stream";
  * `promise` is left to finish: use it for clients that take no signal.
  */
 export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // Its later failure is nobody's to handle: never an unhandled rejection
+    // (a client's error may hold the request that made it, credentials included).
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
