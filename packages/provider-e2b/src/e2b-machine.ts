@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { packHome, stageHome } from "@agent-computer/checkpoint";
+import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, packHome, stageHome } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -30,15 +30,7 @@ import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
 import type { ResolvedE2bProviderOptions } from "./e2b-provider-options.js";
 import { type EnvdCommandHost, runEnvdCommand } from "./envd-command.js";
 import { processHeaders, processRpcOf } from "./envd-process.js";
-import {
-  DISCARD_STAGING,
-  EXPORT_HOME_TO_FILE,
-  PLACE_EXIT,
-  PLACE_UPLOAD,
-  STAGE_UPLOADED_HOME,
-  SWAP_HOME,
-  TRANSFER_EXIT,
-} from "./home-transfer-scripts.js";
+import { PLACE_EXIT, PLACE_UPLOAD } from "./place-upload-script.js";
 import type { SandboxSdk } from "./sandbox-sdk.js";
 
 /** What every machine of one provider shares. */
@@ -266,7 +258,7 @@ export class E2bMachine extends CommandChannelMachine {
       ).catch(() => {});
     const packed = await this.runCommand(
       {
-        argv: ["sh", "-c", EXPORT_HOME_TO_FILE, "export-home", this.workspacePath, file],
+        argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.exportHomeToFile, "export-home", this.workspacePath, file],
         workingDir: "/",
         maxOutputBytes: 64 * 1024,
       },
@@ -275,7 +267,7 @@ export class E2bMachine extends CommandChannelMachine {
     );
     if (packed.exitCode !== 0) {
       await removeFile();
-      throw packed.exitCode === TRANSFER_EXIT.missingHome
+      throw packed.exitCode === HOME_TRANSFER_EXIT.missingHome
         ? new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`)
         : new AgentComputerError(
             "UNAVAILABLE",
@@ -328,7 +320,15 @@ export class E2bMachine extends CommandChannelMachine {
       const archive = this.uploadPath(".tar");
       try {
         await this.upload(archive, packed.tar, signal, "import the workspace");
-        const extracted = await run(["sh", "-c", STAGE_UPLOADED_HOME, "stage-home", this.workspacePath, tag, archive]);
+        const extracted = await run([
+          "sh",
+          "-c",
+          HOME_TRANSFER_SCRIPTS.stageHomeFromFile,
+          "stage-home",
+          this.workspacePath,
+          tag,
+          archive,
+        ]);
         if (extracted.exitCode !== 0) {
           throw new AgentComputerError(
             "UNAVAILABLE",
@@ -340,7 +340,7 @@ export class E2bMachine extends CommandChannelMachine {
         const swapped = await run([
           "sh",
           "-c",
-          SWAP_HOME,
+          HOME_TRANSFER_SCRIPTS.swapHome,
           "swap-home",
           this.workspacePath,
           tag,
@@ -351,10 +351,10 @@ export class E2bMachine extends CommandChannelMachine {
         if (swapped.exitCode !== 0) {
           throw new AgentComputerError(
             "UNAVAILABLE",
-            swapped.exitCode === TRANSFER_EXIT.incomplete
+            swapped.exitCode === HOME_TRANSFER_EXIT.incomplete
               ? `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`
               : `The sandbox could not swap in the imported home (exit ${swapped.exitCode}): ${text(swapped.stderr) || "no message"}.`,
-            { retryable: swapped.exitCode === TRANSFER_EXIT.incomplete },
+            { retryable: swapped.exitCode === HOME_TRANSFER_EXIT.incomplete },
           );
         }
         loggerOf(context).info("e2b home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
@@ -367,7 +367,14 @@ export class E2bMachine extends CommandChannelMachine {
             opContext({ timeoutMs: 10_000 }),
             "clean up an import",
           );
-        await cleanup(["sh", "-c", DISCARD_STAGING, "discard-staging", this.workspacePath, tag]).catch(() => {});
+        await cleanup([
+          "sh",
+          "-c",
+          HOME_TRANSFER_SCRIPTS.discardStaging,
+          "discard-staging",
+          this.workspacePath,
+          tag,
+        ]).catch(() => {});
         await cleanup(["rm", "-f", "--", archive]).catch(() => {});
         throw error;
       }

@@ -75,16 +75,29 @@ rm -rf -- "$previous"`;
 /** Removes a staging folder a failed import left (best effort). */
 const DISCARD_STAGING = `${IMPORT_PROLOGUE}rm -rf -- "$staging"`;
 
+/** Export into a file ($2) beside the home, for a provider that downloads files faster than it streams output. */
+const EXPORT_HOME_TO_FILE = `exec > "$2" || exit 70
+${EXPORT_HOME}`;
+
+/** Import step 1 from an archive uploaded as a file ($3) beside the home; the file goes whatever happens. */
+const STAGE_HOME_FROM_FILE = `trap 'rm -f -- "$3"' EXIT
+exec < "$3" || exit 70
+${STAGE_HOME}`;
+
 /**
  * The scripts, each run as `sh -c <script> <name> <home> ...`: `exportHome`
  * writes the home as a tar stream on stdout; `stageHome` (home, tag) unpacks
  * a checked archive from stdin beside the home; `swapHome` (home, tag, files,
  * folders, bytes) swaps it in once it holds what was sent; `discardStaging`
- * (home, tag) removes what a failed import left.
+ * (home, tag) removes what a failed import left. `exportHomeToFile` (home,
+ * file) and `stageHomeFromFile` (home, tag, file) do the same through a file
+ * beside the home, for providers whose files API is their fast path.
  */
 export const HOME_TRANSFER_SCRIPTS = {
   exportHome: EXPORT_HOME,
+  exportHomeToFile: EXPORT_HOME_TO_FILE,
   stageHome: STAGE_HOME,
+  stageHomeFromFile: STAGE_HOME_FROM_FILE,
   swapHome: SWAP_HOME,
   discardStaging: DISCARD_STAGING,
 } as const;
