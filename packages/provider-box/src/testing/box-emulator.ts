@@ -25,6 +25,8 @@ export interface BoxFaultRule {
   path: RegExp;
   status: number;
   code?: string;
+  /** The error's message (default "injected fault"). */
+  message?: string;
   times?: number;
 }
 
@@ -180,6 +182,11 @@ export class BoxEmulator {
     this.faults.push({ ...rule, times: rule.times ?? 1 });
   }
 
+  /** Drops every fault not yet answered. */
+  clearFaults(): void {
+    this.faults.length = 0;
+  }
+
   get pendingFaults(): number {
     return this.faults.reduce((sum, f) => sum + (f.times ?? 1), 0);
   }
@@ -231,7 +238,7 @@ export class BoxEmulator {
       if (fault) {
         fault.times = (fault.times ?? 1) - 1;
         if (fault.times <= 0) this.faults.splice(this.faults.indexOf(fault), 1);
-        throw new Answer(fault.status, fault.code ?? "injected", "injected fault");
+        throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
       }
       const body = method === "GET" || method === "DELETE" ? {} : await readJson(req);
       const answer = await this.route(method, path, url, body, req);

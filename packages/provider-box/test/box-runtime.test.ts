@@ -1,0 +1,143 @@
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { DesktopSession, Machine } from "@agent-computer/core";
+import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { SITE, serveFixtureSite, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { afterAll, describe, expect, it } from "vitest";
+import { boxTestEnvironment } from "./box-test-environment.js";
+
+// The runtime on Box, through the package's client and the emulator: two
+// bots with their own desktops and cookies (their calls ride the private
+// route); archive and reconnect keep the box id, the home and both
+// profiles on a recreated container; a box the service reports
+// unrecoverable is replaced and its home restored; the TTL is refreshed
+// while a run works and the idle box archives after it.
+const env = await boxTestEnvironment("box: the runtime");
+if (!env.missing) {
+  const provider = env.provider();
+  const owned: Machine[] = [];
+  const idOf = (m: Machine) => m.ref.slice("box:".length);
+  const open = async (machine: Machine, bot: string) => (await machine.openDesktop?.(bot)) as LinuxDesktopSession;
+  const cookieOf = (d: DesktopSession, url?: string) =>
+    (d as LinuxDesktopSession).evaluateInPage("document.cookie", undefined, url ? { url } : undefined);
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  let machine: Machine;
+
+  describe("box: the runtime", () => {
+    afterAll(async () => {
+      for (const m of owned) await m.destroy().catch(() => {});
+    }, 60_000);
+
+    it("gives two bots on one Team computer their own desktops and cookies, through the private route", async () => {
+      machine = await provider.provision({ computerId: "two-bots", homeKey: `two-bots-${Date.now()}` });
+      owned.push(machine);
+      await serveFixtureSite(machine);
+      const [alice, bob] = await Promise.all([open(machine, "alice"), open(machine, "bob")]);
+      expect(new Set([alice.display, bob.display]).size).toBe(2);
+      const login = (user: string) => [
+        { type: "key" as const, keys: "ctrl+l" },
+        { type: "type" as const, text: `${SITE}/login.html?user=${user}\n` },
+        { type: "wait" as const, ms: 1500 },
+      ];
+      const outcomes = await Promise.all([alice.act(login("alice")), bob.act(login("bob"))]);
+      expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
+      expect(await cookieOf(alice)).toBe("session=alice");
+      expect(await cookieOf(bob)).toBe("session=bob");
+      // The desktop calls went to the resident service through the box's route on 6080.
+      expect(env.emulator.routed.some((path) => path.startsWith(`/${idOf(machine)}-6080/`))).toBe(true);
+      await Promise.all([alice.release(), bob.release()]);
+    }, 150_000);
+
+    it("stop archives; reconnect resumes the same box id on a new container, with the home and both profiles", async () => {
+      const bytes = new Uint8Array(50_000).map((_, i) => (i * 13) % 256);
+      await machine.files.write("notes/kept.bin", bytes);
+      const before = env.emulator.containerOf(idOf(machine));
+      await machine.stop();
+      // Archive commits the container to an image and removes it.
+      expect(env.emulator.stateOf(idOf(machine))).toBe("archived");
+      expect(env.emulator.containerOf(idOf(machine))).toBeUndefined();
+      const resumesBefore = env.emulator.requests.filter((r) => r.endsWith("/resume")).length;
+      const again = await provider.reconnect(machine.ref);
+      expect(again).not.toBe("gone");
+      const restored = again as Machine;
+      owned.push(restored);
+      expect(restored.ref).toBe(machine.ref);
+      expect(env.emulator.requests.filter((r) => r.endsWith("/resume")).length).toBe(resumesBefore + 1);
+      expect(env.emulator.noEnvSeen.every(Boolean)).toBe(true);
+      expect(env.emulator.stateOf(idOf(machine))).toBe("ready");
+      expect(env.emulator.containerOf(idOf(machine))).not.toBe(before);
+      expect(await restored.files.read("notes/kept.bin")).toEqual(bytes);
+      await serveFixtureSite(restored);
+      for (const user of ["alice", "bob"]) {
+        const desktop = await open(restored, user);
+        expect(await cookieOf(desktop, `${SITE}/whoami.html`)).toBe(`session=${user}`);
+        await desktop.release();
+      }
+    }, 180_000);
+
+    it("replaces a box the service reports unrecoverable, with the home restored from the checkpoint", async () => {
+      const dataDir = await temporaryDataDir();
+      const stateStore = new MemoryStateStore();
+      const events: string[] = [];
+      const make = () =>
+        createComputerRuntime({
+          provider,
+          stateStore,
+          homeStore: new LocalAgentHomeStore({ dataDir }),
+          onEvent: (e) => events.push(e.type),
+        });
+      const workspaceId = `lost-${Date.now()}`;
+      const first = make().startRun({ workspaceId, botId: "alpha" });
+      const lost = await first.machine();
+      owned.push(lost);
+      const bytes = new Uint8Array(70_000).map((_, i) => (i * 7) % 256);
+      await lost.files.write("bots/alpha/report.bin", bytes);
+      await first.end("completed");
+      // The box breaks at the service: state "error", and resume refuses it.
+      await env.emulator.breakBox(idOf(lost));
+      expect(await provider.reconnect(lost.ref)).toBe("gone");
+      events.length = 0;
+      const again = make().startRun({ workspaceId, botId: "alpha" });
+      const replacement = await again.machine();
+      owned.push(replacement);
+      expect(replacement.ref).not.toBe(lost.ref);
+      expect(await replacement.files.read("bots/alpha/report.bin")).toEqual(bytes);
+      expect(events).toEqual(expect.arrayContaining(["provisioning", "restoring", "replaced", "ready"]));
+      await again.end("completed");
+    }, 150_000);
+
+    it("refreshes the TTL while a run works; the idle box archives after it, and the next call resumes it", async () => {
+      const ttl = env.provider({ ttlSeconds: 3, ttlRefreshMs: 500 });
+      const runtime = createComputerRuntime({
+        provider: ttl,
+        stateStore: new MemoryStateStore(),
+        homeStore: new LocalAgentHomeStore({ dataDir: await temporaryDataDir() }),
+      });
+      const run = runtime.startRun({ workspaceId: `ttl-${Date.now()}`, botId: "alpha" });
+      const box = await run.machine();
+      owned.push(box);
+      const id = idOf(box);
+      const patches = () => env.emulator.requests.filter((r) => r === `PATCH /v1/boxes/${id}`).length;
+      const patchedBefore = patches();
+      // Twice the TTL of work: the box never archives.
+      const until = Date.now() + 6_500;
+      while (Date.now() < until) {
+        expect((await box.exec({ argv: ["true"] })).exitCode).toBe(0);
+        expect(env.emulator.stateOf(id)).toBe("ready");
+        await sleep(300);
+      }
+      expect(patches()).toBeGreaterThan(patchedBefore + 3);
+      // Idle: archived once the TTL has run out, not before.
+      const idleSince = Date.now();
+      await expect.poll(() => env.emulator.stateOf(id), { timeout: 15_000, interval: 100 }).toBe("archived");
+      expect(Date.now() - idleSince).toBeGreaterThan(2_000);
+      expect(env.emulator.containerOf(id)).toBeUndefined();
+      // The run goes on: its next command resumes the box (noEnv again) under the same id.
+      await box.files.write("after-ttl.txt", new TextEncoder().encode("resumed"));
+      expect(env.emulator.stateOf(id)).toBe("ready");
+      expect(new TextDecoder().decode(await box.files.read("after-ttl.txt"))).toBe("resumed");
+      await run.end("completed");
+    }, 120_000);
+  });
+}
