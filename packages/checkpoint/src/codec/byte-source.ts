@@ -9,6 +9,8 @@ export class ByteSource {
   private buffered = 0;
   private ended = false;
   private readonly iterator: AsyncIterator<Uint8Array>;
+  /** Sees every byte handed out, in order (a checker passing the archive on as it reads it). */
+  tap: ((bytes: Buffer) => void) | undefined;
 
   constructor(input: AsyncIterable<Uint8Array>) {
     this.iterator = input[Symbol.asyncIterator]();
@@ -52,6 +54,12 @@ export class ByteSource {
   }
 
   private take(n: number): Buffer {
+    const out = this.cut(n);
+    this.tap?.(out);
+    return out;
+  }
+
+  private cut(n: number): Buffer {
     const first = this.chunks[0] as Buffer;
     if (first.length - this.head >= n) {
       const out = first.subarray(this.head, this.head + n);

@@ -356,7 +356,7 @@ function makeParents(path: string, staging: string, made: Map<string, number>): 
  * bytes on Linux, but `..\` and drive prefixes are refused because another
  * tool (or a Windows host) would read them as traversal.
  */
-function checkPath(name: string, bounds: Required<RestoreLimits>): string {
+export function checkPath(name: string, bounds: Required<RestoreLimits>): string {
   if (name.includes("\0")) refuseRestore(`the entry name "${shown(name)}" holds a NUL byte`);
   if (Buffer.byteLength(name) > bounds.maxPathLength)
     refuseOverLimit(`the entry path "${shown(name)}" is over ${bounds.maxPathLength} bytes`, {
