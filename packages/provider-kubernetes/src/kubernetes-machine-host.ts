@@ -8,8 +8,6 @@ export interface KubernetesMachineHost {
   readonly containerName: string;
   /** Seconds `stop` gives the pod to exit. */
   readonly terminationGracePeriodSeconds: number;
-  /** Where imports stage and check archives on this host. */
-  readonly stagingRoot: string;
   /** The exec subprotocol the API server speaks, learned once with a probe exec into `pod`. */
   execProtocol(pod: string): Promise<string>;
 }

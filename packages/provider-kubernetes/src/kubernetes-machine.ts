@@ -1,8 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { join } from "node:path";
 import { Readable } from "node:stream";
-import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, packHome, stageHome } from "@agent-computer/checkpoint";
+import { checkHomeArchive, HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -168,13 +166,15 @@ export class KubernetesMachine extends CommandChannelMachine {
   }
 
   /**
-   * Replaces the home whole. The archive is first restored on this host
-   * with core's `stageHome`, so it passes exactly the checks and limits of a
-   * checkpoint restore before one byte reaches the pod; what is sent is that
-   * checked tree re-packed, extracted into a staging folder beside the home
-   * and swapped in only after the pod confirms it holds every file, folder
-   * and byte that was sent. A refused, aborted or cut import leaves the home
-   * as it was.
+   * Replaces the home whole, at the speed of the exec stream. The archive
+   * goes to the pod as it arrives, through checkpoint's `checkHomeArchive`,
+   * which applies the checks and limits of a checkpoint restore and passes
+   * each entry's bytes on only after the entry passed, so the pod's tar
+   * never sees a refused entry; nothing is unpacked or re-packed here. The
+   * pod unpacks into a staging folder beside the home, never into it; the
+   * staged tree is swapped in only after the whole archive passed and the
+   * pod confirms it holds every file, folder and byte the archive states.
+   * A refused, aborted or cut import leaves the home as it was.
    */
   private async importNow(tar: Readable, context: OpContext): Promise<void> {
     // Checked on entry, and again here: the deadline may pass while an earlier import runs.
@@ -182,70 +182,66 @@ export class KubernetesMachine extends CommandChannelMachine {
     this.refuseDeleted();
     const signal = signalOf(context, "workspace import");
     const stopWatching = destroyOnAbort(tar, signal);
-    const work = await mkdtemp(join(this.host.stagingRoot, "agent-computer-kubernetes-import-"));
+    const checked = checkHomeArchive(tar);
+    const tag = randomBytes(6).toString("hex");
+    const log = loggerOf(context);
+    let sent: Awaited<ReturnType<typeof startPodCommand>> | undefined;
     try {
-      const staged = await stageHome(tar, join(work, "home")).catch((error: unknown) => {
+      sent = await startPodCommand(this.commandHost, {
+        argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.stageHome, "stage-home", this.workspacePath, tag],
+        workingDir: "/",
+        stdin: checked.tar,
+        maxOutputBytes: 64 * 1024,
+        signal,
+      });
+      const extracted = await sent.result.catch((error: unknown) => {
         throw signal.aborted ? signal.reason : error;
       });
-      const packed = packHome(staged.stagingDir);
-      const tag = randomBytes(6).toString("hex");
-      const log = loggerOf(context);
-      let sent: Awaited<ReturnType<typeof startPodCommand>> | undefined;
-      try {
-        sent = await startPodCommand(this.commandHost, {
-          argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.stageHome, "stage-home", this.workspacePath, tag],
-          workingDir: "/",
-          stdin: packed.tar,
-          maxOutputBytes: 64 * 1024,
-          signal,
-        });
-        const extracted = await sent.result;
-        if (extracted.exitCode !== 0) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The pod could not unpack the home (exit ${extracted.exitCode}): ${text(extracted.stderr) || "no message"}. The home is as it was.`,
-            { retryable: false },
-          );
-        }
-        const stats = await packed.stats;
-        const swapped = await runPodCommand(this.commandHost, {
-          argv: [
-            "sh",
-            "-c",
-            HOME_TRANSFER_SCRIPTS.swapHome,
-            "swap-home",
-            this.workspacePath,
-            tag,
-            String(stats.files),
-            String(stats.directories),
-            String(stats.bytes),
-          ],
-          workingDir: "/",
-          maxOutputBytes: 64 * 1024,
-          signal,
-        });
-        if (swapped.exitCode === HOME_TRANSFER_EXIT.incomplete) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`,
-          );
-        }
-        if (swapped.exitCode !== 0) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The pod could not swap in the imported home (exit ${swapped.exitCode}): ${text(swapped.stderr) || "no message"}.`,
-            { retryable: false },
-          );
-        }
-        log.info("kubernetes home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
-      } catch (error) {
-        packed.tar.destroy();
-        await this.discardStaging(tag, sent);
-        throw error;
+      // A refusal found after the last byte went out (data past the end marker) lands here.
+      const stats = await checked.stats;
+      if (extracted.exitCode !== 0) {
+        throw new AgentComputerError(
+          "UNAVAILABLE",
+          `The pod could not unpack the home (exit ${extracted.exitCode}): ${text(extracted.stderr) || "no message"}. The home is as it was.`,
+          { retryable: false },
+        );
       }
+      const swapped = await runPodCommand(this.commandHost, {
+        argv: [
+          "sh",
+          "-c",
+          HOME_TRANSFER_SCRIPTS.swapHome,
+          "swap-home",
+          this.workspacePath,
+          tag,
+          String(stats.files),
+          String(stats.directories),
+          String(stats.bytes),
+        ],
+        workingDir: "/",
+        maxOutputBytes: 64 * 1024,
+        signal,
+      });
+      if (swapped.exitCode === HOME_TRANSFER_EXIT.incomplete) {
+        throw new AgentComputerError(
+          "UNAVAILABLE",
+          `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`,
+        );
+      }
+      if (swapped.exitCode !== 0) {
+        throw new AgentComputerError(
+          "UNAVAILABLE",
+          `The pod could not swap in the imported home (exit ${swapped.exitCode}): ${text(swapped.stderr) || "no message"}.`,
+          { retryable: false },
+        );
+      }
+      log.info("kubernetes home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
+    } catch (error) {
+      checked.tar.destroy();
+      await this.discardStaging(tag, sent);
+      throw error;
     } finally {
       stopWatching();
-      await rm(work, { recursive: true, force: true });
     }
   }
 

@@ -86,7 +86,10 @@ export const kubernetesProviderOptionsSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
     .default("computer"),
-  /** Where an import stages and checks the archive on this host before sending it (default: the OS temp folder). */
+  /**
+   * Ignored: imports now stream to the pod as they are checked, staging
+   * nothing on this host. Kept so settings that name it still parse.
+   */
   stagingDir: z.string().min(1).optional(),
 });
 

@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { tmpdir } from "node:os";
 import {
   AgentComputerError,
   loggerOf,
@@ -76,7 +75,6 @@ export function kubernetesProvider(
     namespace,
     containerName: parsed.containerName,
     terminationGracePeriodSeconds: parsed.terminationGracePeriodSeconds,
-    stagingRoot: parsed.stagingDir ?? tmpdir(),
     execProtocol(pod) {
       // One probe per provider: the API server picks v5 when it can, else v4.
       protocol ??= probeProtocol(kubeConfig, { namespace, name: pod, container: parsed.containerName });
