@@ -18,15 +18,16 @@ import { type DaytonaProviderOptions, daytonaProviderOptionsSchema } from "./day
 import { ensureStarted } from "./sandbox-start.js";
 
 /**
- * Desktops through the shared LinuxDesktopRuntime over the toolbox; stop
- * keeps the sandbox (stopped or archived); the home is a folder inside it,
+ * Desktops, their page browser and terminal through the shared
+ * LinuxDesktopRuntime over the toolbox and signed preview URLs; stop keeps
+ * the sandbox (stopped or archived); the home is a folder inside it,
  * copied in and out; sandboxes bill while they run.
  */
 export const DAYTONA_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
   multiScreen: true,
-  pageBrowser: false,
-  terminal: false,
+  pageBrowser: true,
+  terminal: true,
   billsWhileRunning: true,
   stopKeepsMachine: true,
   mountedHome: false,

@@ -12,8 +12,8 @@ if (!env.missing) {
     capabilities: {
       desktop: true,
       multiScreen: true,
-      pageBrowser: false,
-      terminal: false,
+      pageBrowser: true,
+      terminal: true,
       billsWhileRunning: true,
       stopKeepsMachine: true,
       mountedHome: false,
