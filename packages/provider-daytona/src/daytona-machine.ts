@@ -157,7 +157,7 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
     const signal = signalOf(context, "workspace export");
     const file = this.transferFile();
     const written = await runSessionCommand(this, {
-      argv: ["sh", "-c", `exec >"$0" || exit 70\n${HOME_TRANSFER_SCRIPTS.exportHome}`, file, this.workspacePath],
+      argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.exportHomeToFile, "export-home", this.workspacePath, file],
       workingDir: "/",
       maxOutputBytes: 64 * 1024,
       signal,
@@ -227,14 +227,7 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
           throw signal.aborted ? signal.reason : this.transferError(error, "upload the home");
         });
         const extracted = await runSessionCommand(this, {
-          argv: [
-            "sh",
-            "-c",
-            `exec <"$0" || exit 70\n${HOME_TRANSFER_SCRIPTS.stageHome}`,
-            file,
-            this.workspacePath,
-            tag,
-          ],
+          argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.stageHomeFromFile, "stage-home", this.workspacePath, tag, file],
           workingDir: "/",
           maxOutputBytes: 64 * 1024,
           signal,
