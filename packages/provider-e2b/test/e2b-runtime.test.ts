@@ -1,9 +1,12 @@
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
-import type { DesktopSession, Machine } from "@agent-computer/core";
-import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import type { Machine } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { createComputerRuntime } from "@agent-computer/runtime";
-import { SITE, serveFixtureSite, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import {
+  expectBotsKeepTheirOwnCookies,
+  expectLostMachineReplaced,
+  temporaryDataDir,
+} from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it } from "vitest";
 import { e2bTestEnvironment } from "./e2b-test-environment.js";
 
@@ -28,53 +31,26 @@ if (!env.missing) {
     }, 60_000);
 
     it("gives two bots on one Team computer their own desktops and cookies", async () => {
-      const machine = await provision("two-bots");
-      await serveFixtureSite(machine);
-      const open = async (bot: string) => (await machine.openDesktop?.(bot)) as LinuxDesktopSession;
-      const cookieOf = (d: DesktopSession) => (d as LinuxDesktopSession).evaluateInPage("document.cookie");
-      const [alice, bob] = await Promise.all([open("alice"), open("bob")]);
-      expect(new Set([alice.display, bob.display]).size).toBe(2);
-      const login = (user: string) => [
-        { type: "key" as const, keys: "ctrl+l" },
-        { type: "type" as const, text: `${SITE}/login.html?user=${user}\n` },
-        { type: "wait" as const, ms: 1500 },
-      ];
-      const outcomes = await Promise.all([alice.act(login("alice")), bob.act(login("bob"))]);
-      expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
-      expect(await cookieOf(alice)).toBe("session=alice");
-      expect(await cookieOf(bob)).toBe("session=bob");
-      await Promise.all([alice.release(), bob.release()]);
+      await expectBotsKeepTheirOwnCookies(await provision("two-bots"));
     }, 150_000);
 
     it("replaces a sandbox killed at the provider, with the home restored from the checkpoint", async () => {
       const dataDir = await temporaryDataDir();
       const stateStore = new MemoryStateStore();
       const events: string[] = [];
-      const make = () =>
-        createComputerRuntime({
-          provider,
-          stateStore,
-          homeStore: new LocalAgentHomeStore({ dataDir }),
-          onEvent: (e) => events.push(e.type),
-        });
-      const runtime = make();
-      const workspaceId = `lost-${Date.now()}`;
-      const first = runtime.startRun({ workspaceId, botId: "alpha" });
-      const machine = await first.machine();
-      owned.push(machine);
-      const bytes = new Uint8Array(70_000).map((_, i) => (i * 7) % 256);
-      await machine.files.write("bots/alpha/report.bin", bytes);
-      await first.end("completed");
-      // E2B loses the sandbox: the service no longer knows it.
-      await env.emulator.vanish(idOf(machine));
-      events.length = 0;
-      const again = make().startRun({ workspaceId, botId: "alpha" });
-      const replacement = await again.machine();
-      owned.push(replacement);
-      expect(replacement.ref).not.toBe(machine.ref);
-      expect(await replacement.files.read("bots/alpha/report.bin")).toEqual(bytes);
-      expect(events).toEqual(expect.arrayContaining(["provisioning", "restoring", "replaced", "ready"]));
-      await again.end("completed");
+      await expectLostMachineReplaced({
+        startRun: (workspaceId, botId) =>
+          createComputerRuntime({
+            provider,
+            stateStore,
+            homeStore: new LocalAgentHomeStore({ dataDir }),
+            onEvent: (e) => events.push(e.type),
+          }).startRun({ workspaceId, botId }),
+        events,
+        owned,
+        // E2B loses the sandbox: the service no longer knows it.
+        lose: (lost) => env.emulator.vanish(idOf(lost)),
+      });
     }, 150_000);
 
     it("stop pauses; reconnect resumes the same sandbox with a process started before the stop, and the app's timeout", async () => {

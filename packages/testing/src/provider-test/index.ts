@@ -11,6 +11,12 @@ export { countBytes, writeMixedHome } from "./mixed-home.js";
 export { provisionToFirstExec } from "./provision-to-first-exec.js";
 export { reportMissingProvider } from "./report-missing-provider.js";
 export { type Closed, RfbTestClient, refusalOf } from "./rfb-test-client.js";
+export {
+  expectBotsKeepTheirOwnCookies,
+  expectBotsStillLoggedIn,
+  expectLostMachineReplaced,
+  type ReplacementScenario,
+} from "./runtime-scenarios.js";
 export { temporaryDataDir } from "./temporary-data-dir.js";
 export { TerminalTestClient } from "./terminal-test-client.js";
 export type { SuiteProviderOptions, TestProvider } from "./test-provider.js";
