@@ -59,6 +59,11 @@ const statusAnswer = okEnvelope.extend({
   stderr: z.string().default(""),
 });
 export type BoxCommandStatus = z.infer<typeof statusAnswer>;
+// CHOICE: named snapshots are `{ name, state }`, state "building" until "ready" (or "failed").
+const snapshotSchema = z.object({ name: z.string().min(1), state: z.string().min(1) }).passthrough();
+export type BoxNamedSnapshot = z.infer<typeof snapshotSchema>;
+const snapshotListAnswer = okEnvelope.extend({ snapshots: z.array(snapshotSchema) });
+const snapshotAnswer = okEnvelope.extend({ snapshot: snapshotSchema });
 const fileAnswer = okEnvelope.extend({ path: z.string(), content: z.string(), encoding: z.string() });
 const errorEnvelope = z
   .object({
@@ -192,6 +197,21 @@ export class BoxClient {
       signal,
       query: { tailBytes },
     });
+  }
+
+  async listNamedSnapshots(signal?: AbortSignal): Promise<BoxNamedSnapshot[]> {
+    return (await this.call("GET", "/named-snapshots", snapshotListAnswer, "list named snapshots", { signal }))
+      .snapshots;
+  }
+
+  /** CHOICE: `POST /boxes/{id}/snapshots { name }` starts a named snapshot of the box's disk. */
+  async snapshot(id: string, name: string, signal?: AbortSignal): Promise<BoxNamedSnapshot> {
+    return (
+      await this.call("POST", `/boxes/${enc(id)}/snapshots`, snapshotAnswer, "snapshot a box", {
+        signal,
+        body: { name },
+      })
+    ).snapshot;
   }
 
   async writeFile(id: string, path: string, bytes: Uint8Array, signal?: AbortSignal): Promise<void> {

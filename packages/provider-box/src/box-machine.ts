@@ -356,6 +356,22 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
     }
   }
 
+  /** Runs a setup script (the tools a computer needs) from `/`; a failure is UNAVAILABLE with its last words. */
+  async runSetup(setup: string, timeoutMs: number, ctx?: OpContext): Promise<void> {
+    const done = await this.runCommand(
+      { argv: ["sh", "-c", setup], workingDir: "/", timeoutMs, maxOutputBytes: 64 * 1024 },
+      checkOpContext(ctx),
+      "run the setup",
+    );
+    if (done.exitCode !== 0) {
+      throw new AgentComputerError(
+        "UNAVAILABLE",
+        `The box's setup failed (${done.timedOut ? "timed out" : `exit ${done.exitCode}`}): ${this.client.redact(text(done.stderr).slice(-400)) || "no message"}`,
+        { retryable: false },
+      );
+    }
+  }
+
   /** Stages bytes at an absolute path in the box (files API, in parts when large). */
   stage(path: string, bytes: Uint8Array, signal: AbortSignal): Promise<void> {
     return stageBytes(this, path, bytes, signal);

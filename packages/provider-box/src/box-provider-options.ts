@@ -7,11 +7,20 @@ export const boxProviderOptionsSchema = z.object({
   /** The API's base URL (the service's documented one by default; the emulator gives its own). */
   baseUrl: z.string().url().default(DEFAULT_BOX_BASE_URL),
   /**
-   * A named snapshot holding the computer image's tools, boxes start from
-   * it (`from`). "auto" (a snapshot named after a hash of the setup, built
-   * in the background) is not built yet: UNSUPPORTED.
+   * A named snapshot holding the computer's tools; boxes start from it
+   * (`from`). Unset with `setup` given: the snapshot named after the
+   * setup's hash, built once in the background (see the README). "auto"
+   * without `setup` is UNSUPPORTED (no default setup is written yet).
    */
   snapshot: z.string().min(1).optional(),
+  /**
+   * The shell script that makes a fresh box a computer (installs the
+   * tools; run as the box's user from `/`). New computers run it themselves
+   * until the named snapshot built from it is ready.
+   */
+  setup: z.string().min(1).optional(),
+  /** Longest a setup may run (each computer's and the snapshot build's). */
+  setupTimeoutMs: z.number().int().positive().default(1_800_000),
   /** The box's lifetime; refreshed while the computer is in use, so an idle box archives after it. */
   ttlSeconds: z.number().int().min(1).max(2_592_000).default(7200),
   /** How often use refreshes the TTL (default: a quarter of the TTL, between 1 s and 15 min). */

@@ -11,6 +11,7 @@ import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { BOX_GONE_STATES, BOX_READY_STATES, BoxClient, type BoxRecord, idempotencyKey } from "./box-client.js";
 import { BoxMachine, type BoxMachineHost, resumeBox, waitForState } from "./box-machine.js";
 import { type BoxProviderOptions, boxProviderOptionsSchema } from "./box-provider-options.js";
+import { NamedSnapshot } from "./named-snapshot.js";
 
 /**
  * Desktops through the shared LinuxDesktopRuntime over the commands API and
@@ -64,10 +65,10 @@ export function labelsOfBox(box: Pick<BoxRecord, "name">): Record<string, string
  */
 export function boxProvider(options: BoxProviderOptions): SandboxProvider {
   const parsed = parseInput(boxProviderOptionsSchema, options, "BoxProviderOptions");
-  if (parsed.snapshot === "auto") {
+  if (parsed.snapshot === "auto" && !parsed.setup) {
     throw new AgentComputerError(
       "UNSUPPORTED",
-      'snapshot: "auto" (a snapshot named after the setup, built in the background) is not built yet; name a snapshot that holds the computer image, or leave it out.',
+      "snapshot: \"auto\" needs a `setup` script: no default setup for the service's base image is written yet. Give `setup`, or name a snapshot that holds the computer's tools.",
     );
   }
   const secrets = new Set<string>([parsed.apiKey]);
@@ -79,6 +80,12 @@ export function boxProvider(options: BoxProviderOptions): SandboxProvider {
     secrets,
   });
   const host: BoxMachineHost = { client, options: parsed, secrets };
+  // The snapshot named after the setup, found or built once in the background.
+  const named =
+    parsed.setup && (parsed.snapshot === undefined || parsed.snapshot === "auto")
+      ? new NamedSnapshot(host, parsed.setup)
+      : undefined;
+  const fixedSnapshot = parsed.snapshot === "auto" ? undefined : parsed.snapshot;
   const machineOf = (id: string, labels: Record<string, string> | undefined) =>
     new BoxMachine(host, id, Number(labels?.[COMPUTER_LABELS.screenLimit] ?? parsed.screenLimit) || 0);
 
@@ -97,9 +104,10 @@ export function boxProvider(options: BoxProviderOptions): SandboxProvider {
         [COMPUTER_LABELS.homeKey]: spec.homeKey,
         [COMPUTER_LABELS.screenLimit]: String(spec.screenLimit),
       };
+      const from = fixedSnapshot ?? (await named?.resolve(context, signal));
       // One key for the create and its retries: a create whose answer was lost gives the same box again.
       const box = await client.create(
-        { noEnv: true, ttlSeconds: parsed.ttlSeconds, ...(parsed.snapshot ? { from: parsed.snapshot } : {}) },
+        { noEnv: true, ttlSeconds: parsed.ttlSeconds, ...(from ? { from } : {}) },
         idempotencyKey(),
         signal,
       );
@@ -108,12 +116,14 @@ export function boxProvider(options: BoxProviderOptions): SandboxProvider {
       try {
         await client.update(box.id, { name: boxNameOf(labels) }, signal);
         await waitForState(host, box.id, signal, (state) => BOX_READY_STATES.has(state));
+        // Until the snapshot is ready, the computer installs the tools itself.
+        if (named && !from) await machine.runSetup(named.setup, parsed.setupTimeoutMs, context);
         await machine.makeHome(context);
       } catch (error) {
         await client.delete(box.id, AbortSignal.timeout(30_000)).catch(() => {});
         throw error;
       }
-      loggerOf(context).info("box provisioned", { ref, homeKey: spec.homeKey, snapshot: parsed.snapshot ?? null });
+      loggerOf(context).info("box provisioned", { ref, homeKey: spec.homeKey, snapshot: from ?? null });
       return machine;
     },
 

@@ -117,6 +117,13 @@ export class BoxEmulator {
   readonly routed: string[] = [];
   /** Every create and resume body's `noEnv`. */
   readonly noEnvSeen: boolean[] = [];
+  /** Every create's `from` (null without one). */
+  readonly froms: (string | null)[] = [];
+  /** Named snapshots made through the API: name, state, image, and the box they came from. */
+  private readonly named = new Map<
+    string,
+    { name: string; state: string; image: string; fromBox: string; createdAt: string }
+  >();
 
   constructor(private readonly options: BoxEmulatorOptions) {
     this.user = options.user ?? "1000:1000";
@@ -270,6 +277,12 @@ export class BoxEmulator {
     req: IncomingMessage,
   ): Promise<Record<string, unknown>> {
     const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+    if (parts[0] === "named-snapshots" && parts.length === 1 && method === "GET") {
+      return {
+        type: "named_snapshot.list",
+        snapshots: [...this.named.values()].map(({ name, state, createdAt }) => ({ name, state, createdAt })),
+      };
+    }
     if (parts[0] !== "boxes") throw new Answer(404, "not_found", `no route ${method} ${path}`);
     if (parts.length === 1 && method === "POST") return this.create(body, req);
     if (parts.length === 1 && method === "GET") {
@@ -318,6 +331,7 @@ export class BoxEmulator {
         stderr: tail > 0 ? record.stderr.subarray(-tail).toString("utf8") : "",
       };
     }
+    if (verb === "snapshots" && method === "POST") return this.snapshot(box, body);
     if (verb === "files" && method === "PUT") return this.writeFile(box, body);
     if (verb === "files" && method === "GET") return this.readFile(box, url);
     throw new Answer(404, "not_found", `no route ${method} ${path}`);
@@ -330,10 +344,12 @@ export class BoxEmulator {
     const from = body.from;
     let image = this.options.baseImage;
     if (typeof from === "string") {
-      const named = this.options.snapshots?.[from];
+      const made = this.named.get(from);
+      const named = made?.state === "ready" ? made.image : this.options.snapshots?.[from];
       if (!named) throw new Answer(422, "snapshot_not_found", "no named snapshot of that name");
       image = named;
     }
+    this.froms.push(typeof from === "string" ? from : null);
     const ttlSeconds = typeof body.ttlSeconds === "number" ? body.ttlSeconds : 3600;
     this.noEnvSeen.push(body.noEnv === true);
     const box: BoxRecord = {
@@ -387,6 +403,45 @@ export class BoxEmulator {
       },
     );
     return { type: "box", box: view(box) };
+  }
+
+  /** A named snapshot of a running box's disk: "building" while committed, then "ready". */
+  private snapshot(box: BoxRecord, body: Record<string, unknown>): Record<string, unknown> {
+    const container = this.running(box);
+    const name = body.name;
+    if (typeof name !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(name)) {
+      throw new Answer(400, "invalid_request", "a snapshot name is required");
+    }
+    if (this.named.get(name)?.state === "ready") throw new Answer(409, "snapshot_exists", "that name is taken");
+    const record = {
+      name,
+      state: "building",
+      image: `agent-computer-test/box-snapshot-${this.id}:${name.toLowerCase()}`,
+      fromBox: box.id,
+      createdAt: new Date().toISOString(),
+    };
+    this.named.set(name, record);
+    const [repo, tag] = record.image.split(":") as [string, string];
+    box.transition = container.commit({ repo, tag, changes: [`LABEL ${BOX_EMULATOR_LABEL}=${this.id}`] }).then(
+      () => {
+        record.state = "ready";
+      },
+      () => {
+        record.state = "failed";
+      },
+    );
+    return { type: "named_snapshot", snapshot: { name, state: record.state, createdAt: record.createdAt } };
+  }
+
+  /** The box a named snapshot was made from, and its state. */
+  namedSnapshot(name: string): { state: string; fromBox: string } | undefined {
+    const found = this.named.get(name);
+    return found ? { state: found.state, fromBox: found.fromBox } : undefined;
+  }
+
+  /** Whether a box was created with `noEnv: true` (the last create or resume). */
+  noEnvOf(id: string): boolean | undefined {
+    return this.boxes.get(id)?.noEnv;
   }
 
   /** Archive: the container's filesystem becomes an image and the container goes (memory is not kept). */
