@@ -126,7 +126,22 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
     this.refuseDeleted();
     const signal = signalOf(context, "stop");
     try {
-      const box = await this.client.get(this.boxId, signal);
+      let box = await this.client.get(this.boxId, signal);
+      if (
+        box.state === "provisioning" ||
+        box.state === "init" ||
+        box.state === "provisioned" ||
+        box.state === "cloning"
+      ) {
+        // A box still starting (a resume under way) archives once it runs.
+        await waitForState(
+          this.host,
+          this.boxId,
+          signal,
+          (state) => BOX_READY_STATES.has(state) || state === "archived",
+        );
+        box = await this.client.get(this.boxId, signal);
+      }
       if (box.state !== "archived" && box.state !== "archiving") await this.client.stop(this.boxId, signal);
       await waitForState(this.host, this.boxId, signal, (state) => state === "archived");
     } catch (error) {

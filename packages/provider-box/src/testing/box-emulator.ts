@@ -44,6 +44,8 @@ export interface BoxEmulatorOptions {
   user?: string;
   /** How often TTLs are checked (default 250 ms). */
   sweepMs?: number;
+  /** Where a sync command's stdout and stderr are each cut (default SYNC_OUTPUT_CAP). */
+  syncOutputCap?: number;
 }
 
 interface DetachedRecord {
@@ -117,6 +119,8 @@ export class BoxEmulator {
   readonly routed: string[] = [];
   /** Every create and resume body's `noEnv`. */
   readonly noEnvSeen: boolean[] = [];
+  /** Detached commands started, per box id. */
+  readonly detached = new Map<string, number>();
   /** Every create's `from` (null without one). */
   readonly froms: (string | null)[] = [];
   /** Named snapshots made through the API: name, state, image, and the box they came from. */
@@ -511,6 +515,7 @@ export class BoxEmulator {
       stream.once("end", ended);
       stream.once("error", ended);
       box.commands.set(record.id, record);
+      this.detached.set(box.id, (this.detached.get(box.id) ?? 0) + 1);
       return { type: "box.command.detached", processId: record.id };
     }
     const seconds = Math.max(1, Math.min(600, Number(body.timeoutSeconds ?? 600)));
@@ -524,8 +529,9 @@ export class BoxEmulator {
     });
     const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
     const out = { stdout: [] as Buffer[], stderr: [] as Buffer[], sizes: { stdout: 0, stderr: 0 } };
+    const cap = this.options.syncOutputCap ?? SYNC_OUTPUT_CAP;
     const keep = (name: "stdout" | "stderr") => (chunk: Buffer) => {
-      const room = SYNC_OUTPUT_CAP - out.sizes[name];
+      const room = cap - out.sizes[name];
       if (room > 0) out[name].push(chunk.subarray(0, room));
       out.sizes[name] += chunk.length;
     };
@@ -543,8 +549,8 @@ export class BoxEmulator {
       exitCode: timedOut ? null : exitCode,
       stdout: Buffer.concat(out.stdout).toString("utf8"),
       stderr: Buffer.concat(out.stderr).toString("utf8"),
-      stdoutTruncated: out.sizes.stdout > SYNC_OUTPUT_CAP,
-      stderrTruncated: out.sizes.stderr > SYNC_OUTPUT_CAP,
+      stdoutTruncated: out.sizes.stdout > cap,
+      stderrTruncated: out.sizes.stderr > cap,
       timedOut,
       success: exitCode === 0,
     };
