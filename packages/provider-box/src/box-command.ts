@@ -158,7 +158,8 @@ export async function runBoxCommand(host: BoxCommandHost, command: BoxCommand): 
     await stageBytes(host, `${dir}/stdin`, await bytesOf(command.stdin as Uint8Array | Readable), signal);
   }
   const line = [
-    `mkdir -p ${dir} && echo $$ > ${dir}/pid && exec python3 -c`,
+    // Started once however often the request is retried: the first start claims the folder (noclobber).
+    `mkdir -p ${dir} && (set -C; : > ${dir}/claimed) 2>/dev/null || exit 0; echo $$ > ${dir}/pid && exec python3 -c`,
     shellQuote(WRAPPER),
     dir,
     shellQuote(command.workingDir),
@@ -166,7 +167,15 @@ export async function runBoxCommand(host: BoxCommandHost, command: BoxCommand): 
     Buffer.from(JSON.stringify(env)).toString("base64"),
     ...command.argv.map(shellQuote),
   ].join(" ");
-  const processId = await host.client.detach(host.boxId, { command: line, cwd: "/" }, signal);
+  let processId: string;
+  try {
+    processId = await host.client.detach(host.boxId, { command: line, cwd: "/" }, signal);
+  } catch (error) {
+    // The start may have reached the box with its answer lost: nothing of it may go on running.
+    await running.kill().catch(() => {});
+    void removeLater(host, dir);
+    throw error;
+  }
   running.startTimeout();
 
   const offsets = { stdout: 0, stderr: 0 };

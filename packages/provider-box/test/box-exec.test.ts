@@ -53,6 +53,14 @@ if (!env.missing) {
       expect((await machine.exec({ argv: ["no-such-program"] })).exitCode).toBe(127);
     }, 120_000);
 
+    it("a start whose answer was lost is retried without running the command twice", async () => {
+      env.emulator.inject({ method: "POST", path: /\/commands$/, status: 502, after: true });
+      const r = await machine.exec({ shell: "echo once >> started.log" });
+      expect(r.exitCode).toBe(0);
+      expect(env.emulator.pendingFaults).toBe(0);
+      expect(new TextDecoder().decode(await machine.files.read("started.log"))).toBe("once\n");
+    }, 60_000);
+
     it("a timeout kills a child that left for its own session; its process group goes too", async () => {
       const r = await machine.exec({
         shell: "setsid sh -c 'while :; do date +%s%N >> escaped.log; sleep 0.1; done' & sleep 30",

@@ -27,6 +27,8 @@ export interface BoxFaultRule {
   code?: string;
   /** The error's message (default "injected fault"). */
   message?: string;
+  /** Make the call first, then answer the fault: an answer lost after the work was done. */
+  after?: boolean;
   times?: number;
 }
 
@@ -249,10 +251,11 @@ export class BoxEmulator {
       if (fault) {
         fault.times = (fault.times ?? 1) - 1;
         if (fault.times <= 0) this.faults.splice(this.faults.indexOf(fault), 1);
-        throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
+        if (!fault.after) throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
       }
       const body = method === "GET" || method === "DELETE" ? {} : await readJson(req);
       const answer = await this.route(method, path, url, body, req);
+      if (fault?.after) throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, ...answer }));
     } catch (error) {
       const answer =
