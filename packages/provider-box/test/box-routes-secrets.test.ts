@@ -199,6 +199,16 @@ if (!env.missing) {
       expect((failure as AgentComputerError).retryable).toBe(true);
       expect(Date.now() - started).toBeLessThan(5_000);
 
+      // A create whose answer was lost: the retry carries the same idempotency key and gets the same box.
+      const creates = () => env.emulator.requests.filter((r) => r === "POST /v1/boxes").length;
+      const [createsBefore, madeBefore] = [creates(), env.emulator.froms.length];
+      env.emulator.inject({ method: "POST", path: /^\/boxes$/, status: 502, after: true });
+      const once = await provider.provision({ computerId: "once", homeKey: `once-${Date.now()}` });
+      owned.push(once);
+      expect(creates()).toBe(createsBefore + 2);
+      expect(env.emulator.froms.length).toBe(madeBefore + 1);
+      expect(await provider.list({ labels: { "agent-computer.org/computer-id": "once" } })).toEqual([once.ref]);
+
       await env.emulator.deleteBehindTheProvider(id);
       expect(await provider.reconnect(machine.ref)).toBe("gone");
       expect(await provider.reconnect("box:box_0000000000000000")).toBe("gone");
