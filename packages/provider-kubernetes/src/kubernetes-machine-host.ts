@@ -1,3 +1,4 @@
+import type { RestoreLimits } from "@agent-computer/checkpoint";
 import type { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 
 /** What a Kubernetes machine needs from its provider. */
@@ -8,6 +9,8 @@ export interface KubernetesMachineHost {
   readonly containerName: string;
   /** Seconds `stop` gives the pod to exit. */
   readonly terminationGracePeriodSeconds: number;
+  /** What an import accepts (checkpoint's restore limits). */
+  readonly restoreLimits: RestoreLimits;
   /** The exec subprotocol the API server speaks, learned once with a probe exec into `pod`. */
   execProtocol(pod: string): Promise<string>;
 }

@@ -182,7 +182,7 @@ export class KubernetesMachine extends CommandChannelMachine {
     this.refuseDeleted();
     const signal = signalOf(context, "workspace import");
     const stopWatching = destroyOnAbort(tar, signal);
-    const checked = checkHomeArchive(tar);
+    const checked = checkHomeArchive(tar, this.host.restoreLimits);
     const tag = randomBytes(6).toString("hex");
     const log = loggerOf(context);
     let sent: Awaited<ReturnType<typeof startPodCommand>> | undefined;

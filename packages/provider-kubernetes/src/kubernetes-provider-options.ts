@@ -1,3 +1,4 @@
+import { restoreLimitsSchema } from "@agent-computer/checkpoint";
 import { KubeConfig } from "@kubernetes/client-node";
 import { z } from "zod";
 
@@ -86,6 +87,8 @@ export const kubernetesProviderOptionsSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
     .default("computer"),
+  /** Bounds on what a workspace import accepts (entries, depth, file and total bytes); checkpoint's defaults when unset. */
+  restoreLimits: restoreLimitsSchema.optional(),
   /**
    * Ignored: imports now stream to the pod as they are checked, staging
    * nothing on this host. Kept so settings that name it still parse.

@@ -75,6 +75,7 @@ export function kubernetesProvider(
     namespace,
     containerName: parsed.containerName,
     terminationGracePeriodSeconds: parsed.terminationGracePeriodSeconds,
+    restoreLimits: parsed.restoreLimits ?? {},
     execProtocol(pod) {
       // One probe per provider: the API server picks v5 when it can, else v4.
       protocol ??= probeProtocol(kubeConfig, { namespace, name: pod, container: parsed.containerName });

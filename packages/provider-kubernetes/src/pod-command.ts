@@ -171,14 +171,33 @@ async function pumpStdin(session: PodExecSession, input: Uint8Array | Readable, 
       await session.writeStdin(frame);
     }
   };
+  const end = () => (framed ? session.writeStdin(Buffer.alloc(4)) : session.closeStdin());
   if (input instanceof Uint8Array) {
     if (input.length > 0) await write(input);
   } else {
-    for await (const chunk of input) {
+    const iterator = input[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<unknown>;
+      try {
+        next = await iterator.next();
+      } catch (error) {
+        // The source failed (a refused archive): end stdin too, so the command
+        // sees end of input and exits even when the kill raced its start.
+        await end().catch(() => {});
+        throw error;
+      }
+      if (next.done) break;
+      const chunk = next.value;
       const bytes = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Uint8Array);
-      if (bytes.length > 0) await write(bytes);
+      if (bytes.length === 0) continue;
+      try {
+        await write(bytes);
+      } catch (error) {
+        // The connection failed: let the source clean up, as for-await would.
+        await iterator.return?.().catch(() => {});
+        throw error;
+      }
     }
   }
-  if (framed) await session.writeStdin(Buffer.alloc(4));
-  else await session.closeStdin();
+  await end();
 }
