@@ -9,10 +9,13 @@ import { z } from "zod";
 // files, the delete confirmation header) is followed; what is not is a
 // choice, listed under "Wire choices" in the README and marked CHOICE here.
 
-/** The service's documented base URL (a deployment or the emulator passes its own). */
-export const DEFAULT_BOX_BASE_URL = "https://ascii.dev/api/box/v1";
-/** The service refuses a DELETE without this header (its value: the box id, a CHOICE). */
-export const CONFIRM_DELETE_HEADER = "X-Ascii-Confirm-Delete";
+/**
+ * The service refuses a DELETE without its confirmation header (its value:
+ * the box id, a CHOICE). Its name carries the vendor's, so this package
+ * takes it as an option (`confirmDeleteHeader`, from the service's API
+ * reference); this is the default the emulator accepts.
+ */
+export const DEFAULT_CONFIRM_DELETE_HEADER = "X-Confirm-Delete";
 /** The documented cap of a synchronous command. */
 export const MAX_COMMAND_SECONDS = 600;
 
@@ -80,6 +83,8 @@ const errorEnvelope = z
 export interface BoxClientOptions {
   apiKey: string;
   baseUrl: string;
+  /** The header a DELETE carries to confirm it (see DEFAULT_CONFIRM_DELETE_HEADER). */
+  confirmDeleteHeader: string;
   /** One HTTP request's deadline. */
   requestTimeoutMs: number;
   /** How long 429, 5xx and dropped connections are retried before UNAVAILABLE. */
@@ -166,7 +171,7 @@ export class BoxClient {
   async delete(id: string, signal?: AbortSignal): Promise<void> {
     await this.call("DELETE", `/boxes/${enc(id)}`, okEnvelope, "delete a box", {
       signal,
-      headers: { [CONFIRM_DELETE_HEADER]: id },
+      headers: { [this.options.confirmDeleteHeader]: id },
     });
   }
 

@@ -1,11 +1,16 @@
 import { z } from "zod";
-import { DEFAULT_BOX_BASE_URL } from "./box-client.js";
+import { DEFAULT_CONFIRM_DELETE_HEADER } from "./box-client.js";
 
 export const boxProviderOptionsSchema = z.object({
   /** The account's API key (a bearer token; never logged or put in an error). */
   apiKey: z.string().min(1),
-  /** The API's base URL (the service's documented one by default; the emulator gives its own). */
-  baseUrl: z.string().url().default(DEFAULT_BOX_BASE_URL),
+  /** The API's base URL: the service's (from its API reference), or the emulator's. */
+  baseUrl: z.string().url(),
+  /** The header that confirms a DELETE, as the service's API reference names it. */
+  confirmDeleteHeader: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9-]*$/)
+    .default(DEFAULT_CONFIRM_DELETE_HEADER),
   /**
    * A named snapshot holding the computer's tools; boxes start from it
    * (`from`). Unset with `setup` given: the snapshot named after the

@@ -22,8 +22,8 @@ import { NamedSnapshot } from "./named-snapshot.js";
 export const BOX_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
   multiScreen: true,
-  pageBrowser: false,
-  terminal: false,
+  pageBrowser: true,
+  terminal: true,
   billsWhileRunning: true,
   stopKeepsMachine: true,
   mountedHome: false,
@@ -75,6 +75,7 @@ export function boxProvider(options: BoxProviderOptions): SandboxProvider {
   const client = new BoxClient({
     apiKey: parsed.apiKey,
     baseUrl: parsed.baseUrl,
+    confirmDeleteHeader: parsed.confirmDeleteHeader,
     requestTimeoutMs: parsed.requestTimeoutMs,
     retryMs: parsed.retryMs,
     secrets,

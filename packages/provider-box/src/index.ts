@@ -7,8 +7,7 @@ export {
   type BoxCommandStatus,
   type BoxNamedSnapshot,
   type BoxRecord,
-  CONFIRM_DELETE_HEADER,
-  DEFAULT_BOX_BASE_URL,
+  DEFAULT_CONFIRM_DELETE_HEADER,
   MAX_COMMAND_SECONDS,
 } from "./box-client.js";
 export { BoxMachine } from "./box-machine.js";

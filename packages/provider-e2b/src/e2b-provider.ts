@@ -28,8 +28,8 @@ import { E2B_SDK, NOVITA_SDK, type SandboxSdk } from "./sandbox-sdk.js";
 export const E2B_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
   multiScreen: true,
-  pageBrowser: false,
-  terminal: false,
+  pageBrowser: true,
+  terminal: true,
   billsWhileRunning: true,
   stopKeepsMachine: true,
   mountedHome: false,

@@ -11,6 +11,8 @@ if (!env.missing) {
     capabilities: {
       desktop: true,
       multiScreen: true,
+      pageBrowser: true,
+      terminal: true,
       stopKeepsMachine: true,
       mountedHome: false,
       billsWhileRunning: true,

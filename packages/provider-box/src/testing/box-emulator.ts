@@ -10,6 +10,7 @@ import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { COMPUTER_SHM_BYTES, computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
+import { DEFAULT_CONFIRM_DELETE_HEADER } from "../box-client.js";
 
 /** Every container and image an emulator makes carries this label (its value: the emulator's id). */
 export const BOX_EMULATOR_LABEL = "agent-computer.test/box-emulator";
@@ -308,7 +309,7 @@ export class BoxEmulator {
       return { type: "box", box: view(box) };
     }
     if (verb === undefined && method === "DELETE") {
-      if (req.headers["x-ascii-confirm-delete"] !== box.id) {
+      if (req.headers[DEFAULT_CONFIRM_DELETE_HEADER.toLowerCase()] !== box.id) {
         throw new Answer(400, "confirmation_required", "deleting a box needs the confirmation header naming it");
       }
       await box.transition.catch(() => {});
