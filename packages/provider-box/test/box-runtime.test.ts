@@ -1,9 +1,13 @@
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
-import type { DesktopSession, Machine } from "@agent-computer/core";
-import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import type { Machine } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { createComputerRuntime } from "@agent-computer/runtime";
-import { SITE, serveFixtureSite, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import {
+  expectBotsKeepTheirOwnCookies,
+  expectBotsStillLoggedIn,
+  expectLostMachineReplaced,
+  temporaryDataDir,
+} from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it } from "vitest";
 import { boxTestEnvironment } from "./box-test-environment.js";
 
@@ -18,9 +22,6 @@ if (!env.missing) {
   const provider = env.provider();
   const owned: Machine[] = [];
   const idOf = (m: Machine) => m.ref.slice("box:".length);
-  const open = async (machine: Machine, bot: string) => (await machine.openDesktop?.(bot)) as LinuxDesktopSession;
-  const cookieOf = (d: DesktopSession, url?: string) =>
-    (d as LinuxDesktopSession).evaluateInPage("document.cookie", undefined, url ? { url } : undefined);
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
   let machine: Machine;
 
@@ -32,21 +33,9 @@ if (!env.missing) {
     it("gives two bots on one Team computer their own desktops and cookies, through the private route", async () => {
       machine = await provider.provision({ computerId: "two-bots", homeKey: `two-bots-${Date.now()}` });
       owned.push(machine);
-      await serveFixtureSite(machine);
-      const [alice, bob] = await Promise.all([open(machine, "alice"), open(machine, "bob")]);
-      expect(new Set([alice.display, bob.display]).size).toBe(2);
-      const login = (user: string) => [
-        { type: "key" as const, keys: "ctrl+l" },
-        { type: "type" as const, text: `${SITE}/login.html?user=${user}\n` },
-        { type: "wait" as const, ms: 1500 },
-      ];
-      const outcomes = await Promise.all([alice.act(login("alice")), bob.act(login("bob"))]);
-      expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
-      expect(await cookieOf(alice)).toBe("session=alice");
-      expect(await cookieOf(bob)).toBe("session=bob");
+      await expectBotsKeepTheirOwnCookies(machine);
       // The desktop calls went to the resident service through the box's route on 6080.
       expect(env.emulator.routed.some((path) => path.startsWith(`/${idOf(machine)}-6080/`))).toBe(true);
-      await Promise.all([alice.release(), bob.release()]);
     }, 150_000);
 
     it("stop archives; reconnect resumes the same box id on a new container, with the home and both profiles", async () => {
@@ -68,43 +57,29 @@ if (!env.missing) {
       expect(env.emulator.stateOf(idOf(machine))).toBe("ready");
       expect(env.emulator.containerOf(idOf(machine))).not.toBe(before);
       expect(await restored.files.read("notes/kept.bin")).toEqual(bytes);
-      await serveFixtureSite(restored);
-      for (const user of ["alice", "bob"]) {
-        const desktop = await open(restored, user);
-        expect(await cookieOf(desktop, `${SITE}/whoami.html`)).toBe(`session=${user}`);
-        await desktop.release();
-      }
+      await expectBotsStillLoggedIn(restored);
     }, 180_000);
 
     it("replaces a box the service reports unrecoverable, with the home restored from the checkpoint", async () => {
       const dataDir = await temporaryDataDir();
       const stateStore = new MemoryStateStore();
       const events: string[] = [];
-      const make = () =>
-        createComputerRuntime({
-          provider,
-          stateStore,
-          homeStore: new LocalAgentHomeStore({ dataDir }),
-          onEvent: (e) => events.push(e.type),
-        });
-      const workspaceId = `lost-${Date.now()}`;
-      const first = make().startRun({ workspaceId, botId: "alpha" });
-      const lost = await first.machine();
-      owned.push(lost);
-      const bytes = new Uint8Array(70_000).map((_, i) => (i * 7) % 256);
-      await lost.files.write("bots/alpha/report.bin", bytes);
-      await first.end("completed");
-      // The box breaks at the service: state "error", and resume refuses it.
-      await env.emulator.breakBox(idOf(lost));
-      expect(await provider.reconnect(lost.ref)).toBe("gone");
-      events.length = 0;
-      const again = make().startRun({ workspaceId, botId: "alpha" });
-      const replacement = await again.machine();
-      owned.push(replacement);
-      expect(replacement.ref).not.toBe(lost.ref);
-      expect(await replacement.files.read("bots/alpha/report.bin")).toEqual(bytes);
-      expect(events).toEqual(expect.arrayContaining(["provisioning", "restoring", "replaced", "ready"]));
-      await again.end("completed");
+      await expectLostMachineReplaced({
+        startRun: (workspaceId, botId) =>
+          createComputerRuntime({
+            provider,
+            stateStore,
+            homeStore: new LocalAgentHomeStore({ dataDir }),
+            onEvent: (e) => events.push(e.type),
+          }).startRun({ workspaceId, botId }),
+        events,
+        owned,
+        // The box breaks at the service: state "error", and resume refuses it.
+        lose: async (lost) => {
+          await env.emulator.breakBox(idOf(lost));
+          expect(await provider.reconnect(lost.ref)).toBe("gone");
+        },
+      });
     }, 150_000);
 
     it("refreshes the TTL while a run works; the idle box archives after it, and the next call resumes it", async () => {
