@@ -98,6 +98,13 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
     return m;
   };
 
+  /**
+   * A mounted home's machine again after stop: the same machine where stop
+   * keeps machines, else a new one on the same home key, which mounts it.
+   */
+  const afterStop = (m: Machine, role: string) =>
+    caps.stopKeepsMachine ? reconnected(provider, m.ref) : provision(role);
+
   describe(`SandboxProvider conformance: ${options.name}`, () => {
     beforeAll(async () => {
       provider = await options.createProvider();
@@ -329,7 +336,7 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
           let target = await provision("import-target");
           if (caps.mountedHome) await target.stop();
           await target.files.importWorkspace(await source.files.exportWorkspace());
-          if (caps.mountedHome) target = await reconnected(provider, target.ref);
+          if (caps.mountedHome) target = await afterStop(target, "import-target");
           expect(await digestTree(target)).toEqual(expected);
           expect(expected.get("tree/empty-dir/")).toBe("dir");
         },
@@ -343,7 +350,7 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
           await target.files.write("keep.txt", new TextEncoder().encode("kept"));
           if (caps.mountedHome) await target.stop();
           await expectCode(target.files.importWorkspace(hostileTar()), "RESTORE_REJECTED");
-          if (caps.mountedHome) target = await reconnected(provider, target.ref);
+          if (caps.mountedHome) target = await afterStop(target, "import-refused");
           expect(text(await target.files.read("keep.txt"))).toBe("kept");
           await expectCode(target.files.read("../conformance-escape.txt"), "INVALID_ARGUMENT");
         },
