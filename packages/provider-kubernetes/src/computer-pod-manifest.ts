@@ -11,6 +11,16 @@ export const COMPUTER_GID = 1000;
 // lacks it still starts; then the container only waits.
 const START = `mkdir -p -- "$1" && exec sleep infinity`;
 
+/** The pod volume that holds the mounted home (a claim's `homes/<home key>`). */
+export const HOME_VOLUME = "home";
+
+/** Where a pod's home comes from when it is mounted: the claim and the pods that hold its volume. */
+export interface MountedHomeSource {
+  claim: string;
+  colocateNamespace: string;
+  colocateLabels: Record<string, string>;
+}
+
 /**
  * The pod for one computer (docs/architecture.md §9): the computer image running as uid
  * 1000, no service account token (a computer never holds the API's
@@ -25,6 +35,8 @@ export function computerPodManifest(
   spec: ResolvedComputerSpec,
   image: string,
   options: ResolvedKubernetesProviderOptions,
+  /** Set when the home is mounted from a claim instead of copied in. */
+  mountedHome?: MountedHomeSource,
 ): V1Pod {
   const cpu = spec.resources?.cpus === undefined ? options.cpuLimit : `${Math.round(spec.resources.cpus * 1000)}m`;
   const memory = spec.resources?.memoryMb === undefined ? options.memoryLimit : `${spec.resources.memoryMb}Mi`;
@@ -62,6 +74,22 @@ export function computerPodManifest(
       restartPolicy: "Never",
       terminationGracePeriodSeconds: options.terminationGracePeriodSeconds,
       ...(options.runtimeClassName ? { runtimeClassName: options.runtimeClassName } : {}),
+      // A ReadWriteOnce volume is attached to one node: the pod must run where the claim's holders run.
+      ...(mountedHome
+        ? {
+            affinity: {
+              podAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: [
+                  {
+                    labelSelector: { matchLabels: mountedHome.colocateLabels },
+                    namespaces: [mountedHome.colocateNamespace],
+                    topologyKey: "kubernetes.io/hostname",
+                  },
+                ],
+              },
+            },
+          }
+        : {}),
       securityContext: {
         runAsUser: COMPUTER_UID,
         runAsGroup: COMPUTER_GID,
@@ -95,10 +123,18 @@ export function computerPodManifest(
             periodSeconds: 1,
             failureThreshold: 1,
           },
-          volumeMounts: [{ name: "shm", mountPath: "/dev/shm" }],
+          volumeMounts: [
+            { name: "shm", mountPath: "/dev/shm" },
+            ...(mountedHome
+              ? [{ name: HOME_VOLUME, mountPath: options.workspacePath, subPath: `homes/${spec.homeKey}` }]
+              : []),
+          ],
         },
       ],
-      volumes: [{ name: "shm", emptyDir: { medium: "Memory", sizeLimit: options.shmSizeLimit } }],
+      volumes: [
+        { name: "shm", emptyDir: { medium: "Memory", sizeLimit: options.shmSizeLimit } },
+        ...(mountedHome ? [{ name: HOME_VOLUME, persistentVolumeClaim: { claimName: mountedHome.claim } }] : []),
+      ],
     },
   } as V1Pod;
 }

@@ -1,6 +1,14 @@
 import { randomBytes } from "node:crypto";
+import { lchown, readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { Readable } from "node:stream";
-import { checkHomeArchive, HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS } from "@agent-computer/checkpoint";
+import {
+  checkHomeArchive,
+  HOME_TRANSFER_EXIT,
+  HOME_TRANSFER_SCRIPTS,
+  packHome,
+  restoreHome,
+} from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -20,6 +28,7 @@ import {
 } from "@agent-computer/core/provider-utils";
 import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type { V1Pod } from "@kubernetes/client-node";
+import { COMPUTER_GID, COMPUTER_UID } from "./computer-pod-manifest.js";
 import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
 import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
 import type { PodAddress } from "./pod-address.js";
@@ -35,9 +44,10 @@ export function podIsAlive(pod: V1Pod): boolean {
 
 /**
  * One computer pod. Commands, file calls and the home's export and import
- * all go through `pods/exec` as the pod's user (uid 1000); the home is a
- * folder inside the pod, not a mount, so it is copied in and out as one tar
- * stream, and the pod itself is disposable: stop deletes it.
+ * go through `pods/exec` as the pod's user (uid 1000); the home is a folder
+ * inside the pod, copied in and out as one tar stream, unless the pod
+ * mounts it from the home claim (then it is never copied, as on local
+ * Docker). The pod itself is disposable: stop deletes it.
  */
 export class KubernetesMachine extends CommandChannelMachine {
   readonly ref: ProviderRef;
@@ -54,6 +64,11 @@ export class KubernetesMachine extends CommandChannelMachine {
     workspacePath: string,
     /** Active desktops allowed at once (0 = no cap), from the spec. */
     screenLimit = 0,
+    /**
+     * Set when the pod mounts its home from the home claim; `localHomeDir`
+     * is that home as this process sees it, when it mounts the claim too.
+     */
+    private readonly mount?: { localHomeDir?: string },
   ) {
     // Desktops come from the shared Linux runtime, through this machine's exec.
     super(workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
@@ -105,8 +120,19 @@ export class KubernetesMachine extends CommandChannelMachine {
     }
   }
 
-  /** The home as one GNU tar stream from the pod, with backpressure through the exec connection. */
+  /**
+   * The home as one GNU tar stream: of a mounted home read where this
+   * process sees the claim (as on local Docker), else from the pod with
+   * backpressure through the exec connection.
+   */
   protected async exportHome(context: OpContext): Promise<Readable> {
+    const local = this.mount?.localHomeDir;
+    if (local) {
+      await stat(local).catch(() => {
+        throw new AgentComputerError("NOT_FOUND", `The home ${local} of ${this.ref} is missing in the home claim.`);
+      });
+      return packHome(local).tar;
+    }
     this.refuseDeleted();
     const signal = signalOf(context, "workspace export");
     let resumeOutput: (() => void) | undefined;
@@ -157,6 +183,7 @@ export class KubernetesMachine extends CommandChannelMachine {
   }
 
   protected importHome(tar: Readable, context: OpContext): Promise<void> {
+    if (this.mount) return this.importMounted(tar, context);
     const next = this.importing.then(
       () => this.importNow(tar, context),
       () => this.importNow(tar, context),
@@ -245,6 +272,38 @@ export class KubernetesMachine extends CommandChannelMachine {
     }
   }
 
+  /**
+   * A mounted home is replaced only while no pod mounts it (CONFLICT on a
+   * running one, as on local Docker), by a checked restore into the claim
+   * where this process sees it; the next pod on this home key mounts it.
+   */
+  private async importMounted(tar: Readable, context: OpContext): Promise<void> {
+    throwIfDone(context, "workspace import");
+    if (!this.deleted && (await this.podAlive().catch(() => true))) {
+      tar.destroy();
+      throw new AgentComputerError(
+        "CONFLICT",
+        `The home is mounted into running pod ${this.ref}; stop it, import, then provision a machine on the same home key.`,
+      );
+    }
+    const local = this.mount?.localHomeDir;
+    if (!local) {
+      tar.destroy();
+      throw new AgentComputerError(
+        "UNSUPPORTED",
+        `The home of ${this.ref} lives in the home claim, which this process does not see; set homeClaimLocalPath to where the claim is mounted here (the app's data folder) to import into it.`,
+      );
+    }
+    const stopWatching = destroyOnAbort(tar, signalOf(context, "workspace import"));
+    try {
+      await restoreHome(tar, local, this.host.restoreLimits);
+      await giveToComputer(local);
+    } finally {
+      stopWatching();
+    }
+    loggerOf(context).info("kubernetes mounted home imported", { ref: this.ref });
+  }
+
   /** After a failed import: stop what still extracts, then remove its staging folder (best effort). */
   private async discardStaging(tag: string, sent: { kill(): Promise<void> } | undefined): Promise<void> {
     const signal = AbortSignal.timeout(10_000);
@@ -301,6 +360,21 @@ export class KubernetesMachine extends CommandChannelMachine {
       "PROVIDER_GONE",
       `The pod behind ${this.ref} no longer exists (stopped, deleted or evicted); provision a replacement and restore its home.`,
     );
+  }
+}
+
+/**
+ * Gives a home restored by this process to the computer's user, as the
+ * pod's fsGroup would for a fresh volume; only root can, so elsewhere the
+ * files keep this process's owner (the claim's group settings then apply).
+ */
+async function giveToComputer(dir: string): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  await lchown(dir, COMPUTER_UID, COMPUTER_GID);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await giveToComputer(path);
+    else await lchown(path, COMPUTER_UID, COMPUTER_GID);
   }
 }
 

@@ -11,6 +11,10 @@ export const KUBERNETES_SANDBOX_ENV = {
   podLabels: "KUBERNETES_SANDBOX_POD_LABELS",
   podAnnotations: "KUBERNETES_SANDBOX_POD_ANNOTATIONS",
   readyTimeoutMs: "KUBERNETES_SANDBOX_READY_TIMEOUT_MS",
+  homeClaim: "KUBERNETES_SANDBOX_HOME_CLAIM",
+  homeColocateNamespace: "KUBERNETES_SANDBOX_HOME_COLOCATE_NAMESPACE",
+  homeColocateLabels: "KUBERNETES_SANDBOX_HOME_COLOCATE_LABELS",
+  objectStorageBucket: "OBJECT_STORAGE_BUCKET",
 } as const;
 
 /**
@@ -27,12 +31,21 @@ export function kubernetesOptionsFromEnv(
     const value = env[KUBERNETES_SANDBOX_ENV[key]]?.trim();
     return value === undefined || value === "" ? undefined : value;
   };
-  const plain = ["namespace", "image", "runtimeClassName", "cpuLimit", "memoryLimit"] as const;
+  const plain = [
+    "namespace",
+    "image",
+    "runtimeClassName",
+    "cpuLimit",
+    "memoryLimit",
+    "homeClaim",
+    "homeColocateNamespace",
+    "objectStorageBucket",
+  ] as const;
   for (const key of plain) {
     const value = text(key);
     if (value !== undefined) options[key] = value;
   }
-  for (const key of ["podLabels", "podAnnotations"] as const) {
+  for (const key of ["podLabels", "podAnnotations", "homeColocateLabels"] as const) {
     const value = text(key);
     if (value !== undefined) options[key] = stringRecord(KUBERNETES_SANDBOX_ENV[key], value);
   }

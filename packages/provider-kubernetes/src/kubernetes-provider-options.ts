@@ -87,6 +87,39 @@ export const kubernetesProviderOptionsSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
     .default("computer"),
+  /**
+   * The PersistentVolumeClaim, in the computer namespace, that holds the
+   * app's data folder (KUBERNETES_SANDBOX_HOME_CLAIM): each pod mounts
+   * `homes/<home key>` from it at the workspace, so the home is never
+   * copied (`mountedHome`). Needs `homeColocateNamespace` and
+   * `homeColocateLabels`; ignored when `objectStorageBucket` is set.
+   */
+  homeClaim: z.string().max(253).regex(DNS_SUBDOMAIN, "a PersistentVolumeClaim name").optional(),
+  /** The namespace of the pods that hold the claim's volume (KUBERNETES_SANDBOX_HOME_COLOCATE_NAMESPACE). */
+  homeColocateNamespace: z
+    .string()
+    .max(63)
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a namespace name (lowercase letters, digits, -)")
+    .optional(),
+  /**
+   * Labels of the pods that hold the claim's volume, such as
+   * {"app":"agent-computer-api"} (KUBERNETES_SANDBOX_HOME_COLOCATE_LABELS, a
+   * JSON object): a ReadWriteOnce volume attaches to one node, so computer
+   * pods get a required pod affinity to those pods.
+   */
+  homeColocateLabels: labelsSchema.optional(),
+  /**
+   * Where this process sees the claim's root (the app's data folder, as
+   * mounted in the API's own pod). With it, `exportWorkspace` reads the home
+   * there and `importWorkspace` on a stopped machine writes it there, as on
+   * local Docker; without it, imports of a mounted home are UNSUPPORTED.
+   */
+  homeClaimLocalPath: z.string().min(1).optional(),
+  /**
+   * The object store's bucket when homes are kept there (OBJECT_STORAGE_BUCKET):
+   * then homes are copied in and out as usual and `homeClaim` is ignored.
+   */
+  objectStorageBucket: z.string().min(1).optional(),
   /** Bounds on what a workspace import accepts (entries, depth, file and total bytes); checkpoint's defaults when unset. */
   restoreLimits: restoreLimitsSchema.optional(),
   /**

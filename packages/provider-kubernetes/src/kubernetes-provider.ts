@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import {
   AgentComputerError,
   loggerOf,
@@ -12,16 +13,17 @@ import { abortable, defineSandboxProvider, matchRefId } from "@agent-computer/co
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
-import { computerPodManifest } from "./computer-pod-manifest.js";
+import { computerPodManifest, HOME_VOLUME, type MountedHomeSource } from "./computer-pod-manifest.js";
 import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
 import { KubernetesMachine, podIsAlive } from "./kubernetes-machine.js";
 import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
-import { kubernetesOptionsFromEnv } from "./kubernetes-options-from-env.js";
+import { KUBERNETES_SANDBOX_ENV, kubernetesOptionsFromEnv } from "./kubernetes-options-from-env.js";
 import {
   isLabelKey,
   isLabelValue,
   type KubernetesProviderOptions,
   kubernetesProviderOptionsSchema,
+  type ResolvedKubernetesProviderOptions,
 } from "./kubernetes-provider-options.js";
 import { PodExecSession } from "./pod-exec-session.js";
 
@@ -29,7 +31,8 @@ import { PodExecSession } from "./pod-exec-session.js";
  * Desktops through the shared LinuxDesktopRuntime over pods/exec, with its
  * page browser, and screens and terminals through the gateway on the pod
  * IP; stop deletes the pod (the saved home is the persistence boundary);
- * the home is copied in and out, not mounted; pods do not bill while running.
+ * the home is copied in and out (a provider with a home claim reports
+ * `mountedHome: true` instead); pods do not bill while running.
  */
 export const KUBERNETES_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
@@ -64,6 +67,8 @@ export function kubernetesProvider(
     );
   }
   const parsed = parseInput(kubernetesProviderOptionsSchema, merged, "KubernetesProviderOptions");
+  const mountedHome = mountedHomeOf(parsed);
+  const capabilities: ProviderCapabilities = { ...KUBERNETES_CAPABILITIES, mountedHome: mountedHome !== undefined };
   const kubeConfig = loadKubeConfig(parsed.kubeConfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const namespace = parsed.namespace;
@@ -114,11 +119,21 @@ export function kubernetesProvider(
         );
       }
       if (pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) return pod;
+      const unscheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False");
       const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
       if (waiting?.reason)
         waitingFor = `${waiting.reason}${waiting.message ? `: ${waiting.message.slice(0, 200)}` : ""}`;
       else if (pod.status?.phase === "Running") waitingFor = "the readiness probe";
+      else if (unscheduled)
+        waitingFor = `a node: the scheduler cannot place it (${unscheduled.reason ?? "Unschedulable"}: ${(unscheduled.message ?? "no message").slice(0, 300)})`;
       if (Date.now() >= until) {
+        if (unscheduled && mountedHome) {
+          throw new AgentComputerError(
+            "TIMEOUT",
+            `The pod ${namespace}/${name} was not ready within ${timeoutMs} ms: still waiting for ${waitingFor}; it was deleted. With the home claim "${mountedHome.claim}" it must run on the node of a pod labelled ${JSON.stringify(mountedHome.colocateLabels)} in namespace "${mountedHome.colocateNamespace}" (${KUBERNETES_SANDBOX_ENV.homeColocateNamespace}, ${KUBERNETES_SANDBOX_ENV.homeColocateLabels}); check that such a pod is running and the labels match it.`,
+            { details: { waitingFor, reason: unscheduled.reason } },
+          );
+        }
         throw new AgentComputerError(
           "TIMEOUT",
           `The pod ${namespace}/${name} was not ready within ${timeoutMs} ms (still waiting for ${waitingFor}); it was deleted. Check the image can be pulled and the node has room, or raise readyTimeoutMs.`,
@@ -130,6 +145,16 @@ export function kubernetesProvider(
     }
   };
 
+  // A pod made before the claim was set keeps copying its home until it is
+  // stopped: whether the home is mounted is read from the pod, not the options.
+  const mountOf = (pod: V1Pod) => {
+    if (!pod.spec?.volumes?.some((v) => v.name === HOME_VOLUME && v.persistentVolumeClaim)) return undefined;
+    const homeKey = pod.metadata?.annotations?.[COMPUTER_POD_LABELS.homeKey];
+    return { localHomeDir: localHomeDir(homeKey) };
+  };
+  const localHomeDir = (homeKey: string | undefined) =>
+    parsed.homeClaimLocalPath && homeKey ? join(parsed.homeClaimLocalPath, "homes", homeKey) : undefined;
+
   const machineOf = (pod: V1Pod): KubernetesMachine =>
     new KubernetesMachine(
       host,
@@ -137,11 +162,12 @@ export function kubernetesProvider(
       pod.metadata?.annotations?.[COMPUTER_POD_LABELS.workspacePath] ?? parsed.workspacePath,
       // Written as an annotation (computer-pod-manifest.ts), so read from there.
       Number(pod.metadata?.annotations?.[COMPUTER_POD_LABELS.screenLimit] ?? parsed.screenLimit) || 0,
+      mountOf(pod),
     );
 
   return defineSandboxProvider({
     kind: "kubernetes",
-    capabilities: KUBERNETES_CAPABILITIES,
+    capabilities,
     defaults: parsed,
     defaultImage: computerImageRef,
     checkSpec: refuseLabels,
@@ -159,7 +185,7 @@ export function kubernetesProvider(
 
     async provision({ spec: resolved, image, context, signal }) {
       const name = podNameFor(resolved.homeKey);
-      const manifest = computerPodManifest(name, resolved, image, parsed);
+      const manifest = computerPodManifest(name, resolved, image, parsed, mountedHome);
       try {
         await abortable(core.createNamespacedPod({ namespace, body: manifest }), signal);
       } catch (error) {
@@ -175,7 +201,13 @@ export function kubernetesProvider(
       }
       const ref: ProviderRef = `kubernetes:${namespace}/${name}`;
       loggerOf(context).info("kubernetes machine provisioned", { ref, homeKey: resolved.homeKey, image });
-      return new KubernetesMachine(host, name, parsed.workspacePath, resolved.screenLimit);
+      return new KubernetesMachine(
+        host,
+        name,
+        parsed.workspacePath,
+        resolved.screenLimit,
+        mountedHome ? { localHomeDir: localHomeDir(resolved.homeKey) } : undefined,
+      );
     },
 
     async reconnect(name, { ref, signal }) {
@@ -219,6 +251,32 @@ export function kubernetesProvider(
       }
     },
   });
+}
+
+/**
+ * The claim to mount homes from, or undefined when homes are copied: no
+ * claim, or an object store holds the homes (then the claim is ignored).
+ * A claim without both colocation settings is INVALID_ARGUMENT naming them.
+ */
+function mountedHomeOf(options: ResolvedKubernetesProviderOptions): MountedHomeSource | undefined {
+  if (!options.homeClaim || options.objectStorageBucket) return undefined;
+  const missing: string[] = [];
+  if (!options.homeColocateNamespace)
+    missing.push(`homeColocateNamespace (${KUBERNETES_SANDBOX_ENV.homeColocateNamespace})`);
+  if (!options.homeColocateLabels || Object.keys(options.homeColocateLabels).length === 0)
+    missing.push(`homeColocateLabels (${KUBERNETES_SANDBOX_ENV.homeColocateLabels}, a JSON object)`);
+  if (missing.length > 0) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `Invalid KubernetesProviderOptions: the home claim "${options.homeClaim}" (${KUBERNETES_SANDBOX_ENV.homeClaim}) needs ${missing.join(" and ")}: a ReadWriteOnce volume attaches to one node, so computer pods must run beside the pods that hold it.`,
+      { details: { missing: missing.map((m) => m.split(" ")[0]) } },
+    );
+  }
+  return {
+    claim: options.homeClaim,
+    colocateNamespace: options.homeColocateNamespace as string,
+    colocateLabels: options.homeColocateLabels as Record<string, string>,
+  };
 }
 
 /** Kubernetes refuses labels other providers take; say which before asking the API server. */

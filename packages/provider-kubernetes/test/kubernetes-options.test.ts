@@ -47,6 +47,24 @@ describe("kubernetes provider settings", () => {
     });
   });
 
+  it("reads the mounted-home variables of the self-host document", () => {
+    expect(
+      kubernetesOptionsFromEnv({
+        KUBERNETES_SANDBOX_HOME_CLAIM: "app-data",
+        KUBERNETES_SANDBOX_HOME_COLOCATE_NAMESPACE: "apps",
+        KUBERNETES_SANDBOX_HOME_COLOCATE_LABELS: '{"app":"api"}',
+        OBJECT_STORAGE_BUCKET: "homes",
+      }),
+    ).toEqual({
+      homeClaim: "app-data",
+      homeColocateNamespace: "apps",
+      homeColocateLabels: { app: "api" },
+      objectStorageBucket: "homes",
+    });
+    const bad = thrown(() => kubernetesOptionsFromEnv({ KUBERNETES_SANDBOX_HOME_COLOCATE_LABELS: "app=api" }));
+    expect(bad.message).toContain("KUBERNETES_SANDBOX_HOME_COLOCATE_LABELS");
+  });
+
   it("names the variable when its JSON is invalid or not an object of strings", () => {
     const bad = thrown(() => kubernetesOptionsFromEnv({ KUBERNETES_SANDBOX_POD_LABELS: "{team: qa}" }));
     expect(bad.code).toBe("INVALID_ARGUMENT");

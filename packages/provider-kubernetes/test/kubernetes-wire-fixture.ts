@@ -30,11 +30,21 @@
  * (cpu, memory), readinessProbe.exec (Ready once it passes), securityContext runAsUser/runAsGroup,
  * allowPrivilegeEscalation false (no-new-privileges), capabilities.drop ALL, a memory emptyDir at
  * /dev/shm (shm size), shareProcessNamespace (an init reaping orphans), terminationGracePeriodSeconds.
- * Not implemented: watch, patch, other resources, protobuf, tty exec, scheduling, image pulls (an
- * image missing on the engine stays ErrImagePull, so the pod never becomes Ready).
+ * Volumes: a persistentVolumeClaim volume of a claim made with `addClaim(namespace, name, hostDir)`
+ * (a PVC backed by a host folder) is bind-mounted at each of its mounts' mountPath, `subPath`
+ * made on first use owned by the pod's fsGroup as the kubelet would; a claim that does not exist
+ * leaves the pod Pending (PodScheduled False, `persistentvolumeclaim "x" not found`).
+ * Scheduling, on one node: a required podAffinity term (matchLabels, namespaces) must match a
+ * running pod, a computer pod or one made with `addForeignPod` (the pods that hold a volume);
+ * otherwise the pod stays Pending with PodScheduled False, reason Unschedulable and the
+ * scheduler's message, as the real API shows it.
+ * Not implemented: watch, patch, other resources, protobuf, tty exec, preferred affinity, image
+ * pulls (an image missing on the engine stays ErrImagePull, so the pod never becomes Ready).
  */
 import { randomUUID } from "node:crypto";
+import { chownSync, existsSync, mkdirSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -64,6 +74,7 @@ export class KubernetesWireFixture {
   private readonly forbidden = new Set<FixtureVerb>();
   private readonly failures = new Map<FixtureVerb, number>();
   private cut: { afterBytes: number } | undefined;
+  private readonly claims = new Map<string, string>();
   private readonly server: Server;
   private readonly wss: WebSocketServer;
   private resourceVersion = 1000;
@@ -121,6 +132,36 @@ export class KubernetesWireFixture {
   /** Drops the next exec that carries stdin once more than `afterBytes` of it arrived. */
   cutNextExec(afterBytes: number): void {
     this.cut = { afterBytes };
+  }
+
+  /** A PersistentVolumeClaim in `namespace` whose volume is the host folder `hostDir`. */
+  addClaim(namespace: string, name: string, hostDir: string): void {
+    this.claims.set(`${namespace}/${name}`, hostDir);
+  }
+
+  /**
+   * A running pod that is not a computer (no container here), such as the
+   * API pod that holds the home claim: affinity rules see it, and so do
+   * `get` and `list`.
+   */
+  addForeignPod(namespace: string, name: string, labels: Record<string, string>): void {
+    const now = new Date().toISOString();
+    this.pods.set(`${namespace}/${name}`, {
+      pod: {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          name,
+          namespace,
+          labels,
+          uid: randomUUID(),
+          resourceVersion: String(++this.resourceVersion),
+          creationTimestamp: now,
+        },
+        spec: { containers: [{ name: "app", image: "foreign" }], nodeName: "fixture-node" },
+        status: { phase: "Running", conditions: [{ type: "Ready", status: "True", lastTransitionTime: now }] },
+      },
+    });
   }
 
   /** The pod as the API would show it, or undefined. */
@@ -297,6 +338,25 @@ export class KubernetesWireFixture {
     const spec = pod.spec as Json;
     const container = spec.containers[0] as Json;
     const statusOf = () => pod.status.containerStatuses[0] as Json;
+    const [podNamespace] = key.split("/") as [string];
+    const unschedulable = this.unschedulable(podNamespace, spec);
+    if (unschedulable) {
+      // As the scheduler leaves it: Pending, PodScheduled False, no container statuses.
+      pod.status.conditions = [
+        {
+          type: "PodScheduled",
+          status: "False",
+          reason: "Unschedulable",
+          message: unschedulable,
+          lastProbeTime: null,
+          lastTransitionTime: new Date().toISOString(),
+        },
+      ];
+      delete pod.status.containerStatuses;
+      return;
+    }
+    spec.nodeName = "fixture-node";
+    const binds = this.binds(podNamespace, spec, container);
     const exists = await this.docker
       .getImage(container.image)
       .inspect()
@@ -344,6 +404,7 @@ export class KubernetesWireFixture {
           ...(security.seccompProfile?.type === "Localhost" ? [`seccomp=${computerSeccompProfile()}`] : []),
         ],
         Privileged: security.privileged === true,
+        Binds: binds,
       },
     });
     record.containerId = created.id;
@@ -373,6 +434,52 @@ export class KubernetesWireFixture {
       }
       await new Promise((r) => setTimeout(r, (container.readinessProbe?.periodSeconds ?? 10) * 1000));
     }
+  }
+
+  /** Why the scheduler could not place the pod (one node), or undefined when it can. */
+  private unschedulable(namespace: string, spec: Json): string | undefined {
+    for (const volume of spec.volumes ?? []) {
+      const claim = volume.persistentVolumeClaim?.claimName as string | undefined;
+      if (claim && !this.claims.has(`${namespace}/${claim}`))
+        return `0/1 nodes are available: persistentvolumeclaim "${claim}" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.`;
+    }
+    const terms = (spec.affinity?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []) as Json[];
+    const running = [...this.pods.entries()].filter(
+      ([, r]) => r.pod.status?.phase === "Running" && !r.deleting && !r.pod.metadata?.deletionTimestamp,
+    );
+    for (const term of terms) {
+      const wanted = (term.labelSelector?.matchLabels ?? {}) as Record<string, string>;
+      const namespaces = (term.namespaces as string[] | undefined) ?? [namespace];
+      const met = running.some(
+        ([k, r]) =>
+          namespaces.includes(k.split("/")[0] as string) &&
+          Object.entries(wanted).every(([label, value]) => r.pod.metadata?.labels?.[label] === value),
+      );
+      if (!met)
+        return "0/1 nodes are available: 1 node(s) didn't match pod affinity rules. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
+    }
+    return undefined;
+  }
+
+  /** Engine binds for the pod's claim volumes: the claim's host folder (or its subPath, made on first use). */
+  private binds(namespace: string, spec: Json, container: Json): string[] {
+    const binds: string[] = [];
+    for (const mount of (container.volumeMounts ?? []) as Json[]) {
+      const volume = ((spec.volumes ?? []) as Json[]).find((v) => v.name === mount.name);
+      const claim = volume?.persistentVolumeClaim?.claimName as string | undefined;
+      if (!claim) continue;
+      const root = this.claims.get(`${namespace}/${claim}`) as string;
+      const subPath = (mount.subPath as string | undefined) ?? "";
+      if (subPath.split("/").includes("..") || subPath.startsWith("/")) throw new Error(`bad subPath ${subPath}`);
+      const source = subPath ? join(root, subPath) : root;
+      if (!existsSync(source)) {
+        mkdirSync(source, { recursive: true, mode: 0o2775 });
+        const group = spec.securityContext?.fsGroup as number | undefined;
+        if (group !== undefined) chownSync(source, spec.securityContext?.runAsUser ?? 0, group);
+      }
+      binds.push(`${source}:${mount.mountPath}${mount.readOnly ? ":ro" : ""}`);
+    }
+    return binds;
   }
 
   private async execExitCode(containerId: string, cmd: string[]): Promise<number | null> {
