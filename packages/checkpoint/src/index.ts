@@ -6,6 +6,11 @@ export { type CheckedHomeArchive, type CheckedHomeStats, checkHomeArchive } from
 export { HEADER_BYTES, SEALED_SEGMENT_BYTES, SEGMENT_BYTES, TAG_BYTES } from "./codec/checkpoint-format.js";
 export type { CheckpointKey } from "./codec/checkpoint-key.js";
 export { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS } from "./codec/home-transfer-scripts.js";
+export {
+  importHomeByScripts,
+  type ScriptedHomeImport,
+  type TransferScriptResult,
+} from "./codec/import-home-by-scripts.js";
 export { openCheckpoint } from "./codec/open-checkpoint.js";
 export { isTransientProfilePath, packHome, TRANSIENT_PROFILE_NAMES } from "./codec/pack-home.js";
 export type { PackOptions } from "./codec/pack-options.js";

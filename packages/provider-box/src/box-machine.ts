@@ -1,9 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { PassThrough, type Readable } from "node:stream";
-import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, packHome, stageHome } from "@agent-computer/checkpoint";
+import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, importHomeByScripts } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -229,85 +226,38 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
   }
 
   /**
-   * Replaces the home whole: the archive passes core's restore checks on
-   * this host first (`stageHome`), the checked tree is re-packed and sent
-   * through the files API in parts, unpacked beside the home and swapped in
-   * only once the box holds every file, folder and byte sent.
+   * Replaces the home whole with checkpoint's `importHomeByScripts`: the
+   * checked archive goes through the files API in parts as a file beside
+   * the home, which the box unpacks and swaps in.
    */
   private async importNow(tar: Readable, context: OpContext): Promise<void> {
     throwIfDone(context, "workspace import");
     this.refuseDeleted();
     const signal = signalOf(context, "workspace import");
     const stopWatching = destroyOnAbort(tar, signal);
-    const work = await mkdtemp(join(tmpdir(), "agent-computer-box-import-"));
-    const tag = randomBytes(6).toString("hex");
     const file = transferFile();
-    const run = (argv: string[], what: string) =>
-      this.runCommand({ argv, workingDir: "/", maxOutputBytes: 64 * 1024 }, context, what);
+    const run = (script: string, name: string, args: string[], on: AbortSignal) =>
+      this.runCommand(
+        { argv: ["sh", "-c", script, name, ...args], workingDir: "/", maxOutputBytes: 64 * 1024 },
+        { signal: on },
+        "workspace import",
+      );
     try {
-      const staged = await stageHome(tar, join(work, "home")).catch((error: unknown) => {
-        throw signal.aborted ? signal.reason : error;
+      const stats = await importHomeByScripts(tar, {
+        workspacePath: this.workspacePath,
+        ref: this.ref,
+        machineName: "the box",
+        signal,
+        stage: async (archive, tag) => {
+          await this.upload(archive, file, signal);
+          return run(HOME_TRANSFER_SCRIPTS.stageHomeFromFile, "stage-home", [this.workspacePath, tag, file], signal);
+        },
+        run,
       });
-      const packed = packHome(staged.stagingDir);
-      try {
-        await this.upload(packed.tar, file, signal);
-        const extracted = await run(
-          ["sh", "-c", `exec <"$0" || exit 70\n${HOME_TRANSFER_SCRIPTS.stageHome}`, file, this.workspacePath, tag],
-          "workspace import",
-        );
-        if (extracted.exitCode !== 0) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The box could not unpack the home (exit ${extracted.exitCode}): ${text(extracted.stderr) || "no message"}. The home is as it was.`,
-            { retryable: false },
-          );
-        }
-        const stats = await packed.stats;
-        const swapped = await run(
-          [
-            "sh",
-            "-c",
-            HOME_TRANSFER_SCRIPTS.swapHome,
-            "swap-home",
-            this.workspacePath,
-            tag,
-            String(stats.files),
-            String(stats.directories),
-            String(stats.bytes),
-          ],
-          "workspace import",
-        );
-        if (swapped.exitCode === HOME_TRANSFER_EXIT.incomplete) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`,
-          );
-        }
-        if (swapped.exitCode !== 0) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The box could not swap in the imported home (exit ${swapped.exitCode}): ${text(swapped.stderr) || "no message"}.`,
-            { retryable: false },
-          );
-        }
-        loggerOf(context).info("box home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
-      } catch (error) {
-        packed.tar.destroy();
-        await this.sync(
-          [HOME_TRANSFER_SCRIPTS.discardStaging, "discard-staging", this.workspacePath, tag]
-            .map(shellQuote)
-            .join(" ")
-            .replace(/^/, "sh -c "),
-          AbortSignal.timeout(10_000),
-          10,
-        ).catch(() => {});
-        throw error;
-      } finally {
-        this.removeLater(file);
-      }
+      loggerOf(context).info("box home imported", { ref: this.ref, ...stats });
     } finally {
       stopWatching();
-      await rm(work, { recursive: true, force: true });
+      this.removeLater(file);
     }
   }
 

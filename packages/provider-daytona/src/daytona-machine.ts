@@ -1,8 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { join } from "node:path";
 import { PassThrough, type Readable } from "node:stream";
-import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, packHome, stageHome } from "@agent-computer/checkpoint";
+import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, importHomeByScripts } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -203,92 +201,45 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
   }
 
   /**
-   * Replaces the home whole: the archive passes core's restore checks on
-   * this host first (`stageHome`), the checked tree is re-packed, unpacked
-   * beside the home and swapped in only once the sandbox holds every file,
-   * folder and byte sent (the scripts are checkpoint's HOME_TRANSFER_SCRIPTS).
+   * Replaces the home whole with checkpoint's `importHomeByScripts`: the
+   * checked archive goes through the toolbox's bulk upload (multipart) as a
+   * file beside the home, which the sandbox unpacks and swaps in.
    */
   private async importNow(tar: Readable, context: OpContext): Promise<void> {
     throwIfDone(context, "workspace import");
     this.refuseDeleted();
     const signal = signalOf(context, "workspace import");
     const stopWatching = destroyOnAbort(tar, signal);
-    const work = await mkdtemp(join(this.host.stagingRoot, "agent-computer-daytona-import-"));
-    try {
-      const staged = await stageHome(tar, join(work, "home")).catch((error: unknown) => {
-        throw signal.aborted ? signal.reason : error;
+    const file = this.transferFile();
+    const run = (script: string, name: string, args: string[], on: AbortSignal) =>
+      runSessionCommand(this, {
+        argv: ["sh", "-c", script, name, ...args],
+        workingDir: "/",
+        maxOutputBytes: 64 * 1024,
+        signal: on,
       });
-      const packed = packHome(staged.stagingDir);
-      const tag = randomBytes(6).toString("hex");
-      const file = this.transferFile();
-      try {
-        // Streamed through the toolbox's bulk upload (multipart), then unpacked from that file.
-        await this.sandbox.fs.uploadFileStream(packed.tar, file, { signal }).catch((error: unknown) => {
-          throw signal.aborted ? signal.reason : this.transferError(error, "upload the home");
-        });
-        const extracted = await runSessionCommand(this, {
-          argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.stageHomeFromFile, "stage-home", this.workspacePath, tag, file],
-          workingDir: "/",
-          maxOutputBytes: 64 * 1024,
-          signal,
-        });
-        if (extracted.exitCode !== 0) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The sandbox could not unpack the home (exit ${extracted.exitCode}): ${text(extracted.stderr) || "no message"}. The home is as it was.`,
-            { retryable: false },
-          );
-        }
-        const stats = await packed.stats;
-        const swapped = await runSessionCommand(this, {
-          argv: [
-            "sh",
-            "-c",
-            HOME_TRANSFER_SCRIPTS.swapHome,
-            "swap-home",
-            this.workspacePath,
-            tag,
-            String(stats.files),
-            String(stats.directories),
-            String(stats.bytes),
-          ],
-          workingDir: "/",
-          maxOutputBytes: 64 * 1024,
-          signal,
-        });
-        if (swapped.exitCode === HOME_TRANSFER_EXIT.incomplete) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`,
-          );
-        }
-        if (swapped.exitCode !== 0) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The sandbox could not swap in the imported home (exit ${swapped.exitCode}): ${text(swapped.stderr) || "no message"}.`,
-            { retryable: false },
-          );
-        }
-        loggerOf(context).info("daytona home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
-      } catch (error) {
-        packed.tar.destroy();
-        await runSessionCommand(this, {
-          argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.discardStaging, "discard-staging", this.workspacePath, tag],
-          workingDir: "/",
-          maxOutputBytes: 4096,
-          signal: AbortSignal.timeout(10_000),
-        }).catch(() => {});
-        throw error;
-      } finally {
-        this.removeLater(file);
-      }
+    try {
+      const stats = await importHomeByScripts(tar, {
+        workspacePath: this.workspacePath,
+        ref: this.ref,
+        machineName: "the sandbox",
+        signal,
+        stagingRoot: this.host.stagingRoot,
+        stage: async (archive, tag) => {
+          await this.sandbox.fs.uploadFileStream(archive, file, { signal }).catch((error: unknown) => {
+            throw signal.aborted ? signal.reason : this.transferError(error, "upload the home");
+          });
+          return run(HOME_TRANSFER_SCRIPTS.stageHomeFromFile, "stage-home", [this.workspacePath, tag, file], signal);
+        },
+        run,
+      });
+      loggerOf(context).info("daytona home imported", { ref: this.ref, ...stats });
     } finally {
       stopWatching();
-      await rm(work, { recursive: true, force: true });
+      this.removeLater(file);
     }
   }
 
-  /** A file beside the home for one transfer (same filesystem, the user can write there). */
   private transferFile(): string {
     const slash = this.workspacePath.lastIndexOf("/");
     return `${this.workspacePath.slice(0, slash)}/.${this.workspacePath.slice(slash + 1)}.transfer-${randomBytes(6).toString("hex")}.tar`;

@@ -1,9 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Readable } from "node:stream";
-import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, packHome, stageHome } from "@agent-computer/checkpoint";
+import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, importHomeByScripts } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -12,7 +9,6 @@ import {
   type MachineFiles,
   normalizeHomePath,
   type OpContext,
-  opContext,
   type ProviderRef,
   signalOf,
   throwIfDone,
@@ -298,89 +294,42 @@ export class E2bMachine extends CommandChannelMachine {
   }
 
   /**
-   * Replaces the home whole: the archive is restored on this host first
-   * with checkpoint's `stageHome` (the checks and limits of a restore), the
-   * checked tree is re-packed and extracted beside the home, and swapped in
-   * only when the sandbox holds every file, folder and byte that was sent.
+   * Replaces the home whole with checkpoint's `importHomeByScripts`: the
+   * checked archive goes through envd's `/files` as a file beside the home,
+   * which the sandbox unpacks and swaps in.
    */
   private async importNow(tar: Readable, context: OpContext): Promise<void> {
     throwIfDone(context, "workspace import");
     this.refuseSpent();
     const signal = signalOf(context, "workspace import");
     const stopWatching = destroyOnAbort(tar, signal);
-    const work = await mkdtemp(join(this.host.options.stagingDir ?? tmpdir(), "agent-computer-e2b-import-"));
-    const tag = randomBytes(6).toString("hex");
-    const run = (argv: string[]) =>
-      this.runCommand({ argv, workingDir: "/", maxOutputBytes: 64 * 1024 }, context, "import the workspace");
+    const archive = this.uploadPath(".tar");
+    const run = (script: string, name: string, args: string[], on: AbortSignal) =>
+      this.runCommand(
+        { argv: ["sh", "-c", script, name, ...args], workingDir: "/", maxOutputBytes: 64 * 1024 },
+        { signal: on },
+        "import the workspace",
+      );
     try {
-      const staged = await stageHome(tar, join(work, "home")).catch((error: unknown) => {
-        throw signal.aborted ? signal.reason : error;
+      const stats = await importHomeByScripts(tar, {
+        workspacePath: this.workspacePath,
+        ref: this.ref,
+        machineName: "the sandbox",
+        signal,
+        ...(this.host.options.stagingDir ? { stagingRoot: this.host.options.stagingDir } : {}),
+        stage: async (packed, tag) => {
+          await this.upload(archive, packed, signal, "import the workspace");
+          return run(HOME_TRANSFER_SCRIPTS.stageHomeFromFile, "stage-home", [this.workspacePath, tag, archive], signal);
+        },
+        run,
       });
-      const packed = packHome(staged.stagingDir);
-      const archive = this.uploadPath(".tar");
-      try {
-        await this.upload(archive, packed.tar, signal, "import the workspace");
-        const extracted = await run([
-          "sh",
-          "-c",
-          HOME_TRANSFER_SCRIPTS.stageHomeFromFile,
-          "stage-home",
-          this.workspacePath,
-          tag,
-          archive,
-        ]);
-        if (extracted.exitCode !== 0) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The sandbox could not unpack the home (exit ${extracted.exitCode}): ${text(extracted.stderr) || "no message"}. The home is as it was.`,
-            { retryable: false },
-          );
-        }
-        const stats = await packed.stats;
-        const swapped = await run([
-          "sh",
-          "-c",
-          HOME_TRANSFER_SCRIPTS.swapHome,
-          "swap-home",
-          this.workspacePath,
-          tag,
-          String(stats.files),
-          String(stats.directories),
-          String(stats.bytes),
-        ]);
-        if (swapped.exitCode !== 0) {
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            swapped.exitCode === HOME_TRANSFER_EXIT.incomplete
-              ? `The home arrived incomplete in ${this.ref} (${text(swapped.stderr)}); nothing was replaced, try again.`
-              : `The sandbox could not swap in the imported home (exit ${swapped.exitCode}): ${text(swapped.stderr) || "no message"}.`,
-            { retryable: swapped.exitCode === HOME_TRANSFER_EXIT.incomplete },
-          );
-        }
-        loggerOf(context).info("e2b home imported", { ref: this.ref, files: stats.files, bytes: stats.bytes });
-      } catch (error) {
-        packed.tar.destroy();
-        // Under a fresh context: the call's own may be what ended it.
-        const cleanup = (argv: string[]) =>
-          this.runCommand(
-            { argv, workingDir: "/", maxOutputBytes: 4096 },
-            opContext({ timeoutMs: 10_000 }),
-            "clean up an import",
-          );
-        await cleanup([
-          "sh",
-          "-c",
-          HOME_TRANSFER_SCRIPTS.discardStaging,
-          "discard-staging",
-          this.workspacePath,
-          tag,
-        ]).catch(() => {});
-        await cleanup(["rm", "-f", "--", archive]).catch(() => {});
-        throw error;
-      }
+      loggerOf(context).info("e2b home imported", { ref: this.ref, ...stats });
+    } catch (error) {
+      // stageHomeFromFile removes the upload; one that never reached the script goes here.
+      await run('rm -f -- "$1"', "remove-upload", [archive], AbortSignal.timeout(10_000)).catch(() => {});
+      throw error;
     } finally {
       stopWatching();
-      await rm(work, { recursive: true, force: true });
     }
   }
 
