@@ -23,6 +23,7 @@
  *          2 stderr, 3 status (a Status: Success, or NonZeroExitCode with details.causes
  *          [{reason: ExitCode}], or InternalError when the container went away), 4 resize (ignored),
  *          255 close (v5: [255, 0] ends stdin). Refused upgrades answer a Status with 404/403/400.
+ * - GET /api, /apis, /api/v1, /version: discovery as kubectl reads it (core/v1 pods and pods/exec).
  * - Every request needs `Authorization: Bearer <token>` (401 otherwise); `forbid()` makes a verb
  *   answer 403 Forbidden as RBAC would; `failNext()` answers the next call of a verb with a status
  *   (such as 409); `cutNextExec()` drops the next exec connection after some stdin bytes.
@@ -44,6 +45,7 @@
 import { randomUUID } from "node:crypto";
 import { chownSync, existsSync, mkdirSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
@@ -85,6 +87,11 @@ export class KubernetesWireFixture {
   constructor(
     private readonly docker: Docker,
     private readonly namespaces: readonly string[],
+    /**
+     * Serve HTTPS with this key and certificate instead of plain HTTP: Go
+     * clients (kubectl) send a bearer token only over TLS.
+     */
+    private readonly tls?: { key: string; cert: string },
   ) {
     this.wss = new WebSocketServer({
       noServer: true,
@@ -93,9 +100,10 @@ export class KubernetesWireFixture {
         return offered.has("v4.channel.k8s.io") ? "v4.channel.k8s.io" : false;
       },
     });
-    this.server = createServer((req, res) => {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
       this.route(req, res).catch((error: Error) => this.status(res, 500, "InternalError", error.message));
-    });
+    };
+    this.server = tls ? createTlsServer({ key: tls.key, cert: tls.cert }, handler) : createServer(handler);
     this.server.on("upgrade", (req, socket, head) => {
       this.upgrade(req, socket as Duplex, head).catch(() => socket.destroy());
     });
@@ -106,11 +114,16 @@ export class KubernetesWireFixture {
     this.port = (this.server.address() as { port: number }).port;
   }
 
-  /** A kubeconfig for the real client: plain HTTP on loopback (hence skipTLSVerify) with a bearer token. */
+  /** The server's address: plain HTTP on loopback, or HTTPS when made with `tls`. */
+  get address(): string {
+    return `${this.tls ? "https" : "http"}://127.0.0.1:${this.port}`;
+  }
+
+  /** A kubeconfig for the real client: the server on loopback (a self-signed certificate, hence skipTLSVerify) with a bearer token. */
   kubeConfig(token = this.token): KubeConfig {
     const config = new KubeConfig();
     config.loadFromOptions({
-      clusters: [{ name: "fixture", server: `http://127.0.0.1:${this.port}`, skipTLSVerify: true }],
+      clusters: [{ name: "fixture", server: this.address, skipTLSVerify: true }],
       users: [{ name: "fixture", token }],
       contexts: [{ name: "fixture", cluster: "fixture", user: "fixture" }],
       currentContext: "fixture",
@@ -203,6 +216,8 @@ export class KubernetesWireFixture {
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!this.authorized(req)) return this.status(res, 401, "Unauthorized", "Unauthorized");
     const url = new URL(req.url ?? "/", "http://fixture");
+    const discovery = req.method === "GET" ? this.discovery(url.pathname) : undefined;
+    if (discovery) return this.json(res, 200, discovery);
     const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods(?:\/([^/]+))?$/.exec(url.pathname);
     if (!match) return this.status(res, 404, "NotFound", "the server could not find the requested resource");
     const namespace = decodeURIComponent(match[1] as string);
@@ -236,6 +251,37 @@ export class KubernetesWireFixture {
     );
     await this.beginDelete(key, record, Number.isFinite(grace) ? grace : 30, false);
     return this.json(res, 200, record.pod);
+  }
+
+  /** API discovery, as kubectl reads it before a `get`: core/v1 with pods and pods/exec only. */
+  private discovery(path: string): Json | undefined {
+    if (path === "/api")
+      return {
+        kind: "APIVersions",
+        versions: ["v1"],
+        serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: `127.0.0.1:${this.port}` }],
+      };
+    if (path === "/apis") return { kind: "APIGroupList", apiVersion: "v1", groups: [] };
+    if (path === "/api/v1")
+      return {
+        kind: "APIResourceList",
+        groupVersion: "v1",
+        resources: [
+          {
+            name: "pods",
+            singularName: "",
+            namespaced: true,
+            kind: "Pod",
+            verbs: ["create", "delete", "get", "list"],
+            shortNames: ["po"],
+            categories: ["all"],
+          },
+          { name: "pods/exec", singularName: "", namespaced: true, kind: "PodExecOptions", verbs: ["create", "get"] },
+        ],
+      };
+    if (path === "/version")
+      return { major: "1", minor: "30", gitVersion: "v1.30.0-agent-computer-fixture", platform: "linux/amd64" };
+    return undefined;
   }
 
   private authorized(req: IncomingMessage): boolean {
