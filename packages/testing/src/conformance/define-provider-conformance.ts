@@ -10,7 +10,7 @@ import type {
   SandboxProvider,
 } from "@agent-computer/core";
 import tar from "tar-stream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { TerminalTestClient } from "../provider-test/terminal-test-client.js";
 import { decodePngSize } from "./decode-png.js";
 
@@ -455,16 +455,24 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
         () => caps.desktop && caps.pageBrowser,
         "the desktop's page browser loads a page served inside the machine",
         async () => {
-          const port = 8767;
+          // A port and a page of this run's own: a provider without network isolation (the fake one)
+          // shares the host's loopback with every other suite running at the same time.
+          const port = 20_000 + Math.floor(Math.random() * 20_000);
           await machine.files.write(
             "conformance-page/index.html",
-            new TextEncoder().encode("<!doctype html><title>Conformance page</title><button>Press</button>"),
+            new TextEncoder().encode(
+              `<!doctype html><title>Conformance page</title><meta name="run" content="${runId}"><button>Press</button>`,
+            ),
           );
           const served = await machine.exec({
             shell: `cd conformance-page && setsid nohup python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &
-for i in $(seq 1 50); do curl -fs http://127.0.0.1:${port}/index.html >/dev/null && exit 0; sleep 0.1; done; exit 1`,
+echo $! > ../conformance-page.pid
+for i in $(seq 1 100); do curl -fs http://127.0.0.1:${port}/index.html | grep -q ${runId} && exit 0; sleep 0.1; done; exit 1`,
           });
           expect(served.exitCode, "the page server in the machine came up").toBe(0);
+          onTestFinished(async () => {
+            await machine.exec({ shell: "kill $(cat conformance-page.pid) 2>/dev/null; rm -f conformance-page.pid" });
+          });
           const desktop = await requireDesktop(machine).openDesktop("conformance-pager");
           expect(desktop.pageBrowser, "a desktop of a pageBrowser provider has a pageBrowser").toBeDefined();
           const page = await desktop.pageBrowser?.navigate(`http://127.0.0.1:${port}/index.html`);
