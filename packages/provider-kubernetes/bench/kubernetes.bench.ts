@@ -3,7 +3,9 @@
 // engine) beside provider-docker on that engine, in the same run:
 // provision-to-first-exec, and export/import throughput of a 200 MiB home
 // of mixed files. The ratio is the cost of going through the Kubernetes
-// API and `pods/exec` instead of the Engine API and a mounted home.
+// API and `pods/exec` instead of the Engine API and a mounted home; the
+// last case mounts the home from a claim (backed by the same host folder
+// Docker mounts), as KUBERNETES_SANDBOX_HOME_CLAIM does.
 import { spawnSync } from "node:child_process";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -35,6 +37,21 @@ const kubernetes = kubernetesProvider(
   {},
 );
 const docker = host.provider({ dataDir });
+// The claim's folder is Docker's data folder, so a mounted pod sees the source home.
+fixture.addClaim(NAMESPACE, "bench-data", dataDir);
+fixture.addForeignPod("bench-app", "bench-api-0", { app: "bench-api" });
+const mountedKubernetes = kubernetesProvider(
+  {
+    kubeConfig: fixture.kubeConfig(),
+    namespace: NAMESPACE,
+    image: host.image,
+    homeClaim: "bench-data",
+    homeColocateNamespace: "bench-app",
+    homeColocateLabels: { app: "bench-api" },
+    homeClaimLocalPath: dataDir,
+  },
+  {},
+);
 const cleanup: Machine[] = [];
 
 try {
@@ -51,6 +68,8 @@ try {
   await podSource.files.importWorkspace(createReadStream(tarFile));
   const podTarget = await kubernetes.provision({ computerId: "bench-target", homeKey: "bench-target" });
   cleanup.push(podTarget);
+  const mountedSource = await mountedKubernetes.provision({ computerId: "bench-source", homeKey: "bench-source" });
+  cleanup.push(mountedSource);
   const dockerTarget = await docker.provision({ computerId: "bench-target", homeKey: "bench-target" });
   cleanup.push(dockerTarget);
   await dockerTarget.stop();
@@ -92,6 +111,19 @@ try {
       baseline: {
         label: "provider-docker (stopped)",
         run: () => dockerTarget.files.importWorkspace(createReadStream(tarFile)),
+      },
+    },
+    {
+      name: "export 200 MiB home, mounted from a claim",
+      unit: "MB/s",
+      work: HOME_BYTES,
+      subject: {
+        label: "provider-kubernetes (home claim)",
+        run: async () => countBytes(await mountedSource.files.exportWorkspace()),
+      },
+      baseline: {
+        label: "provider-docker (mounted)",
+        run: async () => countBytes(await dockerSource.files.exportWorkspace()),
       },
     },
   ];
