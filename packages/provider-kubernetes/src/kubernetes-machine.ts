@@ -224,8 +224,6 @@ export class KubernetesMachine extends CommandChannelMachine {
       const extracted = await sent.result.catch((error: unknown) => {
         throw signal.aborted ? signal.reason : error;
       });
-      // A refusal found after the last byte went out (data past the end marker) lands here.
-      const stats = await checked.stats;
       if (extracted.exitCode !== 0) {
         throw new AgentComputerError(
           "UNAVAILABLE",
@@ -233,6 +231,8 @@ export class KubernetesMachine extends CommandChannelMachine {
           { retryable: false },
         );
       }
+      // A refusal found after the last byte went out (data past the end marker) lands here.
+      const stats = await checked.stats;
       const swapped = await runPodCommand(this.commandHost, {
         argv: [
           "sh",

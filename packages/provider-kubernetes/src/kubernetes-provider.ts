@@ -135,7 +135,7 @@ export function kubernetesProvider(
       else if (unscheduled)
         waitingFor = `a node: the scheduler cannot place it (${unscheduled.reason ?? "Unschedulable"}: ${(unscheduled.message ?? "no message").slice(0, 300)})`;
       if (Date.now() >= until) {
-        if (unscheduled && mountedHome) {
+        if (unscheduled && mountedHome && /affinity/i.test(unscheduled.message ?? "")) {
           throw new AgentComputerError(
             "TIMEOUT",
             `The pod ${namespace}/${name} was not ready within ${timeoutMs} ms: still waiting for ${waitingFor}; it was deleted. With the home claim "${mountedHome.claim}" it must run on the node of a pod labelled ${JSON.stringify(mountedHome.colocateLabels)} in namespace "${mountedHome.colocateNamespace}" (${KUBERNETES_SANDBOX_ENV.homeColocateNamespace}, ${KUBERNETES_SANDBOX_ENV.homeColocateLabels}); check that such a pod is running and the labels match it.`,
