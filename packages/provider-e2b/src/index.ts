@@ -4,7 +4,12 @@ export {
   buildE2bTemplateOptionsSchema,
   type E2bTemplateStage,
 } from "./build-e2b-template.js";
-export { type ComputerQuarantine, memoryQuarantine } from "./computer-quarantine.js";
+export {
+  type ComputerQuarantine,
+  memoryQuarantine,
+  type QuarantineRecords,
+  stateStoreQuarantine,
+} from "./computer-quarantine.js";
 export { E2bMachine } from "./e2b-machine.js";
 export { E2B_CAPABILITIES, E2B_METADATA, e2bProvider, type NovitaProvider, novitaProvider } from "./e2b-provider.js";
 export {

@@ -1,7 +1,8 @@
 import type { Machine } from "@agent-computer/core";
+import { MemoryStateStore } from "@agent-computer/leases";
 import { failureOf } from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it } from "vitest";
-import type { NovitaProvider } from "../src/index.js";
+import { type NovitaProvider, stateStoreQuarantine } from "../src/index.js";
 import { e2bTestEnvironment } from "./e2b-test-environment.js";
 
 // Novita's rule, through the real novita-sandbox SDK: a command whose kill
@@ -10,7 +11,10 @@ import { e2bTestEnvironment } from "./e2b-test-environment.js";
 const env = await e2bTestEnvironment("novita: quarantine", "novita");
 if (!env.missing) {
   const { emulator } = env;
-  const provider = env.provider() as NovitaProvider;
+  // The quarantine lives in a state store every process shares: a second provider on it refuses too.
+  const stateStore = new MemoryStateStore();
+  const provider = env.provider({ quarantine: stateStoreQuarantine(stateStore) }) as NovitaProvider;
+  const otherWorker = env.provider({ quarantine: stateStoreQuarantine(stateStore) }) as NovitaProvider;
   const owned: Machine[] = [];
   const idOf = (m: Machine) => m.ref.slice("novita:".length);
 
@@ -51,6 +55,8 @@ if (!env.missing) {
       expect(emulator.calls.filter((c) => c.path.endsWith(`/${idOf(machine)}/connect`)).length).toBe(connectsBefore);
       expect(emulator.sandbox(idOf(machine))?.state).toBe("paused");
       expect((await failureOf(machine.exec({ argv: ["true"] }))).code).toBe("CONFLICT");
+      // Another process on the same state store (a worker, a job, a restart) refuses it as well.
+      expect((await failureOf(otherWorker.reconnect(machine.ref))).code).toBe("CONFLICT");
 
       await provider.recover(machine.ref);
       expect(emulator.sandbox(idOf(machine))).toBeUndefined();
