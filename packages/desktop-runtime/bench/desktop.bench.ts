@@ -13,7 +13,7 @@ import { join } from "node:path";
 import type { Machine } from "@agent-computer/core";
 import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
-import { benchOptionsFromArgv, runDesktopBench } from "@agent-computer/testing/bench";
+import { benchOptionsFromArgv, gatewayPidOfContainer, runDesktopBench } from "@agent-computer/testing/bench";
 import { chooseTestProvider } from "@agent-computer/testing/provider-test";
 
 const chosen = await chooseTestProvider({ kind: "docker", check: checkDockerHost, create: dockerProvider });
@@ -34,6 +34,7 @@ try {
         return { stdout: r.stdout, ms: performance.now() - started };
       },
       openExecDesktop: (machine, bot) => new LinuxDesktopRuntime(machine, { transport: "exec" }).openDesktop(bot),
+      servicePid: (machine) => gatewayPidOfContainer(idOf(machine)),
     },
     benchOptionsFromArgv(),
   );

@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import type { Machine } from "@agent-computer/core";
 import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
-import { benchOptionsFromArgv, runDesktopBench } from "@agent-computer/testing/bench";
+import { benchOptionsFromArgv, gatewayPidOfContainer, runDesktopBench } from "@agent-computer/testing/bench";
 import { chooseTestProvider } from "@agent-computer/testing/provider-test";
 import { kubernetesProvider } from "../src/index.js";
 import { KubernetesWireFixture } from "../test/kubernetes-wire-fixture.js";
@@ -47,6 +47,7 @@ try {
         return { stdout: r.stdout, ms: performance.now() - started };
       },
       openExecDesktop: (machine, bot) => new LinuxDesktopRuntime(machine, { transport: "exec" }).openDesktop(bot),
+      servicePid: (machine) => gatewayPidOfContainer(containerOf(machine)),
     },
     benchOptionsFromArgv(),
   );

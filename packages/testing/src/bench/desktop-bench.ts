@@ -6,6 +6,8 @@
 // sizes), one action, a batch of 10 against one action, the resident
 // service against the exec path, and PSS per idle desktop and of the
 // service itself.
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { freemem, totalmem } from "node:os";
 import type { DesktopSession, Machine } from "@agent-computer/core";
 import type { BenchCase } from "./bench-case.js";
@@ -20,6 +22,33 @@ export interface DesktopBenchTarget {
   rawExec(machine: Machine, script: string): { stdout: Buffer; ms: number };
   /** The same bot's desktop driven by exec per call (the transport before the resident service). */
   openExecDesktop(machine: Machine, bot: string): Promise<DesktopSession>;
+  /**
+   * The host's pid of the machine's resident service (the gateway): its
+   * PSS is read from this host, since in the computer it is non-dumpable
+   * and neither the computer's user nor its capability-less root may read it.
+   */
+  servicePid(machine: Machine): number | undefined;
+}
+
+/** The host pid of the resident service in a container of this host's Docker engine (`docker top`). */
+export function gatewayPidOfContainer(containerId: string): number | undefined {
+  const top = spawnSync("docker", ["top", containerId, "-eo", "pid,args"], { encoding: "utf8" });
+  const line = top.stdout?.split("\n").find((l) => /desktop\.mjs gateway\s*$/.test(l));
+  const pid = Number(line?.trim().split(/\s+/)[0]);
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+/** PSS of a host process in KiB, from /proc/<pid>/smaps_rollup. */
+function hostPssKb(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const line = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("Pss:"));
+    return Number(line?.split(/\s+/)[1] ?? 0);
+  } catch {
+    return 0;
+  }
 }
 
 /** What a Linux desktop's observe takes beyond the contract (LinuxObserveOptions). */
@@ -31,7 +60,7 @@ type Observing = DesktopSession & {
 };
 
 // PSS summed over each desktop's processes (X server, window manager,
-// Chromium and all its children), and the resident service's own.
+// Chromium and all its children), read in the computer.
 const PSS_SCRIPT = `python3 - <<'PY'
 import glob, json, os
 def children():
@@ -48,19 +77,13 @@ def pss(pid):
             if line.startswith('Pss:'): return int(line.split()[1])
     except Exception: return 0
     return 0
-def service():
-    for cmd in glob.glob('/proc/[0-9]*/cmdline'):
-        try:
-            if open(cmd, 'rb').read().endswith(b'desktop.mjs\\0gateway\\0'): return pss(int(cmd.split('/')[2]))
-        except Exception: pass
-    return 0
 kids = children(); total = 0; n = 0
 for f in glob.glob('/tmp/agent-computer-desktops/slot-*.json'):
     r = json.load(open(f)); n += 1
     todo = [r[k]['pid'] for k in ('xserver', 'windowManager', 'browser') if r.get(k)]
     while todo:
         p = todo.pop(); total += pss(p); todo.extend(kids.get(p, []))
-print(json.dumps({'desktops': n, 'pssKb': total, 'servicePssKb': service()}))
+print(json.dumps({'desktops': n, 'pssKb': total}))
 PY`;
 
 export async function runDesktopBench(target: DesktopBenchTarget, options: BenchOptions = {}): Promise<void> {
@@ -209,9 +232,8 @@ export async function runDesktopBench(target: DesktopBenchTarget, options: Bench
       const sample = JSON.parse(target.rawExec(memory, PSS_SCRIPT).stdout.toString()) as {
         desktops: number;
         pssKb: number;
-        servicePssKb: number;
       };
-      const serviceMb = (sample.servicePssKb / 1024).toFixed(1);
+      const serviceMb = (hostPssKb(target.servicePid(memory)) / 1024).toFixed(1);
       if (count === 0) {
         write(`0 desktops: the resident service's PSS ${serviceMb} MB (idle computer)`);
         continue;

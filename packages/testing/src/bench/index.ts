@@ -1,5 +1,5 @@
 export type { BenchCase, BenchSide } from "./bench-case.js";
-export { type DesktopBenchTarget, runDesktopBench } from "./desktop-bench.js";
+export { type DesktopBenchTarget, gatewayPidOfContainer, runDesktopBench } from "./desktop-bench.js";
 export {
   PROVIDER_BENCH_HOME_BYTES,
   type ProviderBenchMachines,
