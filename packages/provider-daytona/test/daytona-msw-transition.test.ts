@@ -1,4 +1,6 @@
 import { type Machine, opContext } from "@agent-computer/core";
+import { HttpResponse, http, passthrough } from "msw";
+import { setupServer } from "msw/node";
 import { afterAll, describe, expect, it } from "vitest";
 import { daytonaTestEnvironment } from "./daytona-test-environment.js";
 
@@ -7,22 +9,6 @@ import { daytonaTestEnvironment } from "./daytona-test-environment.js";
 // says it is starting (Daytona #4142), which counted faults cannot time.
 // The SDK's axios goes through node:http, so msw sees its calls; everything
 // else passes through to the real emulator.
-// msw 3 calls Promise.withResolvers (Node 22); on Node 20 this file adds it before loading msw.
-if (!("withResolvers" in Promise)) {
-  Object.assign(Promise, {
-    withResolvers<T>() {
-      let resolve!: (value: T | PromiseLike<T>) => void;
-      let reject!: (reason?: unknown) => void;
-      const promise = new Promise<T>((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
-      return { promise, resolve, reject };
-    },
-  });
-}
-const { HttpResponse, http, passthrough } = await import("msw");
-const { setupServer } = await import("msw/node");
 
 const env = await daytonaTestEnvironment("daytona: 502 during a state change (msw)");
 if (!env.missing) {
