@@ -54,7 +54,9 @@ export class ByteSource {
   }
 
   private take(n: number): Buffer {
-    const out = this.cut(n);
+    // An empty file's data: nothing to cut, and the chunks may all be spent
+    // (its header ended exactly at a chunk boundary).
+    const out = n === 0 ? Buffer.alloc(0) : this.cut(n);
     this.tap?.(out);
     return out;
   }
