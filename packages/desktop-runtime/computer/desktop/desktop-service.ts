@@ -1,11 +1,9 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
+import { gatewayProofMatches, isGatewayNonce, newGatewayNonce } from "@agent-computer/core";
 import { type WebSocket, WebSocketServer } from "ws";
 import {
-  isNonce,
-  newNonce,
   parseServiceMessage,
-  proofMatches,
   SERVICE_KEY,
   SERVICE_PATH,
   type ServiceMessage,
@@ -72,7 +70,7 @@ export class DesktopService {
 
   private serve(ws: WebSocket): void {
     const connection = `s${++this.connections}`;
-    const nonce = newNonce();
+    const nonce = newGatewayNonce();
     let key: string | undefined;
     const calls = new Map<number, AbortController>();
     const send = (message: ServiceMessage) => {
@@ -93,9 +91,9 @@ export class DesktopService {
       const message = isBinary ? undefined : parseServiceMessage(data);
       if (!message) return refuse("not a service message");
       if (!key) {
-        if (message.t !== "hello" || !isNonce(message.nonce)) return refuse("expected a hello");
+        if (message.t !== "hello" || !isGatewayNonce(message.nonce)) return refuse("expected a hello");
         const candidate = this.keys.get(String(message.keyId));
-        if (!candidate || !proofMatches(serviceProof(candidate, "host", nonce, message.nonce), message.proof)) {
+        if (!candidate || !gatewayProofMatches(serviceProof(candidate, "host", nonce, message.nonce), message.proof)) {
           return refuse("wrong key or proof");
         }
         clearTimeout(handshake);

@@ -1,11 +1,16 @@
 import type { Socket } from "node:net";
-import { AgentComputerError, type ErrorCode, type OpContext } from "@agent-computer/core";
-import WebSocket from "ws";
 import {
-  newNonce,
+  AgentComputerError,
+  type ErrorCode,
+  gatewayProofMatches,
+  newGatewayNonce,
+  type OpContext,
+} from "@agent-computer/core";
+import WebSocket from "ws";
+import { timedOut } from "../desktop/desktop-command.js";
+import {
   newServiceKey,
   parseServiceMessage,
-  proofMatches,
   type ServiceMessage,
   serviceKeyId,
   serviceProof,
@@ -163,7 +168,7 @@ class Connection {
 
   static open(url: string, key: string, signal?: AbortSignal): Promise<Connection> {
     return new Promise((resolve, reject) => {
-      const nonce = newNonce();
+      const nonce = newGatewayNonce();
       let socket: Socket | undefined;
       let settled = false;
       const ws = new WebSocket(url, {
@@ -205,7 +210,10 @@ class Connection {
           return;
         }
         // The service proves it holds the key before the host sends anything that matters.
-        if (message?.t !== "welcome" || !proofMatches(serviceProof(key, "service", nonce, challenge), message.proof)) {
+        if (
+          message?.t !== "welcome" ||
+          !gatewayProofMatches(serviceProof(key, "service", nonce, challenge), message.proof)
+        ) {
           return fail("it could not prove it holds the key; nothing was sent");
         }
         settled = true;
@@ -245,10 +253,7 @@ class Connection {
         cancel();
         finish({
           lines,
-          cut: {
-            code: "TIMEOUT",
-            message: `The desktop call "${call.argv[0]}" did not finish within ${call.timeoutMs} ms.`,
-          },
+          cut: timedOut(call.argv[0], call.timeoutMs),
         });
       }, call.timeoutMs);
       if (signal?.aborted) return onAbort();

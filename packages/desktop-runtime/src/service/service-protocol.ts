@@ -13,13 +13,12 @@
 // over nonces fresh on both ends: a recorded hello fails on any other
 // connection, and a process that took the port without the key cannot
 // answer the challenge, so the host sends it nothing.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 
 /** The websocket path of the service on the screen gateway's port. */
 export const SERVICE_PATH = "/service";
 /** A key is 32 random bytes, base64url (43 characters). */
 export const SERVICE_KEY = /^[A-Za-z0-9_-]{43}$/;
-const NONCE = /^[A-Za-z0-9_-]{22}$/;
 
 export type ServiceRole = "host" | "service";
 
@@ -33,8 +32,8 @@ export type ServiceMessage =
   | { t: "end"; id: number };
 
 export const newServiceKey = (): string => randomBytes(32).toString("base64url");
-export const newNonce = (): string => randomBytes(16).toString("base64url");
-export const isNonce = (value: unknown): value is string => typeof value === "string" && NONCE.test(value);
+// Nonces and the constant-time proof comparison are core's (gateway-proof.ts):
+// `newGatewayNonce`, `isGatewayNonce`, `gatewayProofMatches`.
 
 /** Names a key without revealing it, so the service finds the one a hello is made with. */
 export function serviceKeyId(key: string): string {
@@ -46,11 +45,6 @@ export function serviceProof(key: string, role: ServiceRole, theirNonce: string,
   return createHmac("sha256", key)
     .update(`agent-computer service ${role}\n${theirNonce}\n${ourNonce}`)
     .digest("base64url");
-}
-
-export function proofMatches(expected: string, given: unknown): boolean {
-  if (typeof given !== "string" || given.length !== expected.length) return false;
-  return timingSafeEqual(Buffer.from(expected), Buffer.from(given));
 }
 
 export function parseServiceMessage(data: unknown): ServiceMessage | undefined {
