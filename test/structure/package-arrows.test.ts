@@ -23,6 +23,19 @@ const ALLOWED: Record<string, string[]> = {
   "provider-e2b": ["core", "checkpoint", "desktop-runtime"],
   "provider-daytona": ["core", "checkpoint", "desktop-runtime"],
   "provider-box": ["core", "checkpoint", "desktop-runtime"],
+  // An installable server: it picks any provider at start (SANDBOX_PROVIDER).
+  "mcp-server": [
+    "core",
+    "leases",
+    "checkpoint",
+    "runtime",
+    "testing",
+    "provider-docker",
+    "provider-kubernetes",
+    "provider-e2b",
+    "provider-daytona",
+    "provider-box",
+  ],
 };
 const packages = readdirSync(join(root, "packages"));
 const manifest = (pkg: string) => JSON.parse(readFileSync(join(root, "packages", pkg, "package.json"), "utf8"));

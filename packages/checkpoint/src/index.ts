@@ -35,3 +35,4 @@ export type { HomeSource } from "./home-store/home-source.js";
 export type { HomeTarget } from "./home-store/home-target.js";
 export { LocalAgentHomeStore } from "./home-store/local-agent-home-store.js";
 export type { LocalAgentHomeStoreOptions } from "./home-store/local-agent-home-store-options.js";
+export type { StoredHomeEntry, StoredHomeFile, StoredHomeRange } from "./home-store/stored-home-entry.js";

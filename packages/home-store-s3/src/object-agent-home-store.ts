@@ -19,6 +19,9 @@ import {
   restoreLimitsSchema,
   homeRestoreRequestSchema as restoreRequestSchema,
   type StagedHome,
+  type StoredHomeEntry,
+  type StoredHomeFile,
+  type StoredHomeRange,
   sealCheckpoint,
   stageHome,
 } from "@agent-computer/checkpoint";
@@ -187,6 +190,16 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
    * Deletes every object of the home and its cache. The revision stays on the
    * computer record, so the next checkpoint continues the count.
    */
+  // Browsing the stored home (issue 29) is being built; until then it is
+  // refused plainly rather than answered wrong.
+  async list(_homeKey: string, _dir: string): Promise<StoredHomeEntry[]> {
+    throw new AgentComputerError("UNSUPPORTED", "Listing a stored home is not built yet for this store.");
+  }
+
+  async read(_homeKey: string, _path: string, _options?: { range?: StoredHomeRange }): Promise<StoredHomeFile> {
+    throw new AgentComputerError("UNSUPPORTED", "Reading a stored file is not built yet for this store.");
+  }
+
   delete(homeKey: string): Promise<void> {
     const key = parseInput(homeKeySchema, homeKey, "home key");
     return this.serially(key, async () => {

@@ -1,6 +1,7 @@
 import type { HomeCheckpoint } from "./home-checkpoint.js";
 import type { HomeCheckpointRequest } from "./home-checkpoint-request.js";
 import type { HomeRestoreRequest } from "./home-restore-request.js";
+import type { StoredHomeEntry, StoredHomeFile, StoredHomeRange } from "./stored-home-entry.js";
 
 /**
  * Where homes survive their computers: the local store keeps the latest copy
@@ -23,4 +24,17 @@ export interface AgentHomeStore {
   latest(homeKey: string): Promise<HomeCheckpoint | undefined>;
   /** Removes the home's saved copy. Its revision counter is kept, so revisions still only grow. */
   delete(homeKey: string): Promise<void>;
+  /**
+   * Lists one folder (home-relative, `""` for the top) of the latest stored
+   * revision without restoring the home. Links are listed, never followed.
+   * Throws `NOT_FOUND` when the home has no checkpoint or the folder is not
+   * in it, `INVALID_ARGUMENT` for a path outside the home.
+   */
+  list(homeKey: string, dir: string): Promise<StoredHomeEntry[]>;
+  /**
+   * Reads one regular file (or `range` of it) of the latest stored revision
+   * without restoring the home. A link is never followed (`INVALID_ARGUMENT`);
+   * tampered stored bytes are `CHECKPOINT_CORRUPT`, never wrong bytes.
+   */
+  read(homeKey: string, path: string, options?: { range?: StoredHomeRange }): Promise<StoredHomeFile>;
 }

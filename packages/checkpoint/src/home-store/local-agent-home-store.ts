@@ -26,6 +26,7 @@ import type { HomeRestoreRequest } from "./home-restore-request.js";
 import type { HomeSource } from "./home-source.js";
 import type { HomeTarget } from "./home-target.js";
 import type { LocalAgentHomeStoreOptions } from "./local-agent-home-store-options.js";
+import type { StoredHomeEntry, StoredHomeFile, StoredHomeRange } from "./stored-home-entry.js";
 
 const optionsSchema = z.object({ dataDir: z.string().min(1), limits: restoreLimitsSchema.optional() }).strict();
 
@@ -93,6 +94,16 @@ export class LocalAgentHomeStore implements AgentHomeStore {
     const marker = await this.readMarker(parseInput(homeKeySchema, homeKey, "home key"));
     if (marker === undefined || marker.deletedAt !== undefined) return undefined;
     return marker;
+  }
+
+  // Browsing the stored home (issue 29) is being built; until then it is
+  // refused plainly rather than answered wrong.
+  async list(_homeKey: string, _dir: string): Promise<StoredHomeEntry[]> {
+    throw new AgentComputerError("UNSUPPORTED", "Listing a stored home is not built yet for this store.");
+  }
+
+  async read(_homeKey: string, _path: string, _options?: { range?: StoredHomeRange }): Promise<StoredHomeFile> {
+    throw new AgentComputerError("UNSUPPORTED", "Reading a stored file is not built yet for this store.");
   }
 
   delete(homeKey: string): Promise<void> {
