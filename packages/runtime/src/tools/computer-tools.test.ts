@@ -152,14 +152,19 @@ describe("computer tools", () => {
     expect((await call("computer_act", { actions: [{ type: "click", x: 5, y: 5 }] })).isError).toBeUndefined();
   });
 
-  it("attach_file hands over the bytes with a type, within the size cap", async () => {
-    const { call } = await setup();
+  it("attach_file hands over the bytes with a type, within the size cap, and is in the activity feed", async () => {
+    const { call, activity } = await setup();
     await call("shell", { command: "printf 'a,b\\n1,2\\n' > out.csv; head -c 11000000 /dev/zero > big.bin" });
     const attached = await call("attach_file", { path: "out.csv" });
     const file = attached.content.find((c) => c.type === "file");
     expect(file).toMatchObject({ type: "file", name: "out.csv", mimeType: "text/csv" });
     expect(Buffer.from((file as { data: Uint8Array }).data).toString()).toBe("a,b\n1,2\n");
     expect(textOf(await call("attach_file", { path: "big.bin" }))).toMatch(/^LIMIT_EXCEEDED/);
+    const attaches = activity.filter((e) => e.tool === "attach_file");
+    expect(attaches.map((e) => [e.summary, e.ok, e.error?.code])).toEqual([
+      ["attached out.csv (8 bytes)", true, undefined],
+      ["attach big.bin", false, "LIMIT_EXCEEDED"],
+    ]);
   });
 
   it("open_path and launch_app open windows on the bot's desktop", async () => {

@@ -153,18 +153,24 @@ const attachFile = computerTool({
   description: `Hand a file from your computer to the conversation as an attachment, for the person you work for to see or download (at most ${ATTACH_MAX_BYTES / 1024 / 1024} MB). Paths are relative to your folder.`,
   inputSchema: z.object({ path: z.string().min(1) }),
   mutating: false,
-  async handler(input, session) {
-    const machine = await session.run.machine();
-    const data = await machine.files.read(session.homePath(input.path), undefined, { maxBytes: ATTACH_MAX_BYTES });
-    const name = input.path.split("/").at(-1) as string;
-    const mimeType = MIME_TYPES[name.split(".").at(-1)?.toLowerCase() ?? ""] ?? "application/octet-stream";
-    return {
-      content: [
-        { type: "text", text: `Attached ${name} (${data.length} bytes, ${mimeType}).` },
-        { type: "file", name, data, mimeType },
-      ],
-    };
-  },
+  // It changes nothing, but a file leaving the computer belongs in the
+  // activity feed beside write_file (docs/architecture.md §10).
+  handler: (input, session) =>
+    recorded(session, "attach_file", `attach ${input.path}`, async () => {
+      const machine = await session.run.machine();
+      const data = await machine.files.read(session.homePath(input.path), undefined, { maxBytes: ATTACH_MAX_BYTES });
+      const name = input.path.split("/").at(-1) as string;
+      const mimeType = MIME_TYPES[name.split(".").at(-1)?.toLowerCase() ?? ""] ?? "application/octet-stream";
+      return {
+        summary: `attached ${input.path} (${data.length} bytes)`,
+        result: {
+          content: [
+            { type: "text", text: `Attached ${name} (${data.length} bytes, ${mimeType}).` },
+            { type: "file", name, data, mimeType },
+          ],
+        },
+      };
+    }),
 });
 
 const observe = computerTool({

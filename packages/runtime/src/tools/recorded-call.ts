@@ -19,21 +19,23 @@ const ACTIVITY_TAIL_CHARS = 400;
 export const textResult = (value: string): ToolResult => ({ content: [{ type: "text", text: value }] });
 
 /**
- * Runs a mutating tool and reports it as a `computer.command` activity
- * event, failures included. The summary and output are redacted.
+ * Runs a mutating tool (or one that hands a file out, like `attach_file`)
+ * and reports it as a `computer.command` activity event, failures
+ * included. The summary and output are redacted; `work` may return a
+ * fuller summary once it knows more (a size read from the file).
  */
 export async function recorded(
   session: ComputerToolSession,
   tool: string,
   summary: string,
-  work: () => Promise<{ result: ToolResult; outputTail?: string; ok?: boolean }>,
+  work: () => Promise<{ result: ToolResult; outputTail?: string; ok?: boolean; summary?: string }>,
 ): Promise<ToolResult> {
   const started = performance.now();
   try {
-    const { result, outputTail, ok } = await work();
+    const { result, outputTail, ok, summary: done } = await work();
     session.record({
       tool,
-      summary: redactSecrets(summary),
+      summary: redactSecrets(done ?? summary),
       ...(outputTail ? { outputTail: redactSecrets(outputTail).slice(-ACTIVITY_TAIL_CHARS) } : {}),
       ok: ok ?? true,
       durationMs: Math.round(performance.now() - started),
