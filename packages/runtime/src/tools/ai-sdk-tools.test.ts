@@ -6,7 +6,7 @@ import { MemoryStateStore } from "@agent-computer/leases";
 import { createFakeProvider } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
 import { createComputerRuntime } from "../runtime/computer-runtime.js";
-import { type AiSdkToolOutput, toAiSdkModelOutput, toAiSdkTools } from "./ai-sdk-tools.js";
+import { AiSdkToolCallError, type AiSdkToolOutput, toAiSdkModelOutput, toAiSdkTools } from "./ai-sdk-tools.js";
 import { ComputerToolSession } from "./computer-tool-session.js";
 import { computerTools } from "./computer-tools.js";
 
@@ -55,12 +55,17 @@ describe("toAiSdkTools", () => {
     expect(image).toMatchObject({ mediaType: expect.stringMatching(/^image\//) });
     expect(Buffer.from((image as { data: string }).data, "base64").byteLength).toBeGreaterThan(0);
 
-    const bad = (await tools.shell?.execute({}, {})) as AiSdkToolOutput;
-    expect(bad.isError).toBe(true);
-    expect(tools.shell?.toModelOutput({ output: bad })).toEqual({
+    // A bad call throws (the AI SDK makes it a tool-error), the text the model reads as its message.
+    const bad = await tools.shell?.execute({}, {}).catch((error: unknown) => error);
+    expect(bad).toBeInstanceOf(AiSdkToolCallError);
+    expect((bad as AiSdkToolCallError).message).toMatch(/^INVALID_ARGUMENT: Invalid input to shell: at "command"/);
+    expect((bad as AiSdkToolCallError).output.isError).toBe(true);
+    expect(toAiSdkModelOutput((bad as AiSdkToolCallError).output)).toEqual({
       type: "error-text",
-      value: expect.stringMatching(/^INVALID_ARGUMENT: /),
+      value: (bad as AiSdkToolCallError).message,
     });
+    const extra = await tools.shell?.execute({ command: "true", cwd: "/" }, {}).catch((error: unknown) => error);
+    expect((extra as Error).message).toMatch(/Unrecognized key: "cwd"/);
   });
 
   it("keeps attached files out of what the model reads", async () => {

@@ -37,10 +37,27 @@ export interface AiSdkTool<Schema> {
 }
 
 /**
+ * A call the tool refused or that failed, thrown from `execute` so the AI
+ * SDK reports it as a `tool-error` part (what app code watching for
+ * failures sees) and gives the model `error-text` with this same message.
+ * `output` keeps what the tool returned (a failed `computer_act` carries
+ * the screen after it) for the app.
+ */
+export class AiSdkToolCallError extends Error {
+  readonly output: AiSdkToolOutput;
+  constructor(output: AiSdkToolOutput) {
+    super(textOf({ content: output.content.filter((part) => part.type === "text") }));
+    this.name = "AiSdkToolCallError";
+    this.output = output;
+  }
+}
+
+/**
  * The tools as a record name → AI SDK tool, for `generateText({ tools })`.
- * Input is validated by the tool itself (`callTool`), so a bad call comes
- * back as an error result the model can read; images go to the model as
- * `image-data` content.
+ * Input is validated by the tool itself (`callTool`); a bad or failed call
+ * throws `AiSdkToolCallError`, which the SDK turns into a `tool-error` the
+ * app sees and `error-text` the model reads, the same text for both
+ * (docs/architecture.md §7). Images go to the model as `image-data` content.
  *
  *     import { jsonSchema } from "ai";
  *     generateText({ model, tools: toAiSdkTools(computerTools(session), session, jsonSchema), ... })
@@ -57,7 +74,9 @@ export function toAiSdkTools<Context, Schema>(
         description: tool.description,
         inputSchema: jsonSchema(jsonSchemaOf(tool as ToolDefinition)),
         async execute(input, options) {
-          return toAiSdkOutput(await callTool(tool, input, context, options?.abortSignal));
+          const output = toAiSdkOutput(await callTool(tool, input, context, options?.abortSignal));
+          if (output.isError) throw new AiSdkToolCallError(output);
+          return output;
         },
         toModelOutput: ({ output }) => toAiSdkModelOutput(output as AiSdkToolOutput),
       },

@@ -1,5 +1,12 @@
 export type { ActivityEvent } from "./activity-event.js";
-export { type AiSdkModelOutput, type AiSdkTool, type AiSdkToolOutput, toAiSdkTools } from "./ai-sdk-tools.js";
+export {
+  type AiSdkModelOutput,
+  type AiSdkTool,
+  AiSdkToolCallError,
+  type AiSdkToolOutput,
+  toAiSdkTools,
+} from "./ai-sdk-tools.js";
+export { renderPageSnapshot } from "./browser-tools.js";
 export { ComputerToolSession, type ComputerToolSessionOptions, DEFAULT_DESKTOP_APPS } from "./computer-tool-session.js";
 export { type ComputerTool, computerTools } from "./computer-tools.js";
 export {

@@ -1,5 +1,6 @@
 import { AgentComputerError, parseInput } from "@agent-computer/core";
 import type { z } from "zod";
+import { closedSchema } from "./closed-schema.js";
 import type { ToolResult } from "./tool-result.js";
 
 /**
@@ -18,14 +19,18 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Context = 
   handler(input: z.output<Schema>, context: Context, signal?: AbortSignal): Promise<ToolResult>;
 }
 
-/** Declares a tool with its input type inferred from the schema. */
+/**
+ * Declares a tool with its input type inferred from the schema. The schema
+ * is closed (`closedSchema`): an argument the tool does not take is refused
+ * by name, and every adapter's JSON Schema says `additionalProperties: false`.
+ */
 export function defineTool<Schema extends z.ZodType, Context>(
   definition: ToolDefinition<Schema, Context>,
 ): ToolDefinition<Schema, Context> {
   if (!/^[a-z][a-z0-9_]{0,63}$/.test(definition.name)) {
     throw new AgentComputerError("INVALID_ARGUMENT", `Invalid tool name "${definition.name}": use snake_case.`);
   }
-  return definition;
+  return { ...definition, inputSchema: closedSchema(definition.inputSchema) };
 }
 
 /**
