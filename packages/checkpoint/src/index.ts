@@ -36,3 +36,4 @@ export type { HomeTarget } from "./home-store/home-target.js";
 export { LocalAgentHomeStore } from "./home-store/local-agent-home-store.js";
 export type { LocalAgentHomeStoreOptions } from "./home-store/local-agent-home-store-options.js";
 export type { StoredHomeEntry, StoredHomeFile, StoredHomeRange } from "./home-store/stored-home-entry.js";
+export { MAX_STORED_READ_BYTES } from "./home-store/stored-home-folder.js";

@@ -4,6 +4,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import {
   AgentComputerError,
   checkOpContext,
+  normalizeHomePath,
   type OpContext,
   parseInput,
   signalOf,
@@ -27,7 +28,12 @@ import type { HomeSource } from "./home-source.js";
 import type { HomeTarget } from "./home-target.js";
 import type { LocalAgentHomeStoreOptions } from "./local-agent-home-store-options.js";
 import type { StoredHomeEntry, StoredHomeFile, StoredHomeRange } from "./stored-home-entry.js";
+import { StoredHomeFolder } from "./stored-home-folder.js";
 
+const rangeSchema = z
+  .object({ start: z.number().int().nonnegative(), end: z.number().int().nonnegative() })
+  .strict()
+  .refine((r) => r.end >= r.start, { message: "end must not be before start", path: ["end"] });
 const optionsSchema = z.object({ dataDir: z.string().min(1), limits: restoreLimitsSchema.optional() }).strict();
 
 /** The marker file: the latest checkpoint, or a tombstone that keeps the revision after a delete. */
@@ -96,14 +102,24 @@ export class LocalAgentHomeStore implements AgentHomeStore {
     return marker;
   }
 
-  // Browsing the stored home (issue 29) is being built; until then it is
-  // refused plainly rather than answered wrong.
-  async list(_homeKey: string, _dir: string): Promise<StoredHomeEntry[]> {
-    throw new AgentComputerError("UNSUPPORTED", "Listing a stored home is not built yet for this store.");
+  /**
+   * Lists a folder of the latest copy in place (no restore), through
+   * `StoredHomeFolder`: a mounted home is the live folder a bot writes, so
+   * no link in it is followed.
+   */
+  async list(homeKey: string, dir: string): Promise<StoredHomeEntry[]> {
+    const key = parseInput(homeKeySchema, homeKey, "home key");
+    await this.latestOrMissing(key);
+    return new StoredHomeFolder(this.homeDir(key)).list(dir);
   }
 
-  async read(_homeKey: string, _path: string, _options?: { range?: StoredHomeRange }): Promise<StoredHomeFile> {
-    throw new AgentComputerError("UNSUPPORTED", "Reading a stored file is not built yet for this store.");
+  /** Reads a file (or `range` of it) of the latest copy in place; memory is the range read. */
+  async read(homeKey: string, path: string, options: { range?: StoredHomeRange } = {}): Promise<StoredHomeFile> {
+    const key = parseInput(homeKeySchema, homeKey, "home key");
+    const range = options.range === undefined ? undefined : parseInput(rangeSchema, options.range, "StoredHomeRange");
+    const { revision } = await this.latestOrMissing(key);
+    const { size, bytes } = await new StoredHomeFolder(this.homeDir(key)).read(path, range);
+    return { path: normalizeHomePath(path), size, revision, bytes };
   }
 
   delete(homeKey: string): Promise<void> {
@@ -117,6 +133,16 @@ export class LocalAgentHomeStore implements AgentHomeStore {
         await this.writeMarker({ ...marker, deletedAt: Date.now() });
       }
     });
+  }
+
+  private async latestOrMissing(homeKey: string): Promise<HomeCheckpoint> {
+    const latest = await this.latest(homeKey);
+    if (latest === undefined)
+      throw new AgentComputerError(
+        "NOT_FOUND",
+        `Home "${homeKey}" has no checkpoint yet: nothing is stored to browse.`,
+      );
+    return latest;
   }
 
   private async takeCheckpoint(
