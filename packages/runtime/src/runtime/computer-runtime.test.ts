@@ -186,6 +186,19 @@ describe("computer runtime on the fake provider", () => {
     expect((await desktop.observe()).width).toBeGreaterThan(0);
   });
 
+  it("hands out the running machine without starting a stopped one", async () => {
+    const { runtime, events } = await setup();
+    expect(await runtime.runningMachine("team-ws10")).toBeUndefined();
+    const run = runtime.startRun({ workspaceId: "ws10", botId: "alpha" });
+    const machine = await run.machine();
+    expect((await runtime.runningMachine("team-ws10"))?.ref).toBe(machine.ref);
+    await run.end("completed");
+    await runtime.stopComputer("team-ws10");
+    const seen = events.length;
+    expect(await runtime.runningMachine("team-ws10")).toBeUndefined();
+    expect(events.length).toBe(seen); // nothing started, reconnected or replaced
+  });
+
   it("refuses bad input with INVALID_ARGUMENT", async () => {
     const { runtime } = await setup();
     expect(() => runtime.startRun({ workspaceId: "../x", botId: "a" })).toThrow(/"workspaceId"/);

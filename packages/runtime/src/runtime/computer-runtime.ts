@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { DesktopSession, SandboxProvider } from "@agent-computer/core";
+import type { DesktopSession, Machine, SandboxProvider } from "@agent-computer/core";
 import {
   AgentComputerError,
   botIdSchema,
@@ -158,6 +158,17 @@ export class ComputerRuntime {
     const machine = await this.lifecycle.ensure(slot);
     this.lifecycle.touch(slot);
     return openBotDesktop(machine, botId);
+  }
+
+  /**
+   * The machine of a computer while it runs here, without starting it:
+   * undefined when it is stopped or suspended (or this process has not
+   * used it since it started). A person's files (screens' files service)
+   * read a stopped computer from the home store instead.
+   */
+  async runningMachine(computerId: string): Promise<Machine | undefined> {
+    const slot = this.lifecycle.knownSlot(parseInput(computerIdSchema, computerId, "computerId"));
+    return slot?.machine;
   }
 
   /** Ends a takeover; the bot that asked for it resumes, and a checkpoint deferred for it is taken now. */
