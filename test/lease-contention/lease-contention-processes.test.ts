@@ -25,7 +25,8 @@ const KILLS = 3;
  * PostgreSQL's clock is read in its own round trip before each commit, so a
  * grant's recorded time can precede its commit by about one round trip
  * (5 ms was seen under load). SQLite reads and commits in one process step.
- * The overlap rule, which needs no clock, gets no tolerance.
+ * Only the token-order and expiry rules read times; the overlap and
+ * fenced-out rules use the resource's own order and get no tolerance.
  */
 const CLOCK_TOLERANCE_MS = { sqlite: 0, postgres: 50 } as const;
 

@@ -26,6 +26,17 @@ async function pauseSometimes(): Promise<void> {
   if (random() < config.pauseChance) await sleep(config.pauseMs + random() * config.ttlMs);
 }
 
+/**
+ * The resource's order once a grant returned: the revision for the fenced
+ * way, the counter for the advisory one (each is what that way's actions order by).
+ */
+async function orderOf(lease: Lease): Promise<number> {
+  const computerId = lease.computerId as string;
+  if (config.fence) return (await engine.getComputer(computerId))!.revision;
+  const key = `counter/${computerId}`;
+  return Number((await store.read([key])).get(key)?.value.count ?? 0);
+}
+
 /** The fenced action: `commitRevision` checks token and expiry in the commit itself. */
 async function actFenced(lease: Lease): Promise<boolean> {
   const computerId = lease.computerId as string;
@@ -90,11 +101,14 @@ for (let op = 0; op < config.ops; op++) {
   try {
     if (!lease) {
       try {
-        lease = await engine.acquireCheckpoint({
+        const granted = await engine.acquireCheckpoint({
           computerId: pick(config.computers),
           holder: config.holder,
           ttlMs: config.ttlMs,
         });
+        // Unrecorded, a grant must not act: its actions would have no grant in the history.
+        const seenOrder = await orderOf(granted);
+        lease = granted;
         record({
           type: "grant",
           key: lease.key,
@@ -102,6 +116,7 @@ for (let op = 0; op < config.ops; op++) {
           token: lease.token,
           at: lease.grantedAt,
           expiresAt: lease.expiresAt,
+          seenOrder,
         });
       } catch (error) {
         if (!AgentComputerError.is(error, "LEASE_HELD")) throw error;

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { AgentComputerError } from "@agent-computer/core";
-import { LeaseEngine } from "@agent-computer/leases";
+import { type ComputerValue, computerValueOf, derivedKey, type Lease, LeaseEngine } from "@agent-computer/leases";
 import { checkFencingHistory, type FencingEvent } from "@agent-computer/testing";
 import pg from "pg";
 import { afterAll, describe, expect, it, vi } from "vitest";
@@ -35,21 +35,59 @@ describe.runIf(ready)("postgres state store faults", () => {
   const store = new PostgresStateStore({ connectionString: FAULTS_URL, poolConfig: { max: 8 } });
   afterAll(() => store.close());
 
-  it("a server restart mid-run reuses no token and half-applies no commit", async () => {
+  /**
+   * Six workers commit revisions under checkpoint leases while the server
+   * restarts, now and then pausing past their lease's TTL before the write,
+   * so a fenced-out holder does try to act. `fence: false` acts the naive
+   * way (an advisory check, then a version-only write), which the checker
+   * must catch: otherwise a clean fenced run proves nothing.
+   */
+  async function restartRun(fence: boolean) {
     await store.migrate();
     const engine = new LeaseEngine(store);
     const computerId = `restart-${randomUUID().slice(0, 8)}`;
     await engine.createComputer({ computerId, providerKind: "fake", homeKey: computerId, storageId: computerId });
+    const ttlMs = 250;
     const events: FencingEvent[] = [];
-    let confirmed = 0;
-    let unknown = 0;
-    let outages = 0;
+    const counts = { before: 0, confirmed: 0, unknown: 0, outages: 0 };
     let stop = false;
+    let paused = 0;
+
+    const act = async (lease: Lease, holder: string) => {
+      const computer = await engine.getComputer(computerId);
+      if (!fence) await engine.assertCurrent(lease);
+      if (Math.random() < 0.15) {
+        paused++;
+        await sleep(ttlMs * 1.5);
+      }
+      const at = await store.now();
+      try {
+        const revision = fence
+          ? (
+              await engine.commitRevision({
+                computerId,
+                lease,
+                expectedRevision: computer!.revision,
+                next: computer!.revision + 1,
+              })
+            ).revision
+          : await advisoryCommit(computerId);
+        if (revision === undefined) return;
+        counts.confirmed++;
+        events.push({ type: "act", key: lease.key, holder, token: lease.token, at, accepted: true, order: revision });
+      } catch (error) {
+        // An outage during the commit: it may or may not have applied.
+        if (AgentComputerError.is(error, "UNAVAILABLE")) counts.unknown++;
+        throw error;
+      }
+    };
 
     const worker = async (holder: string) => {
       while (!stop) {
         try {
-          const lease = await engine.acquireCheckpoint({ computerId, holder, ttlMs: 2000 });
+          const lease = await engine.acquireCheckpoint({ computerId, holder, ttlMs });
+          // Read after the grant returned: the revision it is ordered above.
+          const seenOrder = (await engine.getComputer(computerId))!.revision;
           events.push({
             type: "grant",
             key: lease.key,
@@ -57,35 +95,13 @@ describe.runIf(ready)("postgres state store faults", () => {
             token: lease.token,
             at: lease.grantedAt,
             expiresAt: lease.expiresAt,
+            seenOrder,
           });
-          const computer = await engine.getComputer(computerId);
-          const at = await store.now();
-          try {
-            const next = await engine.commitRevision({
-              computerId,
-              lease,
-              expectedRevision: computer!.revision,
-              next: computer!.revision + 1,
-            });
-            confirmed++;
-            events.push({
-              type: "act",
-              key: lease.key,
-              holder,
-              token: lease.token,
-              at,
-              accepted: true,
-              order: next.revision,
-            });
-          } catch (error) {
-            // An outage during the commit: it may or may not have applied.
-            if (AgentComputerError.is(error, "UNAVAILABLE")) unknown++;
-            throw error;
-          }
+          await act(lease, holder);
           await engine.release(lease);
         } catch (error) {
           if (!AgentComputerError.is(error)) throw error;
-          if (error.code === "UNAVAILABLE") outages++;
+          if (error.code === "UNAVAILABLE") counts.outages++;
           await sleep(20);
         }
       }
@@ -93,19 +109,46 @@ describe.runIf(ready)("postgres state store faults", () => {
 
     const workers = Array.from({ length: 6 }, (_, i) => worker(`worker-${i}`));
     await sleep(800);
-    const before = confirmed;
+    counts.before = counts.confirmed;
     execFileSync("pg_ctlcluster", [...CLUSTER.split(" "), "restart", "-m", "immediate"]);
     await sleep(1500);
     stop = true;
     await Promise.all(workers);
-
-    expect(before).toBeGreaterThan(0);
-    expect(outages).toBeGreaterThan(0);
-    expect(confirmed).toBeGreaterThan(before);
-    expect(checkFencingHistory(events)).toEqual([]);
     const revision = (await engine.getComputer(computerId))!.revision;
-    expect(revision).toBeGreaterThanOrEqual(confirmed);
-    expect(revision).toBeLessThanOrEqual(confirmed + unknown);
+    return { events, counts, revision, paused };
+  }
+
+  /** The naive write: a version-only compare-and-set of the revision; undefined when it lost the race. */
+  async function advisoryCommit(computerId: string): Promise<number | undefined> {
+    const key = derivedKey.computer(computerId);
+    const record = (await store.read([key])).get(key);
+    const value = computerValueOf(record) as ComputerValue;
+    if (!record || !value.fields) throw new Error(`restart computer ${computerId} vanished`);
+    const revision = value.fields.revision + 1;
+    const ok = await store.commit(
+      [{ key, version: record.version }],
+      [{ key, version: record.version + 1, value: { ...value, fields: { ...value.fields, revision } } }],
+    );
+    return ok ? revision : undefined;
+  }
+
+  it("a server restart mid-run reuses no token and half-applies no commit", async () => {
+    const { events, counts, revision, paused } = await restartRun(true);
+    expect(counts.before).toBeGreaterThan(0);
+    expect(paused).toBeGreaterThan(0);
+    expect(counts.outages).toBeGreaterThan(0);
+    expect(counts.confirmed).toBeGreaterThan(counts.before);
+    expect(checkFencingHistory(events)).toEqual([]);
+    expect(revision).toBeGreaterThanOrEqual(counts.confirmed);
+    expect(revision).toBeLessThanOrEqual(counts.confirmed + counts.unknown);
+  }, 60_000);
+
+  it("the same run without the fence makes the checker report violations", async () => {
+    const { events, counts, paused } = await restartRun(false);
+    expect(counts.outages).toBeGreaterThan(0);
+    expect(paused).toBeGreaterThan(0);
+    const rules = checkFencingHistory(events).map((v) => v.rule);
+    expect(rules).toEqual(expect.arrayContaining(["fenced-out-accepted"]));
   }, 60_000);
 
   it("a client whose wall clock is skewed by minutes cannot act after its lease expired by the database's clock", async () => {

@@ -5,17 +5,20 @@ import type { FencingViolation } from "./fencing-violation.js";
  * Proves a fencing history safe or names what broke, per key:
  * - a token belongs to one holder, and later grants carry larger tokens;
  * - every accepted action was made under a token that was granted to its holder;
- * - no action was accepted once a newer token had been granted before it began
- *   (a fenced-out holder acted) or once its lease had expired;
+ * - no action was accepted after a newer token's grant in the resource's own
+ *   order (a fenced-out holder acted): an action ordered above the order a
+ *   grant saw once it had committed came after that grant;
+ * - no action was accepted once its lease had expired;
  * - in the resource's own order, accepted actions never go back to an older
  *   token (two holders' actions overlapped).
  * Returns no violations for a safe history.
  *
- * `clockToleranceMs` (default 0) is for stores that read their clock in a
- * round trip before the commit (PostgreSQL): a grant's time can then be a
- * little earlier than the commit that made it, so the time-based rules
- * (token order, fenced-out, expired) allow that much. The overlap rule uses
- * the resource's own order, no clock, and allows nothing.
+ * The fenced-out rule needs no clock: times read outside a transaction do not
+ * order two commits (PostgreSQL reads its clock in a round trip before each
+ * commit, so an action read at T can commit before a grant read at T - 1;
+ * docs/architecture.md §6). `clockToleranceMs` (default 0) loosens only the
+ * time-based rules (token order, expired) for such stores. The overlap and
+ * fenced-out rules use the resource's own order and allow nothing.
  */
 export function checkFencingHistory(
   events: readonly FencingEvent[],
@@ -37,6 +40,7 @@ function checkKey(key: string, events: readonly FencingEvent[], tolerance: numbe
   const out: FencingViolation[] = [];
   const holderOf = new Map<number, string>();
   const grantedAt = new Map<number, number>();
+  const seenAt = new Map<number, number>();
   const expiry = new Map<number, number>();
   for (const e of events) {
     if (e.type === "act") continue;
@@ -46,6 +50,7 @@ function checkKey(key: string, events: readonly FencingEvent[], tolerance: numbe
         out.push({ rule: "token-reused", key, message: `token ${e.token} granted to ${holder} and to ${e.holder}` });
       holderOf.set(e.token, e.holder);
       grantedAt.set(e.token, Math.min(grantedAt.get(e.token) ?? Number.POSITIVE_INFINITY, e.at));
+      seenAt.set(e.token, Math.min(seenAt.get(e.token) ?? Number.POSITIVE_INFINITY, e.seenOrder));
     }
     expiry.set(e.token, Math.max(expiry.get(e.token) ?? Number.NEGATIVE_INFINITY, e.expiresAt));
   }
@@ -68,16 +73,16 @@ function checkKey(key: string, events: readonly FencingEvent[], tolerance: numbe
       out.push({ rule: "unknown-token", key, message: `${where}: that token was never granted to it` });
       continue;
     }
-    // Strictly before: the store's clock counts milliseconds, and an action
-    // and a grant in the same millisecond are unordered (the action's
-    // transaction may have committed first). Counting a tie as a violation
-    // failed fast stores under load, about one run in three on 2 cores.
-    const newer = grants.find(([token, at]) => token > act.token && at + tolerance < act.at);
+    // By order, not time: an action whose order is above what a newer grant
+    // saw after committing was committed after that grant.
+    const order = act.order;
+    const newer =
+      order === undefined ? undefined : [...seenAt].find(([token, seen]) => token > act.token && order > seen);
     if (newer) {
       out.push({
         rule: "fenced-out-accepted",
         key,
-        message: `${where} was accepted although token ${newer[0]} was granted at ${newer[1]}`,
+        message: `${where} was accepted as #${order} although token ${newer[0]} had been granted by #${newer[1]}`,
       });
     }
     const expiresAt = expiry.get(act.token) ?? Number.NEGATIVE_INFINITY;

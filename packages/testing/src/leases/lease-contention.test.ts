@@ -44,22 +44,37 @@ describe("randomized contention", () => {
 });
 
 describe("checkFencingHistory", () => {
-  const grant = (token: number, holder: string, at: number, expiresAt = at + 10) =>
-    ({ type: "grant", key: "k", holder, token, at, expiresAt }) as const;
+  const grant = (token: number, holder: string, at: number, expiresAt = at + 10, seenOrder = 0) =>
+    ({ type: "grant", key: "k", holder, token, at, expiresAt, seenOrder }) as const;
   const act = (token: number, holder: string, at: number, order: number, accepted = true) =>
     ({ type: "act", key: "k", holder, token, at, accepted, order }) as const;
 
   it("accepts a clean hand-over", () => {
-    expect(checkFencingHistory([grant(1, "a", 0), act(1, "a", 5, 1), grant(2, "b", 11), act(2, "b", 12, 2)])).toEqual(
-      [],
-    );
+    expect(
+      checkFencingHistory([grant(1, "a", 0), act(1, "a", 5, 1), grant(2, "b", 11, 21, 1), act(2, "b", 12, 2)]),
+    ).toEqual([]);
   });
 
-  it("flags an action accepted after a newer token was granted", () => {
-    const rules = checkFencingHistory([grant(1, "a", 0, 100), grant(2, "b", 10), act(1, "a", 12, 1)]).map(
+  it("flags an action accepted after a newer token was granted, by the resource's order", () => {
+    // Token 2's grant saw revision 0 once committed; token 1's action made revision 1, so it came after.
+    const rules = checkFencingHistory([grant(1, "a", 0, 100), grant(2, "b", 10, 20, 0), act(1, "a", 5, 1)]).map(
       (v) => v.rule,
     );
     expect(rules).toContain("fenced-out-accepted");
+  });
+
+  it("does not order a grant and an action by times read before their commits", () => {
+    // The postgres-faults report: the action's time was read before its commit, the grant's
+    // before its own; the action committed first (the grant saw its revision), so this is safe.
+    const history = [
+      grant(112, "worker-5", 0, 5000),
+      act(112, "worker-5", 100, 7),
+      grant(113, "worker-2", 99, 2099, 7),
+    ];
+    expect(checkFencingHistory(history)).toEqual([]);
+    // The same times with the action committed after the grant (ordered above what it saw) is a violation.
+    const late = [grant(112, "worker-5", 0, 5000), grant(113, "worker-2", 99, 2099, 6), act(112, "worker-5", 100, 7)];
+    expect(checkFencingHistory(late).map((v) => v.rule)).toEqual(["fenced-out-accepted"]);
   });
 
   it("flags an action accepted after expiry, a reused token, and interleaved holders", () => {

@@ -13,7 +13,8 @@ import type { LeaseContentionResult } from "./lease-contention-result.js";
  * random delays and pauses longer than the TTL; every grant, renewal and
  * action is recorded with its token and checked by `checkFencingHistory`.
  * An action advances the computer's revision by one, so the revision is the
- * resource's own order of accepted actions.
+ * resource's own order of accepted actions; each grant records the revision
+ * it saw once committed, which orders it among them.
  */
 export async function runLeaseContention(options: LeaseContentionOptions): Promise<LeaseContentionResult> {
   const { engine } = options;
@@ -34,6 +35,12 @@ export async function runLeaseContention(options: LeaseContentionOptions): Promi
   const events: FencingEvent[] = [];
   const stats = { operations: 0, grants: 0, accepted: 0, refused: 0, pauses: 0 };
   const now = () => engine.store.now();
+  // The resource's order after a grant: both ways of acting advance the revision.
+  const revisionOf = async (computerId: string) => {
+    const computer = await engine.getComputer(computerId);
+    if (!computer) throw new AgentComputerError("NOT_FOUND", `contention computer ${computerId} vanished`);
+    return computer.revision;
+  };
 
   const worker = async (index: number, random: () => number) => {
     const holder = `worker-${index}`;
@@ -64,6 +71,7 @@ export async function runLeaseContention(options: LeaseContentionOptions): Promi
             token: lease.token,
             at: lease.grantedAt,
             expiresAt: lease.expiresAt,
+            seenOrder: await revisionOf(computerId),
           });
         } catch (error) {
           if (!AgentComputerError.is(error, "LEASE_HELD")) throw error;
