@@ -1,3 +1,4 @@
+import type { ComputerOwner } from "./computer-owner.js";
 import type { ComputerScope } from "./computer-scope.js";
 
 /**
@@ -21,6 +22,8 @@ export interface ComputerRecord {
    * existed still parse: read it with `scopeOf`, which says what they mean.
    */
   readonly scope?: ComputerScope;
+  /** Whom its running time is attributed to (user and space); absent when the app gave none. */
+  readonly owner?: ComputerOwner;
   /** The home's data key, wrapped by the space's content key; deleting the record makes checkpoints unreadable. */
   readonly wrappedDataKey?: string;
   /** Each stretch the computer ran, oldest first. */

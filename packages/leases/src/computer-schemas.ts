@@ -1,5 +1,6 @@
 import { computerIdSchema, homeKeySchema } from "@agent-computer/core";
 import { z } from "zod";
+import { computerOwnerSchema } from "./computer-owner.js";
 import { computerRunSchema } from "./computer-run.js";
 import { computerScopeSchema } from "./computer-scope.js";
 
@@ -14,6 +15,7 @@ const mutableFields = {
   homeKey: homeKeySchema,
   storageId: z.string().min(1).max(256),
   scope: computerScopeSchema.optional(),
+  owner: computerOwnerSchema.optional(),
   wrappedDataKey: z.string().min(1).max(16_384).optional(),
   runs: z.array(computerRunSchema).max(10_000),
 };

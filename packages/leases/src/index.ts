@@ -3,6 +3,7 @@
 // records and the fenced revision commit. See README.md in this folder.
 export { checkCommit } from "./check-commit.js";
 export type { CommitExpectation } from "./commit-expectation.js";
+export { type ComputerOwner, computerOwnerSchema } from "./computer-owner.js";
 export type { ComputerRecord } from "./computer-record.js";
 export { type ComputerRun, computerRunSchema } from "./computer-run.js";
 export { type ComputerScope, computerScopeSchema } from "./computer-scope.js";

@@ -1,6 +1,7 @@
 import type { Machine } from "@agent-computer/core";
 import { AgentComputerError, parseInput } from "@agent-computer/core";
 import { z } from "zod";
+import type { ComputerOwner } from "./computer-owner.js";
 import type { ComputerRecord } from "./computer-record.js";
 import {
   computerIdSchema,
@@ -354,6 +355,8 @@ export class LeaseEngine {
     storageId: string;
     /** Team or private; absent reads as team (`scopeOf`). */
     scope?: ComputerScope;
+    /** Whom its running time is attributed to. */
+    owner?: ComputerOwner;
     revision?: number;
     wrappedDataKey?: string;
     runs?: ComputerRecord["runs"];

@@ -3,7 +3,7 @@ import { performance } from "node:perf_hooks";
 import type { AgentHomeStore } from "@agent-computer/checkpoint";
 import type { Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
 import { AgentComputerError, COMPUTER_LABELS, labelValueOf } from "@agent-computer/core";
-import type { ComputerRecord, ComputerScope, LeaseEngine } from "@agent-computer/leases";
+import type { ComputerOwner, ComputerRecord, ComputerScope, LeaseEngine } from "@agent-computer/leases";
 import PQueue from "p-queue";
 import type { BotRun } from "./bot-run.js";
 import type { ComputerEvents } from "./computer-events.js";
@@ -13,6 +13,7 @@ import { computerSpecFor, type MachineDefaults } from "./computer-spec-for.js";
 import { ComputerStretches, type StretchEnd } from "./computer-stretches.js";
 import type { DeploymentLedger } from "./deployment-ledger.js";
 import { checkpointHome, type HomeCheckpointParts } from "./home-checkpoint.js";
+import type { RunRecords } from "./run-records.js";
 import type { RuntimeSettings } from "./runtime-settings.js";
 import type { StageRunner } from "./stage-runner.js";
 
@@ -27,6 +28,7 @@ export interface ComputerLifecycleParts {
   readonly homeStore: AgentHomeStore;
   readonly leases: LeaseEngine;
   readonly ledger: DeploymentLedger;
+  readonly runRecords: RunRecords;
   readonly events: ComputerEvents;
   readonly clock: () => number;
   readonly leaseTtlMs: number;
@@ -65,7 +67,7 @@ export class ComputerLifecycle {
     this.ledger = parts.ledger;
     this.events = parts.events;
     this.leaseTtlMs = parts.leaseTtlMs;
-    this.stretches = new ComputerStretches(parts.leases, parts.clock);
+    this.stretches = new ComputerStretches(parts.leases, parts.clock, parts.runRecords);
   }
 
   get providerKind(): string {
@@ -81,9 +83,10 @@ export class ComputerLifecycle {
    * This process's slot for a computer, made on first use. `scope` is what
    * a run says the computer is; it fills a record that has no scope yet.
    */
-  slotOf(computerId: string, scope?: ComputerScope): ComputerSlot {
+  slotOf(computerId: string, scope?: ComputerScope, owner?: ComputerOwner): ComputerSlot {
     const slot = this.slots.get(computerId) ?? this.newSlot(computerId);
     slot.scope ??= scope;
+    slot.owner ??= owner;
     return slot;
   }
 
@@ -251,6 +254,8 @@ export class ComputerLifecycle {
         await (await this.currentMachine(slot, current))?.destroy();
         slot.machine = undefined;
         await this.stretches.close(id, "deleted");
+        // The history stays; whom it was attributed to goes with the computer.
+        await this.stretches.records.clearOwner({ computerId: id });
         const last = await this.leases.getComputer(id);
         if (last) await this.leases.deleteComputer({ computerId: id, expectedVersion: last.version });
         // After the record: a crash here leaves a home no record owns (object stores' reconciler removes those).
@@ -264,6 +269,11 @@ export class ComputerLifecycle {
     this.slots.delete(id);
   }
 
+  /** The reconciler found the record's machine running with no open run record: opens one. */
+  async recordUnrecordedStart(record: ComputerRecord): Promise<boolean> {
+    return this.stretches.openUnrecorded(record);
+  }
+
   /** The reconciler found the record's machine gone: forgets its ref and closes the stretch as `reconciled`. */
   async forgetGoneMachine(record: ComputerRecord): Promise<void> {
     await this.stretches.forgetMachine(record);
@@ -275,6 +285,7 @@ export class ComputerLifecycle {
     const slot: ComputerSlot = {
       computerId,
       scope: undefined,
+      owner: undefined,
       machine: undefined,
       checkedAt: 0,
       lifecycle: new PQueue({ concurrency: 1 }),
@@ -374,7 +385,7 @@ export class ComputerLifecycle {
       this.indexed.add(slot.computerId);
     }
     const existing = await this.leases.getComputer(slot.computerId);
-    return existing ? this.withScope(existing, slot.scope) : this.createRecord(slot);
+    return existing ? this.withScope(existing, slot.scope, slot.owner) : this.createRecord(slot);
   }
 
   private async createRecord(slot: ComputerSlot): Promise<ComputerRecord> {
@@ -386,6 +397,7 @@ export class ComputerLifecycle {
         homeKey: slot.computerId,
         storageId: slot.computerId,
         ...(slot.scope ? { scope: slot.scope } : {}),
+        ...(slot.owner ? { owner: slot.owner } : {}),
       });
     } catch (error) {
       // Another process created it first: use theirs.
@@ -394,14 +406,25 @@ export class ComputerLifecycle {
     }
   }
 
-  /** A record written before scopes were stored gets the scope a run gave it; a stored scope is never changed. */
-  private async withScope(record: ComputerRecord, scope: ComputerScope | undefined): Promise<ComputerRecord> {
-    if (record.scope || !scope) return record;
+  /**
+   * A record written before scopes (or owners) were stored gets the ones a
+   * run gave it; a stored scope or owner is never changed.
+   */
+  private async withScope(
+    record: ComputerRecord,
+    scope: ComputerScope | undefined,
+    owner: ComputerOwner | undefined,
+  ): Promise<ComputerRecord> {
+    const changes = {
+      ...(!record.scope && scope ? { scope } : {}),
+      ...(!record.owner && owner ? { owner } : {}),
+    };
+    if (Object.keys(changes).length === 0) return record;
     try {
       return await this.leases.updateComputer({
         computerId: record.computerId,
         expectedVersion: record.version,
-        changes: { scope },
+        changes,
       });
     } catch (error) {
       // Another process wrote first: theirs is as good (the next bring-up fills the scope in).

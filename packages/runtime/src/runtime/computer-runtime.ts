@@ -26,6 +26,7 @@ import { openBotDesktop } from "./open-bot-desktop.js";
 import { reconcileComputers } from "./reconcile-computers.js";
 import type { ReconcileOptions } from "./reconcile-options.js";
 import type { ReconcileReport } from "./reconcile-report.js";
+import { RunRecords } from "./run-records.js";
 import { runtimeSettingsFromEnv } from "./runtime-settings.js";
 
 /** The label that ties a machine to the runtime deployment that made it: core's `COMPUTER_LABELS.deployment`. */
@@ -39,7 +40,18 @@ const computerAddressSchema = z.object({
   /** A Private Computer for this bot instead of the workspace's Team Computer. */
   private: z.boolean().default(false),
 });
-const startRunSchema = computerAddressSchema.extend({ runId: z.string().min(1).max(128).optional() });
+const startRunSchema = computerAddressSchema.extend({
+  runId: z.string().min(1).max(128).optional(),
+  /** The app's user the computer's running time counts for (its run records' `userId`). */
+  userId: z.string().min(1).max(256).optional(),
+});
+const runHoursSchema = z
+  .object({ from: z.number().nonnegative(), to: z.number().nonnegative().optional() })
+  .refine((w) => w.to === undefined || w.to > w.from, { message: "expected to after from", path: ["to"] });
+const forgetOwnerSchema = z.union([
+  z.object({ userId: z.string().min(1).max(256) }).strict(),
+  z.object({ spaceId: z.string().min(1).max(256) }).strict(),
+]);
 const deleteBotSchema = z.object({ workspaceId: workspaceIdSchema, botId: botIdSchema });
 const desktopForSchema = z.object({ computerId: computerIdSchema, botId: botIdSchema }).strict();
 const takeoverSchema = z.object({
@@ -68,6 +80,9 @@ export class ComputerRuntime {
   readonly operations: ComputerOperations;
   /** This runtime's name on the machines it makes (see `ComputerRuntimeOptions.deployment`). */
   readonly deployment: string;
+  /** Every stretch the deployment's computers ran, paged (docs/architecture.md §9). */
+  readonly runRecords: RunRecords;
+  private readonly clock: () => number;
   private readonly events: ComputerEvents;
   private readonly lifecycle: ComputerLifecycle;
 
@@ -82,11 +97,14 @@ export class ComputerRuntime {
     this.events = new ComputerEvents(logger, clock);
     if (options.onEvent) this.events.on(options.onEvent);
     const ledger = new DeploymentLedger(options.stateStore, this.deployment);
+    this.clock = clock;
+    this.runRecords = new RunRecords(options.stateStore, this.deployment);
     this.lifecycle = new ComputerLifecycle({
       provider: options.provider,
       homeStore: options.homeStore,
       leases: this.leases,
       ledger,
+      runRecords: this.runRecords,
       events: this.events,
       clock,
       leaseTtlMs: this.leaseTtlMs,
@@ -119,10 +137,11 @@ export class ComputerRuntime {
    * Starts a run of `botId`. Cheap: the computer starts when the run first
    * calls `machine()`. End it with `run.end("completed" | "failed")`.
    */
-  startRun(input: { workspaceId: string; botId: string; private?: boolean; runId?: string }): BotRun {
+  startRun(input: { workspaceId: string; botId: string; private?: boolean; runId?: string; userId?: string }): BotRun {
     const parsed = parseInput(startRunSchema, input, "startRun input");
     const scope: ComputerScope = parsed.private ? { kind: "private", botId: parsed.botId } : { kind: "team" };
-    const slot = this.lifecycle.slotOf(this.computerIdFor(parsed), scope);
+    const owner = { spaceId: parsed.workspaceId, ...(parsed.userId ? { userId: parsed.userId } : {}) };
+    const slot = this.lifecycle.slotOf(this.computerIdFor(parsed), scope, owner);
     const run = new BotRun(parsed.runId ?? `run-${randomUUID()}`, parsed.botId, slot, this.lifecycle);
     slot.runs.add(run);
     return run;
@@ -244,6 +263,25 @@ export class ComputerRuntime {
    */
   async reconcile(options: ReconcileOptions = {}): Promise<ReconcileReport> {
     return reconcileComputers(this.lifecycle, this.operations, options);
+  }
+
+  /**
+   * Hours each user's computers ran within [from, to) (default to: now, by
+   * the runtime's clock), open stretches counted up to now, over the whole
+   * history of run records. Cleared owners count under `null`.
+   */
+  async runHours(window: { from: number; to?: number }): Promise<Map<string | null, number>> {
+    const { from, to } = parseInput(runHoursSchema, window, "runHours window");
+    const now = this.clock();
+    return this.runRecords.runHours({ from, to: to ?? now, now });
+  }
+
+  /**
+   * The app deleted a user or a space: their run records stay, with
+   * `userId` and `spaceId` cleared. Returns how many records changed.
+   */
+  async forgetOwner(owner: { userId: string } | { spaceId: string }): Promise<number> {
+    return this.runRecords.clearOwner(parseInput(forgetOwnerSchema, owner, "forgetOwner input"));
   }
 
   /** What the provider's computers can do; tools offer themselves by it. */

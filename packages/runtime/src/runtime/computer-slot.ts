@@ -1,5 +1,5 @@
 import type { Machine } from "@agent-computer/core";
-import type { ComputerScope, Lease } from "@agent-computer/leases";
+import type { ComputerOwner, ComputerScope, Lease } from "@agent-computer/leases";
 import type PQueue from "p-queue";
 import type { BotRun } from "./bot-run.js";
 
@@ -12,6 +12,8 @@ export interface ComputerSlot {
    * id is known. The record's scope is the one that counts.
    */
   scope: ComputerScope | undefined;
+  /** Whom a run of this process said the computer's time counts for; fills a record that has no owner yet. */
+  owner: ComputerOwner | undefined;
   /** The machine while the computer runs; undefined when suspended or not started yet. */
   machine: Machine | undefined;
   /** performance.now() when the machine was last found alive. */

@@ -1,20 +1,24 @@
 import { randomUUID } from "node:crypto";
 import type { ComputerRecord, LeaseEngine } from "@agent-computer/leases";
+import type { RunRecords } from "./run-records.js";
 
 /** Why a stretch of running ended (docs/architecture.md §9). */
 export type StretchEnd = NonNullable<ComputerRecord["runs"][number]["endReason"]>;
 
-/** A record keeps its most recent stretches only. */
+/** A computer record keeps its most recent stretches only; the run records keep them all. */
 const MAX_STRETCH_RECORDS = 50;
 
 /**
- * The stretches a computer ran, as its record keeps them: each time its
- * machine comes up a stretch opens, and it closes with the reason it ended.
+ * The stretches a computer ran: each time its machine comes up a stretch
+ * opens, and it closes with the reason it ended. The computer record keeps
+ * the recent ones (what a worker reads to decide), the deployment's run
+ * records every one, attributed to the record's owner (docs/architecture.md §9).
  */
 export class ComputerStretches {
   constructor(
     private readonly leases: LeaseEngine,
     private readonly clock: () => number,
+    readonly records: RunRecords,
   ) {}
 
   /**
@@ -31,8 +35,9 @@ export class ComputerStretches {
     const open = record.runs.at(-1)?.endedAt === undefined && record.runs.length > 0;
     if (open && !previousEnd && record.providerRef === machine.ref) return record;
     const runs = open ? this.ended(record.runs, previousEnd ?? "replaced") : [...record.runs];
-    runs.push({ runId: `stretch-${randomUUID()}`, startedAt: this.clock() });
-    return this.leases.updateComputer({
+    const stretch = { runId: `stretch-${randomUUID()}`, startedAt: this.clock() };
+    runs.push(stretch);
+    const updated = await this.leases.updateComputer({
       computerId: record.computerId,
       expectedVersion: record.version,
       changes: {
@@ -41,18 +46,32 @@ export class ComputerStretches {
         runs: runs.slice(-MAX_STRETCH_RECORDS),
       },
     });
+    await this.records.open(
+      {
+        recordId: stretch.runId,
+        computerId: record.computerId,
+        providerKind: machine.providerKind,
+        userId: record.owner?.userId ?? null,
+        spaceId: record.owner?.spaceId ?? null,
+        startedAt: stretch.startedAt,
+      },
+      previousEnd ?? "replaced",
+    );
+    return updated;
   }
 
   /** Closes the computer's open stretch with `reason`; nothing when none is open or the record is gone. */
   async close(computerId: string, reason: StretchEnd): Promise<void> {
     const record = await this.leases.getComputer(computerId);
     const last = record?.runs.at(-1);
-    if (!record || !last || last.endedAt !== undefined) return;
-    await this.leases.updateComputer({
-      computerId,
-      expectedVersion: record.version,
-      changes: { runs: this.ended(record.runs, reason) },
-    });
+    if (record && last && last.endedAt === undefined) {
+      await this.leases.updateComputer({
+        computerId,
+        expectedVersion: record.version,
+        changes: { runs: this.ended(record.runs, reason) },
+      });
+    }
+    await this.records.close(computerId, reason, this.clock());
   }
 
   /** The record's machine is gone: forgets its ref and closes the open stretch as `reconciled`. */
@@ -63,6 +82,17 @@ export class ComputerStretches {
       expectedVersion: record.version,
       changes: { providerRef: null, runs: open ? this.ended(record.runs, "reconciled") : [...record.runs] },
     });
+    await this.records.close(record.computerId, "reconciled", this.clock());
+  }
+
+  /**
+   * The reconciler found the record's machine running with no open stretch
+   * (its start was never recorded): opens one from now.
+   */
+  async openUnrecorded(record: ComputerRecord): Promise<boolean> {
+    if (record.providerRef === null || (await this.records.isOpen(record.computerId))) return false;
+    await this.open(record, { providerKind: record.providerKind, ref: record.providerRef }, "reconciled");
+    return true;
   }
 
   /** `runs` with the last one ended now for `reason`. */

@@ -5,6 +5,7 @@ export { ComputerOperations, OPERATION_INTERRUPT_AFTER_MS } from "./computer-ope
 export type { ComputerOperationsOptions } from "./computer-operations-options.js";
 export { COMPUTER_LABEL, ComputerRuntime, createComputerRuntime, DEPLOYMENT_LABEL } from "./computer-runtime.js";
 export type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
+export type { StretchEnd } from "./computer-stretches.js";
 export { InProcessOperationQueue } from "./in-process-operation-queue.js";
 export type { OperationKind } from "./operation-kind.js";
 export type { OperationQueue } from "./operation-queue.js";
@@ -12,4 +13,6 @@ export type { OperationStage } from "./operation-stage.js";
 export type { OperationStatus } from "./operation-status.js";
 export type { ReconcileOptions } from "./reconcile-options.js";
 export type { ReconcileReport } from "./reconcile-report.js";
+export type { RunRecord } from "./run-record.js";
+export { RUN_RECORD_PAGE_SIZE, RunRecords } from "./run-records.js";
 export { type RuntimeSettings, runtimeSettingsFromEnv } from "./runtime-settings.js";
