@@ -1,6 +1,6 @@
 // Live screens, host side (docs/architecture.md §7): sealed view/control/terminal
 // capabilities, revocation, the websocket proxy an app mounts, the noVNC
-// viewer page and the xterm terminal page.
+// viewer page and the xterm terminal page; the Files window (files/).
 export { runtimeScreenAuthority } from "./authority/runtime-screen-authority.js";
 export type { ScreenAuthority } from "./authority/screen-authority.js";
 export type { ScreenAuthorityChange } from "./authority/screen-authority-change.js";
@@ -11,6 +11,14 @@ export type { ScreenRuntime } from "./authority/screen-runtime.js";
 export type { TerminalGrant } from "./authority/terminal-grant.js";
 export type { TerminalOpenRequest } from "./authority/terminal-open-request.js";
 export { createScreens } from "./create-screens.js";
+export { createFiles } from "./files/create-files.js";
+export type { Files } from "./files/files.js";
+export type { FilesCapability } from "./files/files-capability.js";
+export type { FilesHomeStore } from "./files/files-home-store.js";
+export type { FilesOptions } from "./files/files-options.js";
+export { FILES_PAGE_MESSAGE } from "./files/files-page.js";
+export type { FilesRuntime } from "./files/files-runtime.js";
+export type { IssueFilesCapabilityRequest } from "./files/issue-files-capability-request.js";
 export type { IssueScreenCapabilityRequest } from "./issue-screen-capability-request.js";
 export type { IssueTerminalCapabilityRequest } from "./issue-terminal-capability-request.js";
 export type { ScreenCapability } from "./screen-capability.js";

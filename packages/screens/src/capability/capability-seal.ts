@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
+import type { z } from "zod";
 import { type SealedCapability, sealedCapabilitySchema } from "./sealed-capability.js";
 
 const VERSION = 1;
@@ -19,14 +20,21 @@ export const MAX_SEALED_LENGTH = 4096;
 export class CapabilitySeal {
   private readonly key: Buffer;
 
-  constructor(secret: Uint8Array) {
-    this.key = Buffer.from(hkdfSync("sha256", secret, AAD_LABEL, `seal v${VERSION}`, 32));
+  /**
+   * `label` separates kinds of capability sealed under one secret (the
+   * files service uses its own): a blob of one kind never opens as another.
+   */
+  constructor(
+    secret: Uint8Array,
+    private readonly label: string = AAD_LABEL,
+  ) {
+    this.key = Buffer.from(hkdfSync("sha256", secret, label, `seal v${VERSION}`, 32));
   }
 
-  seal(capability: SealedCapability): string {
+  seal(capability: SealedCapability | object): string {
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv("aes-256-gcm", this.key, nonce);
-    cipher.setAAD(aad(VERSION));
+    cipher.setAAD(aad(this.label, VERSION));
     const body = Buffer.concat([cipher.update(JSON.stringify(capability), "utf8"), cipher.final()]);
     return Buffer.concat([Buffer.of(VERSION), nonce, body, cipher.getAuthTag()]).toString("base64url");
   }
@@ -38,6 +46,11 @@ export class CapabilitySeal {
    * expiry or revocation.
    */
   open(sealed: string): SealedCapability | undefined {
+    return this.openAs(sealed, sealedCapabilitySchema) as SealedCapability | undefined;
+  }
+
+  /** `open`, with the payload checked against `schema` instead of a screen capability's. */
+  openAs<T>(sealed: string, schema: z.ZodType<T>): T | undefined {
     if (sealed.length > MAX_SEALED_LENGTH || !/^[A-Za-z0-9_-]+$/.test(sealed)) return undefined;
     const bytes = Buffer.from(sealed, "base64url");
     // Re-encoding catches stray trailing bits that base64url decoding ignores.
@@ -49,21 +62,21 @@ export class CapabilitySeal {
     let json: string;
     try {
       const decipher = createDecipheriv("aes-256-gcm", this.key, nonce, { authTagLength: TAG_BYTES });
-      decipher.setAAD(aad(VERSION));
+      decipher.setAAD(aad(this.label, VERSION));
       decipher.setAuthTag(tag);
       json = Buffer.concat([decipher.update(body), decipher.final()]).toString("utf8");
     } catch {
       return undefined;
     }
     try {
-      const parsed = sealedCapabilitySchema.safeParse(JSON.parse(json));
-      return parsed.success ? (parsed.data as SealedCapability) : undefined;
+      const parsed = schema.safeParse(JSON.parse(json));
+      return parsed.success ? parsed.data : undefined;
     } catch {
       return undefined;
     }
   }
 }
 
-function aad(version: number): Buffer {
-  return Buffer.concat([Buffer.from(AAD_LABEL, "utf8"), Buffer.of(version)]);
+function aad(label: string, version: number): Buffer {
+  return Buffer.concat([Buffer.from(label, "utf8"), Buffer.of(version)]);
 }

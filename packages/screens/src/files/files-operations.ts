@@ -1,0 +1,245 @@
+import { randomBytes } from "node:crypto";
+import type { Readable } from "node:stream";
+import { AgentComputerError, type Machine, normalizeHomePath } from "@agent-computer/core";
+import type { Lease } from "@agent-computer/leases";
+import type { ActivityEvent } from "@agent-computer/runtime";
+import type { FilesHomeStore } from "./files-home-store.js";
+import type { FilesRuntime } from "./files-runtime.js";
+import { DISCARD_SCRIPT, DOWNLOAD_SCRIPT, PUBLISH_SCRIPT, SCRIPT_EXIT } from "./home-file-scripts.js";
+import { previewText } from "./preview-text.js";
+
+/** Whose files a capability opens: one bot on one computer. */
+export interface FilesPolicy {
+  readonly computerId: string;
+  readonly botId: string;
+}
+
+/** One listed entry, as the page shows it. */
+interface ListedEntry {
+  readonly name: string;
+  readonly path: string;
+  readonly kind: "file" | "directory" | "symlink";
+  readonly size: number;
+  readonly modifiedAt: number;
+}
+
+/** What the operations need. */
+export interface FilesOperationsParts {
+  readonly runtime: FilesRuntime;
+  readonly homeStore: FilesHomeStore;
+  readonly previewMaxBytes: number;
+  readonly uploadMaxBytes: number;
+  readonly uploadFolders: (botId: string) => readonly string[];
+  readonly onActivity: ((event: ActivityEvent) => void) | undefined;
+  readonly clock: () => number;
+}
+
+/**
+ * List, preview, download and upload for one bot's Files window. A running
+ * computer answers from its machine; a stopped one is listed and previewed
+ * from the home store's latest revision, and is never started for it.
+ * Downloads and uploads need it running.
+ */
+export class FilesOperations {
+  constructor(private readonly parts: FilesOperationsParts) {}
+
+  async list(policy: FilesPolicy, path: string) {
+    const rel = normalizeHomePath(path);
+    const machine = await this.parts.runtime.runningMachine(policy.computerId);
+    if (machine) {
+      const found = await machine.files.list(rel);
+      const entries: ListedEntry[] = [];
+      for (const e of found)
+        if (e.type !== "other")
+          entries.push({ name: e.name, path: e.path, kind: e.type, size: e.size, modifiedAt: e.modifiedAt });
+      return { path: rel, source: "computer" as const, entries };
+    }
+    const homeKey = await this.homeKeyOf(policy);
+    const stored = await this.parts.homeStore.list(homeKey, rel);
+    const entries = stored.map(({ name, path, kind, size, modifiedAt }) => ({ name, path, kind, size, modifiedAt }));
+    return { path: rel, source: "store" as const, entries };
+  }
+
+  /** The start of a file, as text when it reads as text; `binary` otherwise. Reads at most the cap plus one byte. */
+  async preview(policy: FilesPolicy, path: string) {
+    const rel = normalizeHomePath(path);
+    const cap = this.parts.previewMaxBytes;
+    const machine = await this.parts.runtime.runningMachine(policy.computerId);
+    let bytes: Uint8Array;
+    let size: number | null = null;
+    let source: "computer" | "store";
+    if (machine) {
+      bytes = await machine.files.read(rel, undefined, { length: cap + 1 });
+      source = "computer";
+    } else {
+      const file = await this.parts.homeStore.read(await this.homeKeyOf(policy), rel, {
+        range: { start: 0, end: cap + 1 },
+      });
+      ({ bytes, size } = file);
+      source = "store";
+    }
+    const truncated = bytes.length > cap;
+    const shown = truncated ? bytes.subarray(0, cap) : bytes;
+    const text = previewText(shown, truncated);
+    return { path: rel, source, size, truncated, binary: text === undefined, ...(text === undefined ? {} : { text }) };
+  }
+
+  /**
+   * Streams a file of the running computer to `sink`, as the machine reads
+   * it. The path is checked first through the provider's own read (links
+   * out of the home refused), so a refusal is an HTTP status, not a cut.
+   */
+  async download(
+    policy: FilesPolicy,
+    path: string,
+    begin: (name: string) => void,
+    sink: (chunk: Uint8Array) => void,
+  ): Promise<void> {
+    const rel = normalizeHomePath(path);
+    const machine = await this.machineOf(policy, "download");
+    await machine.files.read(rel, undefined, { length: 0 });
+    begin(rel.split("/").at(-1) ?? "download");
+    const result = await machine.exec({
+      argv: ["sh", "-c", DOWNLOAD_SCRIPT, "sh", machine.workspacePath, rel],
+      maxOutputBytes: 1024,
+      onOutput: (stream, chunk) => {
+        if (stream === "stdout") sink(chunk);
+      },
+    });
+    if (result.exitCode !== 0)
+      throw new AgentComputerError("UNAVAILABLE", `Reading "${rel}" stopped part way (exit ${result.exitCode}).`);
+  }
+
+  /**
+   * Receives an upload whole (at most the cap) under the bot's folder or an
+   * allowed one, writes it beside its target under a temporary name and
+   * renames it into place: a cut or refused upload leaves no file. Recorded
+   * as a `computer.command` event either way.
+   */
+  async upload(policy: FilesPolicy, control: Lease, path: string, body: Readable, declared: number | undefined) {
+    const started = performance.now();
+    const rel = normalizeHomePath(path);
+    try {
+      const size = await this.receiveUpload(policy, control, rel, body, declared);
+      this.record(policy, `uploaded ${rel} (${size} bytes)`, started);
+      return { path: rel, size };
+    } catch (error) {
+      const e = AgentComputerError.is(error) ? error : new AgentComputerError("UNAVAILABLE", String(error));
+      this.record(policy, `upload ${rel}`, started, e);
+      throw e;
+    }
+  }
+
+  private async receiveUpload(
+    policy: FilesPolicy,
+    control: Lease,
+    rel: string,
+    body: Readable,
+    declared: number | undefined,
+  ): Promise<number> {
+    this.assertUploadFolder(policy, rel);
+    const cap = this.parts.uploadMaxBytes;
+    if (declared !== undefined && declared > cap) throw overCap(declared, cap);
+    await this.parts.runtime.leases.assertCurrent(control);
+    const machine = await this.machineOf(policy, "upload");
+    const bytes = await readCapped(body, cap, declared);
+    const slash = rel.lastIndexOf("/");
+    const temporary = `${rel.slice(0, slash + 1)}.${rel.slice(slash + 1)}.upload-${randomBytes(6).toString("hex")}`;
+    // The person's control may have ended while the bytes arrived.
+    await this.parts.runtime.leases.assertCurrent(control);
+    try {
+      await machine.files.write(temporary, bytes);
+      await this.script(machine, PUBLISH_SCRIPT, [temporary, rel], rel);
+    } catch (error) {
+      await this.script(machine, DISCARD_SCRIPT, [temporary], rel).catch(() => undefined);
+      throw error;
+    }
+    return bytes.length;
+  }
+
+  private assertUploadFolder(policy: FilesPolicy, rel: string): void {
+    const folders = this.parts.uploadFolders(policy.botId).map((f) => normalizeHomePath(f));
+    const name = rel.split("/").at(-1) ?? "";
+    if (name === "" || name.startsWith(".") || !folders.some((f) => rel.startsWith(`${f}/`)))
+      throw new AgentComputerError(
+        "INVALID_ARGUMENT",
+        `Uploads go under ${folders.map((f) => `${f}/`).join(" or ")} with a name not starting with "."; "${rel}" is not.`,
+      );
+  }
+
+  private async script(machine: Machine, script: string, args: string[], rel: string): Promise<void> {
+    const result = await machine.exec({ argv: ["sh", "-c", script, "sh", machine.workspacePath, ...args] });
+    if (result.exitCode === SCRIPT_EXIT.outside)
+      throw new AgentComputerError("INVALID_ARGUMENT", `"${rel}" leads out of the home through a link.`);
+    if (result.exitCode === SCRIPT_EXIT.wrongType)
+      throw new AgentComputerError("INVALID_ARGUMENT", `"${rel}" is not a regular file.`);
+    if (result.exitCode !== 0)
+      throw new AgentComputerError("UNAVAILABLE", `Could not save "${rel}" on the computer (exit ${result.exitCode}).`);
+  }
+
+  private async machineOf(policy: FilesPolicy, what: "download" | "upload"): Promise<Machine> {
+    const machine = await this.parts.runtime.runningMachine(policy.computerId);
+    if (machine) return machine;
+    await this.homeKeyOf(policy);
+    throw new AgentComputerError(
+      "CONFLICT",
+      `Computer "${policy.computerId}" is stopped: a ${what} needs it running. Start it (open its screen) and try again.`,
+    );
+  }
+
+  private async homeKeyOf(policy: FilesPolicy): Promise<string> {
+    const record = await this.parts.runtime.leases.getComputer(policy.computerId);
+    if (!record) throw new AgentComputerError("NOT_FOUND", `Computer "${policy.computerId}" does not exist.`);
+    return record.homeKey;
+  }
+
+  private record(policy: FilesPolicy, summary: string, started: number, error?: AgentComputerError): void {
+    this.parts.onActivity?.({
+      type: "computer.command",
+      tool: "upload_file",
+      computerId: policy.computerId,
+      botId: policy.botId,
+      summary,
+      ok: error === undefined,
+      ...(error ? { error: { code: error.code, message: error.message } } : {}),
+      durationMs: Math.round(performance.now() - started),
+      at: this.parts.clock(),
+    });
+  }
+}
+
+function overCap(size: number, cap: number): AgentComputerError {
+  return new AgentComputerError("LIMIT_EXCEEDED", `The upload is ${size} bytes, over the ${cap}-byte limit.`);
+}
+
+/** The whole body, refused past `cap` or when it ends before the declared length (a cut upload). */
+async function readCapped(body: Readable, cap: number, declared: number | undefined): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let got = 0;
+  const done = new Promise<void>((resolve, reject) => {
+    body.on("data", (chunk: Buffer) => {
+      got += chunk.length;
+      if (got > cap) {
+        reject(overCap(got, cap));
+        body.pause();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    body.on("end", () => resolve());
+    body.on("error", (error) => reject(cut(error)));
+    body.on("aborted", () => reject(cut()));
+    body.on("close", () => {
+      if (!body.readableEnded) reject(cut());
+    });
+  });
+  await done;
+  if (declared !== undefined && got !== declared) throw cut();
+  return Buffer.concat(chunks, got);
+}
+
+function cut(cause?: unknown): AgentComputerError {
+  return new AgentComputerError("ABORTED", "The upload was cut off before it ended; nothing was saved.", {
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
