@@ -12,8 +12,8 @@ export interface PageEngine<Handle> {
   readonly layout: boolean;
   /** Loads `url` and waits for its load event, at most `timeoutMs`; TIMEOUT past it. */
   load(url: string, timeoutMs: number, ctx: OpContext): Promise<void>;
-  /** Runs the page script's collect: the page and a handle per listed element. */
-  collect(command: Record<string, unknown>): Promise<{ page: CollectedPage; handles: Handle[] }>;
+  /** Runs the page script's collect (from the top, or after `after`): the page and a handle per listed element, in one round trip. */
+  collect(command: Record<string, unknown>, after?: Handle): Promise<{ page: CollectedPage; handles: Handle[] }>;
   /**
    * Runs the page script's `perform` on the element behind `handle`. Throws
    * STALE_REF when the handle no longer resolves; other throws mean the page

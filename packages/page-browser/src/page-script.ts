@@ -112,41 +112,98 @@ export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
     else if (shadowControls(el)) d.unreachable = "shadow-dom";
     return d;
   }
-  function collect(cmd) {
+  var SKIP_TAGS = { script: 1, style: 1, noscript: 1, template: 1, head: 1, title: 1, svg: 1 };
+  var BLOCK_TAGS = { address: 1, article: 1, aside: 1, blockquote: 1, br: 1, dd: 1, div: 1, dl: 1, dt: 1, fieldset: 1, figcaption: 1, figure: 1, footer: 1, form: 1, h1: 1, h2: 1, h3: 1, h4: 1, h5: 1, h6: 1, header: 1, hr: 1, li: 1, main: 1, nav: 1, ol: 1, p: 1, pre: 1, section: 1, table: 1, tr: 1, ul: 1 };
+  function isBlock(el, style) {
+    if (style && style.display) return !/^(inline|contents|none)/.test(style.display) || tag(el) === "br";
+    return !!BLOCK_TAGS[tag(el)];
+  }
+  function selfHidden(el, style, layout) {
+    if (el.hidden || el.getAttribute("aria-hidden") === "true") return true;
+    if (tag(el) === "input" && String(el.type).toLowerCase() === "hidden") return true;
+    if (style && (style.display === "none" || style.visibility === "hidden")) return true;
+    return !layout && !!(el.style && el.style.display === "none");
+  }
+  // The page as one stream in document order: text, and each interactive
+  // element in its place as a marker (its own text is its name, so it is not
+  // repeated). Read from the top, or after an element and some characters
+  // (a continuation); cut at maxElements elements or maxText characters.
+  function collect(cmd, after) {
     var layout = cmd.layout !== false;
-    var seen = [];
-    var all = doc.querySelectorAll(INTERACTIVE);
-    for (var i = 0; i < all.length; i++) if (!hidden(all[i], layout)) seen.push(all[i]);
-    // Shadow hosts whose only controls live in their shadow tree.
-    var hosts = doc.querySelectorAll("*");
-    for (var j = 0; j < hosts.length; j++) if (hosts[j].shadowRoot && seen.indexOf(hosts[j]) < 0 && shadowControls(hosts[j]) && !hidden(hosts[j], layout)) seen.push(hosts[j]);
-    var described = seen.map(function (el, index) { return { el: el, d: describe(el, layout), index: index }; });
-    // Visible in the viewport first, then the rest, each in document order:
-    // a stable order that puts what a person sees at the top.
-    described.sort(function (a, b) {
-      if (a.d.inViewport !== b.d.inViewport) return a.d.inViewport ? -1 : 1;
-      var pos = a.el.compareDocumentPosition(b.el);
-      return pos & 4 ? -1 : pos & 2 ? 1 : a.index - b.index;
-    });
-    var kept = described.slice(0, cmd.maxElements);
-    var body = doc.body ? textOf(doc.body) : "";
-    var text = String(body || "").replace(/[ \t\f\v\r]+/g, " ").replace(/\s*\n\s*/g, "\n").trim();
-    // A select's options are listed with its element; in the page text they
-    // would be paid for twice (Chromium's innerText prints every option).
-    var optionLines = {};
-    var options = doc.querySelectorAll("select option");
-    for (var o = 0; o < options.length; o++) optionLines[String(options[o].textContent || "").trim()] = true;
-    if (options.length > 0) text = text.split("\n").filter(function (line) { return !optionLines[line.trim()]; }).join("\n");
+    var skip = Math.max(0, Number(cmd.textFrom) || 0);
+    var st = { started: !after, skipped: 0, len: 0, since: 0, cut: false, moreElements: 0, moreText: 0 };
+    var out = [];
+    var listed = [];
+    function text(raw) {
+      if (!st.started) return;
+      var s = String(raw).replace(/\s+/g, " ");
+      if (!s) return;
+      if (st.skipped < skip) {
+        var take = Math.min(s.length, skip - st.skipped);
+        st.skipped += take;
+        s = s.slice(take);
+        if (!s) return;
+      }
+      if (st.cut) { st.moreText += s.length; return; }
+      if (st.len + s.length > cmd.maxText) {
+        var part = cmd.maxText - st.len;
+        out.push(s.slice(0, part));
+        st.len += part; st.since += part; st.moreText += s.length - part; st.cut = true;
+        return;
+      }
+      out.push(s); st.len += s.length; st.since += s.length;
+    }
+    function brk() { if (st.started && !st.cut && out.length && out[out.length - 1] !== "\n") out.push("\n"); }
+    function element(el) {
+      if (!st.started || st.skipped < skip) return;
+      if (st.cut || listed.length >= cmd.maxElements) { st.cut = true; st.moreElements++; return; }
+      out.push("\uE000" + listed.length + "\uE001");
+      listed.push(el);
+      st.since = 0;
+    }
+    function walk(node, inLabel) {
+      if (node.nodeType === 3) { if (!inLabel) text(node.nodeValue); return; }
+      if (node.nodeType !== 1) return;
+      var el = node;
+      var t = tag(el);
+      if (SKIP_TAGS[t]) return;
+      if (el === after) { st.started = true; return; }
+      var style = w.getComputedStyle ? w.getComputedStyle(el) : null;
+      if (selfHidden(el, style, layout)) return;
+      var block = isBlock(el, style);
+      if (block) brk();
+      var interactive = el.matches(INTERACTIVE) || shadowControls(el);
+      if (interactive && layout) { var r = el.getBoundingClientRect(); if (r.width === 0 && r.height === 0) interactive = false; }
+      if (interactive) element(el);
+      if (!interactive || (t !== "select" && t !== "textarea" && t !== "input" && el.querySelector(INTERACTIVE))) {
+        var control = t === "label" ? el.control : null;
+        // A label's text is its control's name, listed with the control.
+        var labels = inLabel || !!(control && !hidden(control, layout)) || namers.indexOf(el) >= 0;
+        for (var c = el.firstChild; c; c = c.nextSibling) walk(c, labels);
+      }
+      if (block) brk();
+    }
+    // Text that names a listed control through aria-labelledby is read with the control, not twice.
+    var namers = [];
+    var labelled = doc.querySelectorAll("[aria-labelledby]");
+    for (var n = 0; n < labelled.length; n++) {
+      if (!labelled[n].matches(INTERACTIVE) || hidden(labelled[n], layout)) continue;
+      String(labelled[n].getAttribute("aria-labelledby")).split(/\s+/).forEach(function (id) { var m = id && doc.getElementById(id); if (m && !m.contains(labelled[n])) namers.push(m); });
+    }
+    if (doc.body) walk(doc.body, false);
+    var joined = out.join("").replace(/[ \t]*\n[ \t]*/g, "\n").replace(/ {2,}/g, " ").replace(/\n{2,}/g, "\n").trim();
+    var continuation = st.cut ? { afterIndex: listed.length ? listed.length - 1 : -1, textFrom: listed.length ? st.since : skip + st.len, moreElements: st.moreElements, moreText: st.moreText } : null;
     return {
       data: {
         url: String(w.location.href),
         title: clean(doc.title, 200),
-        text: text.slice(0, cmd.maxText),
-        textTruncated: text.length > cmd.maxText,
-        elements: kept.map(function (k) { return k.d; }),
-        omitted: described.length - kept.length,
+        text: joined,
+        textTruncated: st.moreText > 0,
+        elements: listed.map(function (el) { return describe(el, layout); }),
+        omitted: st.moreElements,
+        continuation: continuation,
       },
-      nodes: kept.map(function (k) { return k.el; }),
+      nodes: listed,
     };
   }
   function fire(el, type, init) {
@@ -266,7 +323,7 @@ export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
     return unsupported("The action " + cmd.action + " is not supported.");
   }
   try {
-    if (command.op === "collect") return collect(command);
+    if (command.op === "collect") return collect(command, target);
     if (command.op === "perform") return perform(target, command);
     if (command.op === "alive") return { alive: !!(target && target.isConnected && target.ownerDocument === doc) };
     return { error: { code: "INVALID_ARGUMENT", message: "unknown page script op" } };

@@ -1,4 +1,11 @@
-import type { PageActOutcome, PageBrowser, PageElement, PageSnapshot } from "@agent-computer/core";
+import type {
+  PageActOutcome,
+  PageBrowser,
+  PageElement,
+  PageSnapshot,
+  PageSnapshotContinuation,
+  PageSnapshotRequest,
+} from "@agent-computer/core";
 import {
   AgentComputerError,
   ERROR_CODES,
@@ -10,9 +17,25 @@ import {
   throwIfDone,
 } from "@agent-computer/core";
 import { z } from "zod";
+import type { CollectedPage } from "./collected-page.js";
+import { pageDelta } from "./page-delta.js";
 import type { PageEngine } from "./page-engine.js";
 import type { RememberedSnapshot } from "./remembered-snapshot.js";
+import { hashOf, shownHash } from "./shown-hash.js";
 import type { SnapshotMemory } from "./snapshot-memory.js";
+
+type Entry<Handle> = RememberedSnapshot<Handle>["entries"][number];
+
+const requestSchema = z
+  .object({
+    after: z
+      .string()
+      .regex(/^e[1-9][0-9]{0,5}$/, "a ref like e80")
+      .optional(),
+    textFrom: z.number().int().min(0).max(10_000_000).optional(),
+    delta: z.boolean().optional(),
+  })
+  .strict();
 
 /** Options of `PageSession`. */
 export interface PageSessionOptions {
@@ -58,39 +81,96 @@ export class PageSession<Handle> implements PageBrowser {
     return this.snapshot(ctx);
   }
 
-  async snapshot(ctx: OpContext = {}): Promise<PageSnapshot> {
+  async snapshot(ctx: OpContext = {}, request: PageSnapshotRequest = {}): Promise<PageSnapshot> {
+    const ask = parseInput(requestSchema, request, "snapshot request");
     throwIfDone(ctx, "browser snapshot");
     const previous = await this.memory.load();
     const documentKey = await this.engine.documentKey();
-    const { page, handles } = await this.engine.collect({
-      op: "collect",
-      maxElements: this.maxElements,
-      maxText: this.maxText,
-      layout: this.engine.layout,
-    });
+    const sameDocument = previous?.documentKey === documentKey;
+    const anchor = ask.after === undefined ? undefined : this.anchorOf(previous, sameDocument, ask.after);
+    const { page, handles } = await this.engine.collect(
+      {
+        op: "collect",
+        maxElements: this.maxElements,
+        maxText: this.maxText,
+        layout: this.engine.layout,
+        textFrom: ask.textFrom ?? 0,
+      },
+      anchor?.handle,
+    );
     // An element still on the same document keeps its ref; a new one gets a
     // fresh number, so an old ref can never come to mean another element.
     const known = new Map<string | number, string>();
-    if (previous?.documentKey === documentKey) for (const e of previous.entries) known.set(e.identity, e.ref);
+    if (sameDocument) for (const e of previous.entries) known.set(e.identity, e.ref);
     let nextRef = previous?.nextRef ?? 1;
-    const entries: RememberedSnapshot<Handle>["entries"][number][] = [];
-    const elements: PageElement[] = page.elements.map((element, index) => {
+    const entries: Entry<Handle>[] = [];
+    const elements = page.elements.map((element, index) => {
       const handle = handles[index] as Handle;
       const identity = this.engine.identity(handle);
       const ref = known.get(identity) ?? `e${nextRef++}`;
-      entries.push({ ref, handle, identity, role: element.role, name: element.name });
-      return { ref, ...element };
+      const shown = shownHash(element);
+      entries.push({ ref, handle, identity, role: element.role, name: element.name, shown });
+      return { ref, ...element, shown };
     });
+    const text = page.text.replace(/\uE000(\d+)\uE001/g, (_, i: string) => `[${elements[Number(i)]?.ref ?? "?"}]`);
+    const window = ask.after === undefined && !ask.textFrom ? "" : `${ask.after ?? ""}+${ask.textFrom ?? 0}`;
+    // A continuation adds to what the model holds: the refs it read before stay usable while their elements live.
+    const kept =
+      window !== "" && sameDocument ? previous.entries.filter((e) => !entries.some((n) => n.ref === e.ref)) : [];
     const snapshotNumber = (previous?.snapshotNumber ?? 0) + 1;
-    await this.memory.save({ snapshotNumber, documentKey, nextRef, entries });
-    return {
+    const lineHashes = text.split("\n").map(hashOf);
+    await this.memory.save({
+      snapshotNumber,
+      documentKey,
+      nextRef,
+      window,
+      lineHashes,
+      entries: [...kept, ...entries],
+    });
+    const full: PageSnapshot = {
       snapshotId: `s${snapshotNumber}`,
       url: page.url,
       title: page.title,
-      text: page.text,
+      text,
       textTruncated: page.textTruncated,
-      elements,
+      elements: elements.map(({ shown: _shown, ...e }) => e),
       omittedElements: page.omitted,
+      ...(page.continuation ? { continuation: this.continuationOf(page.continuation, elements, ask.after) } : {}),
+    };
+    const diff =
+      ask.delta && sameDocument && window === "" && previous.window === ""
+        ? pageDelta({ ...previous, lineHashes: previous.lineHashes ?? [] }, elements, text)
+        : undefined;
+    return diff ? { ...full, ...diff } : full;
+  }
+
+  private anchorOf(
+    previous: RememberedSnapshot<Handle> | undefined,
+    sameDocument: boolean,
+    ref: string,
+  ): Entry<Handle> {
+    const entry = sameDocument ? previous?.entries.find((e) => e.ref === ref) : undefined;
+    if (!entry) {
+      throw new AgentComputerError(
+        "STALE_REF",
+        `Ref ${ref} is not in the latest snapshot of this page, so there is nothing to read on from. Take a new browser_snapshot.`,
+      );
+    }
+    return entry;
+  }
+
+  private continuationOf(
+    cut: NonNullable<CollectedPage["continuation"]>,
+    elements: readonly PageElement[],
+    after: string | undefined,
+  ): PageSnapshotContinuation {
+    // After the last listed element, or (when none was listed) further on from where this snapshot started.
+    const last = cut.afterIndex >= 0 ? elements[cut.afterIndex]?.ref : after;
+    return {
+      ...(last ? { after: last } : {}),
+      textFrom: cut.textFrom,
+      moreElements: cut.moreElements,
+      moreText: cut.moreText,
     };
   }
 

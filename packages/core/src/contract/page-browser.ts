@@ -2,6 +2,7 @@ import type { OpContext } from "./op-context.js";
 import type { PageActOutcome } from "./page-act-outcome.js";
 import type { PageAction } from "./page-action.js";
 import type { PageSnapshot } from "./page-snapshot.js";
+import type { PageSnapshotRequest } from "./page-snapshot-request.js";
 
 /**
  * The page-level browser of a bot's desktop (docs/architecture.md §5): the bot's visible
@@ -13,8 +14,12 @@ import type { PageSnapshot } from "./page-snapshot.js";
 export interface PageBrowser {
   /** Loads `url` in the bot's tab, waits for the load (bounded), and snapshots it. */
   navigate(url: string, ctx?: OpContext): Promise<PageSnapshot>;
-  /** Reads the page; its refs replace those of any earlier snapshot. */
-  snapshot(ctx?: OpContext): Promise<PageSnapshot>;
+  /**
+   * Reads the page (all of it from the top, from a point past a cut, or only
+   * what changed); refs of earlier snapshots of the same document that are
+   * not listed stay usable only while their element lives.
+   */
+  snapshot(ctx?: OpContext, request?: PageSnapshotRequest): Promise<PageSnapshot>;
   /** Acts on one element of the latest snapshot, then snapshots the page again. */
   act(action: PageAction, ctx?: OpContext): Promise<PageActOutcome>;
 }

@@ -39,32 +39,42 @@ export class CdpPageEngine implements PageEngine<number> {
     );
   }
 
-  async collect(command: Record<string, unknown>): Promise<{ page: CollectedPage; handles: number[] }> {
+  async collect(command: Record<string, unknown>, after?: number): Promise<{ page: CollectedPage; handles: number[] }> {
     const world = await this.ensureWorld();
-    const answer = await this.callScript(world, [{ value: command }], false);
-    const objectId = answer.objectId as string;
-    const data = (
-      await this.on(objectId, "function () { return this.error ? { error: this.error } : this.data; }", true)
-    ).value as CollectedPage & { error?: { message?: string } };
-    if ("error" in data && data.error)
-      throw new AgentComputerError("UNAVAILABLE", `The page script failed: ${data.error.message}`);
-    const nodes = await this.on(objectId, "function () { return this.nodes; }", false);
-    const props = (await this.cdp.call("Runtime.getProperties", { objectId: nodes.objectId, ownProperties: true })) as {
-      result: { name: string; value?: RemoteObject }[];
-    };
-    const items = props.result
-      .filter((p) => /^\d+$/.test(p.name) && p.value?.objectId)
-      .sort((a, b) => Number(a.name) - Number(b.name));
-    const handles = await Promise.all(
-      items.map(async (p) => {
-        const described = (await this.cdp.call("DOM.describeNode", { objectId: p.value?.objectId })) as {
-          node: { backendNodeId: number };
-        };
-        return described.node.backendNodeId;
-      }),
-    );
-    await this.cdp.call("Runtime.releaseObject", { objectId }).catch(() => undefined);
+    const target = after === undefined ? undefined : await this.resolve(after, world);
+    if (after !== undefined && !target)
+      throw new AgentComputerError("STALE_REF", "The element to read on from is gone; take a new browser_snapshot.");
+    // One round trip: the data as JSON and the listed nodes, which deep
+    // serialization names by backend node id (no DOM.describeNode per element).
+    const r = (await this.cdp.call("Runtime.callFunctionOn", {
+      objectId: world.script,
+      functionDeclaration:
+        "function (command, target) { var a = this(command, target); return a.error ? [JSON.stringify(a)] : [JSON.stringify(a.data)].concat(a.nodes); }",
+      arguments: [{ value: command }, target ? { objectId: target } : { value: null }],
+      serializationOptions: { serialization: "deep", maxDepth: 1 },
+    })) as CallResult & { result?: { deepSerializedValue?: { value?: { type: string; value?: unknown }[] } } };
+    if (r.exceptionDetails) throw new AgentComputerError("UNAVAILABLE", "The page script threw in the page.");
+    if (r.result?.objectId)
+      void this.cdp.call("Runtime.releaseObject", { objectId: r.result.objectId }).catch(() => undefined);
+    const [head, ...nodes] = r.result?.deepSerializedValue?.value ?? [];
+    const data = JSON.parse(String(head?.value ?? "{}")) as CollectedPage & { error?: { message?: string } };
+    if (data.error) throw new AgentComputerError("UNAVAILABLE", `The page script failed: ${data.error.message}`);
+    const handles = nodes.map((n) => (n.value as { backendNodeId: number }).backendNodeId);
     return { page: data, handles };
+  }
+
+  private async resolve(handle: number, world: { contextId: number }): Promise<string | undefined> {
+    try {
+      const r = (await this.cdp.call("DOM.resolveNode", {
+        backendNodeId: handle,
+        executionContextId: world.contextId,
+      })) as {
+        object: RemoteObject;
+      };
+      return r.object.objectId;
+    } catch {
+      return undefined;
+    }
   }
 
   async perform(handle: number, command: Record<string, unknown>): Promise<Record<string, unknown>> {
@@ -141,15 +151,6 @@ export class CdpPageEngine implements PageEngine<number> {
       returnByValue,
     })) as CallResult;
     if (r.exceptionDetails) throw new AgentComputerError("UNAVAILABLE", "The page script threw in the page.");
-    return r.result ?? {};
-  }
-
-  private async on(objectId: string, functionDeclaration: string, returnByValue: boolean): Promise<RemoteObject> {
-    const r = (await this.cdp.call("Runtime.callFunctionOn", {
-      objectId,
-      functionDeclaration,
-      returnByValue,
-    })) as CallResult;
     return r.result ?? {};
   }
 }

@@ -208,9 +208,11 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
       const record = runningRecord(state, botOf(opts));
       const op = opts.get("op");
       let input: Record<string, unknown> = {};
-      if (op === "navigate" || op === "act") {
+      if (op === "navigate" || op === "act" || op === "snapshot") {
         try {
-          input = JSON.parse(io.stdin()) as Record<string, unknown>;
+          const raw = io.stdin();
+          // A snapshot without a request (an older host) reads the page from the top.
+          input = (op === "snapshot" && raw.trim() === "" ? {} : JSON.parse(raw)) as Record<string, unknown>;
         } catch {
           throw new CliError("INVALID_ARGUMENT", `browse --op ${op} reads a JSON object on stdin.`);
         }
@@ -220,7 +222,7 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
         const session = new PageSession(new CdpPageEngine(cdp), memory);
         try {
           if (op === "navigate") return { snapshot: await session.navigate(String(input.url)) };
-          if (op === "snapshot") return { snapshot: await session.snapshot() };
+          if (op === "snapshot") return { snapshot: await session.snapshot({}, input) };
           if (op === "act") return { outcome: await session.act(input as never) };
         } catch (error) {
           if (AgentComputerError.is(error)) throw new CliError(error.code, error.message);

@@ -4,6 +4,7 @@ import {
   type PageActOutcome,
   type PageBrowser,
   type PageSnapshot,
+  type PageSnapshotRequest,
   pageActionSchema,
   parseInput,
 } from "@agent-computer/core";
@@ -31,8 +32,9 @@ export class LinuxPageBrowser implements PageBrowser {
     return (await this.browse("navigate", { url: target }, ctx)).snapshot as PageSnapshot;
   }
 
-  async snapshot(ctx?: OpContext): Promise<PageSnapshot> {
-    return (await this.browse("snapshot", undefined, ctx)).snapshot as PageSnapshot;
+  async snapshot(ctx?: OpContext, request?: PageSnapshotRequest): Promise<PageSnapshot> {
+    // The in-computer PageSession checks the request; it goes as JSON on stdin like the others.
+    return (await this.browse("snapshot", request ?? {}, ctx)).snapshot as PageSnapshot;
   }
 
   async act(action: PageAction, ctx?: OpContext): Promise<PageActOutcome> {

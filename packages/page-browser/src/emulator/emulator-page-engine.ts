@@ -79,8 +79,11 @@ export class EmulatorPageEngine implements PageEngine<EmulatedElement> {
     }
   }
 
-  async collect(command: Record<string, unknown>): Promise<{ page: CollectedPage; handles: EmulatedElement[] }> {
-    const answer = pageScript(command, undefined, this.page.mainFrame.window);
+  async collect(
+    command: Record<string, unknown>,
+    after?: EmulatedElement,
+  ): Promise<{ page: CollectedPage; handles: EmulatedElement[] }> {
+    const answer = pageScript(command, after, this.page.mainFrame.window);
     if (answer.error) throw scriptError(answer.error);
     return { page: answer.data as CollectedPage, handles: answer.nodes as EmulatedElement[] };
   }

@@ -22,35 +22,57 @@ async function pageBrowserOf(session: ComputerToolSession): Promise<PageBrowser>
   return desktop.pageBrowser;
 }
 
-/** One element as one line: compact, because the model reads every snapshot. */
-function elementLine(e: PageElement): string {
-  const parts = [`${e.ref} ${e.role} "${e.name}"`];
-  if (e.value !== undefined && e.value !== "") parts.push(`value="${e.value}"`);
-  if (e.options) parts.push(`options=[${e.options.join("|")}]`);
-  if (e.checked !== undefined) parts.push(e.checked ? "checked" : "unchecked");
+/** One element as the model reads it in place: ref, role, name and only the states it has. */
+function elementText(e: PageElement): string {
+  const parts = [e.ref, e.role];
+  if (e.name) parts.push(`"${e.name}"`);
+  // A select's value is marked among its options rather than written twice.
+  const chosen = e.options && e.value ? e.options.indexOf(e.value) : -1;
+  if (e.value !== undefined && e.value !== "" && chosen < 0) parts.push(`value="${e.value}"`);
+  if (e.options) parts.push(`options=[${e.options.map((o, i) => (i === chosen ? `${o} (selected)` : o)).join("|")}]`);
+  // Unchecked is a box's default, as in the accessibility tree: only "checked" is written.
+  if (e.checked) parts.push("checked");
   if (e.disabled) parts.push("disabled");
   if (e.expanded !== undefined) parts.push(e.expanded ? "expanded" : "collapsed");
   if (e.focused) parts.push("focused");
-  if (!e.inViewport) parts.push("offscreen");
-  if (e.unreachable) parts.push(`(${e.unreachable}: use computer_act at its box)`);
-  if (e.bbox.width > 0) parts.push(`@${e.bbox.x},${e.bbox.y},${e.bbox.width}x${e.bbox.height}`);
-  return parts.join(" ");
+  // Boxes cost ~9 tokens each; only the desktop fallback needs one.
+  if (e.unreachable)
+    parts.push(`(${e.unreachable}: computer_act at ${e.bbox.x},${e.bbox.y} ${e.bbox.width}x${e.bbox.height})`);
+  return `[${parts.join(" ")}]`;
 }
 
-/** A snapshot as the text a model reads. */
+function continuationHint(s: PageSnapshot): string | undefined {
+  const c = s.continuation;
+  if (!c) return undefined;
+  const args = JSON.stringify({
+    ...(c.after ? { after: c.after } : {}),
+    ...(c.textFrom ? { text_from: c.textFrom } : {}),
+  });
+  return `[cut: ${c.moreElements} more elements, ${c.moreText} more characters; read on with browser_snapshot ${args}]`;
+}
+
+/**
+ * A snapshot as the text a model reads: the page text in document order
+ * with each element in its place (docs/architecture.md §5), or for a delta
+ * only the new text lines and the added or changed elements.
+ */
 export function renderPageSnapshot(s: PageSnapshot): string {
-  const lines = [
-    `Page "${s.title}" ${s.url} (snapshot ${s.snapshotId})`,
-    s.text + (s.textTruncated ? " [text cut]" : ""),
-  ];
-  lines.push(`Elements (use their refs with browser_act):`);
-  for (const e of s.elements) lines.push(elementLine(e));
-  if (s.omittedElements > 0) {
-    lines.push(
-      `${s.omittedElements} more elements not listed: scroll (scroll_into_view on the last one) or navigate to narrow.`,
-    );
-  }
-  return lines.join("\n");
+  const placed = new Set<string>();
+  const byRef = new Map(s.elements.map((e) => [e.ref, e]));
+  const body = s.text.replace(/\[(e\d+)\]/g, (marker, ref: string) => {
+    const e = byRef.get(ref);
+    if (!e) return marker;
+    placed.add(ref);
+    return elementText(e);
+  });
+  const rest = s.elements.filter((e) => !placed.has(e.ref)).map(elementText);
+  const d = s.delta;
+  const head = d
+    ? `Page "${s.title}" ${s.url} (snapshot ${s.snapshotId}: only changes since ${d.since}; ${d.unchanged} unchanged elements keep their refs${
+        d.removed.length ? `; gone: ${d.removed.join(" ")}` : ""
+      }${d.textUnchanged ? "; text unchanged" : "; new text lines below"}. browser_snapshot {"full":true} for all)`
+    : `Page "${s.title}" ${s.url}`;
+  return [head, body, ...rest, continuationHint(s)].filter((line) => line).join("\n");
 }
 
 function renderOutcome(action: string, ref: string, outcome: PageActOutcome): string {
@@ -78,11 +100,31 @@ const browserNavigate = computerTool({
 const browserSnapshot = computerTool({
   name: "browser_snapshot",
   description:
-    "Read your browser's visible tab as text: page text plus up to 80 interactive elements (visible ones first) with refs for browser_act. Take one before acting and whenever the page may have changed; password values are always masked. Frames and shadow-DOM controls are listed with their box; use computer_act for them.",
-  inputSchema: z.object({}),
+    'Read your browser\'s visible tab as text in page order, each interactive element in place as [ref role "name" state] for browser_act (up to 80 per snapshot). After the first snapshot of a page it answers only what changed (full: true for everything); a cut snapshot ends with the exact call that reads on. Password values are always masked. Frames and shadow-DOM controls come with their box; use computer_act for them.',
+  inputSchema: z.object({
+    full: z.boolean().optional().describe("The whole page instead of only what changed since your last snapshot."),
+    after: z
+      .string()
+      .regex(/^e[1-9][0-9]{0,5}$/)
+      .optional()
+      .describe("Read on after this ref, as a cut snapshot tells you."),
+    text_from: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("With after: skip this many characters, as a cut snapshot tells you."),
+  }),
   mutating: false,
-  async handler(_input, session) {
-    const snapshot = await (await pageBrowserOf(session)).snapshot();
+  async handler(input, session) {
+    const snapshot = await (await pageBrowserOf(session)).snapshot(
+      {},
+      {
+        delta: !input.full && input.after === undefined && input.text_from === undefined,
+        ...(input.after !== undefined ? { after: input.after } : {}),
+        ...(input.text_from !== undefined ? { textFrom: input.text_from } : {}),
+      },
+    );
     return textResult(renderPageSnapshot(snapshot));
   },
 });
