@@ -20,6 +20,8 @@ export const runOutcomeSchema = z.enum(["completed", "failed"]);
 export class BotRun {
   /** `active` while the bot works; `waiting_takeover` while it asks a person for help. */
   state: RunState = "active";
+  /** By the runtime's clock: when this run last asked for a takeover (the takeover hold counts from it). */
+  takeoverRequestedAt: number | undefined;
   private lease: Lease | undefined;
   private heartbeat: ReturnType<typeof setInterval> | undefined;
   private renewing = false;
@@ -83,6 +85,10 @@ export class BotRun {
   async requestTakeover(reason: string, signal?: AbortSignal): Promise<void> {
     if (this.ended) throw new AgentComputerError("CONFLICT", `Run ${this.runId} has ended; start a new run.`);
     this.state = "waiting_takeover";
+    // Asking restarts the idle timer; on providers that do not bill while
+    // running it also starts the takeover hold (docs/architecture.md §9).
+    this.lifecycle.touch(this.slot);
+    this.takeoverRequestedAt = this.slot.lastActivityAt;
     // The reason is the model's own words: it may quote a secret.
     this.lifecycle.events.emit("takeover-requested", this.computerId, performance.now(), {
       botId: this.botId,

@@ -17,6 +17,12 @@ import type { RunRecords } from "./run-records.js";
 import type { RuntimeSettings } from "./runtime-settings.js";
 import type { StageRunner } from "./stage-runner.js";
 
+/**
+ * On providers that do not bill while running, a run waiting for a takeover
+ * keeps its computer up this long after asking, so the person finds the
+ * login, 2FA or CAPTCHA page still open; then the idle rules apply again.
+ */
+export const TAKEOVER_HOLD_MS = 30 * 60_000;
 /** A machine found alive this recently is handed out without asking the provider again. */
 const LIVENESS_MS = 1000;
 /** Runs straight through: bring-up outside an operation records no stages. */
@@ -446,6 +452,16 @@ export class ComputerLifecycle {
     });
   }
 
+  /** Whether a run of the slot asked for a takeover less than `TAKEOVER_HOLD_MS` ago. */
+  private takeoverHeld(slot: ComputerSlot, now: number): boolean {
+    return [...slot.runs].some(
+      (run) =>
+        run.state === "waiting_takeover" &&
+        run.takeoverRequestedAt !== undefined &&
+        now - run.takeoverRequestedAt < TAKEOVER_HOLD_MS,
+    );
+  }
+
   private machineDefaults(): MachineDefaults {
     return {
       spec: this.parts.spec,
@@ -467,12 +483,18 @@ export class ComputerLifecycle {
   /**
    * Why the computer should be suspended now, if it should: nobody used it
    * for `idleMs`, or (where the provider bills while running) it is up for
-   * `maxActiveMs`. A run, a person in control or an operation keeps it up.
+   * `maxActiveMs`. An executing run, a person in control or an operation
+   * keeps it up. A run waiting for a takeover does not: asking restarted
+   * the idle timer, and where the provider does not bill while running it
+   * holds the computer for `TAKEOVER_HOLD_MS` after asking; the run keeps
+   * waiting through a suspension, and the next use resumes the computer.
    */
   private async suspensionDue(slot: ComputerSlot, now: number): Promise<"idle" | "active_limit" | undefined> {
-    if (!slot.machine || slot.runs.size > 0 || slot.takeovers.size > 0) return undefined;
+    const executing = [...slot.runs].some((run) => run.state === "active");
+    if (!slot.machine || executing || slot.takeovers.size > 0) return undefined;
     // An update or recovery holds the computer: it is not idle, it is being repaired.
     if (this.operating.has(slot.computerId) || (await this.leases.getReservation(slot.computerId))) return undefined;
+    if (!this.provider.capabilities.billsWhileRunning && this.takeoverHeld(slot, now)) return undefined;
     const { idleMs, maxActiveMs } = this.parts.settings;
     if (idleMs > 0 && now - slot.lastActivityAt >= idleMs) return "idle";
     const upSince = slot.stretchStartedAt;

@@ -1,5 +1,6 @@
 export { BotRun } from "./bot-run.js";
 export type { ComputerEvent } from "./computer-event.js";
+export { TAKEOVER_HOLD_MS } from "./computer-lifecycle.js";
 export type { ComputerOperation } from "./computer-operation.js";
 export { ComputerOperations, OPERATION_INTERRUPT_AFTER_MS } from "./computer-operations.js";
 export type { ComputerOperationsOptions } from "./computer-operations-options.js";
