@@ -1,9 +1,19 @@
 import { defineConfig } from "tsup";
 
-export default defineConfig({
-  entry: { index: "src/index.ts" },
-  format: ["esm", "cjs"],
-  dts: true,
-  sourcemap: true,
-  target: "node20",
-});
+export default defineConfig([
+  {
+    entry: { index: "src/index.ts" },
+    format: ["esm", "cjs"],
+    dts: true,
+    sourcemap: true,
+    target: "node20",
+  },
+  {
+    // The bin: ESM only (top-level await), run by node from its shebang.
+    entry: { main: "src/main.ts" },
+    format: ["esm"],
+    sourcemap: true,
+    target: "node20",
+    banner: { js: "#!/usr/bin/env node" },
+  },
+]);

@@ -27,7 +27,7 @@
 // tsup`) is the same build, plus deleting dist/, which would pull the files
 // from under anything else running from this tree. On a clean clone (CI)
 // the result is the same tarball.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -87,6 +87,60 @@ async function check(name, work) {
 }
 
 const readJson = async (file) => JSON.parse(await readFile(file, "utf8"));
+
+/**
+ * The installed MCP server's bin as a client starts it: `--help` answers,
+ * and over stdio it answers `initialize` and lists its tools.
+ */
+async function mcpBinHandshake(bin, cwd) {
+  const help = spawnSync(bin, ["--help"], { cwd, encoding: "utf8", timeout: 60_000 });
+  if (help.status !== 0 || !help.stdout.includes("SANDBOX_PROVIDER")) {
+    throw new Error(`--help exited ${help.status}: ${help.stderr}`);
+  }
+  const child = spawn(bin, [], {
+    cwd,
+    env: { ...process.env, SANDBOX_PROVIDER: "fake", AGENT_COMPUTER_DATA_DIR: join(cwd, "mcp-data") },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const answers = new Map();
+  let buffered = "";
+  child.stdout.on("data", (chunk) => {
+    buffered += chunk;
+    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
+      const message = JSON.parse(buffered.slice(0, end));
+      buffered = buffered.slice(end + 1);
+      if (message.id !== undefined) answers.set(message.id, message);
+    }
+  });
+  const send = (message) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`);
+  const answer = async (id) => {
+    for (let waited = 0; !answers.has(id); waited += 100) {
+      if (waited > 60_000 || child.exitCode !== null) throw new Error(`no answer to request ${id}; stderr: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return answers.get(id);
+  };
+  try {
+    send({
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "consumer", version: "0" } },
+    });
+    const init = await answer(1);
+    if (init.result?.serverInfo?.name !== "agent-computer") throw new Error(`initialize: ${JSON.stringify(init)}`);
+    send({ method: "notifications/initialized" });
+    send({ id: 2, method: "tools/list" });
+    const names = (await answer(2)).result?.tools?.map((t) => t.name) ?? [];
+    if (!names.includes("shell")) throw new Error(`tools/list: ${JSON.stringify(names)}`);
+    console.log(`   ${init.result.serverInfo.name}: ${names.length} tools (${names.slice(0, 4).join(", ")}, ...)`);
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
 
 /** What is wrong with a publishable package's manifest, given its tarball's files. */
 function manifestProblems(dir, manifest, root, files) {
@@ -273,6 +327,11 @@ async function main() {
     await check(
       "core's example: provider conformance on the fake provider, vitest (ESM suite; ESM and CJS provider)",
       () => run(join(project, "node_modules", ".bin", "vitest"), ["run"], { cwd: project, timeoutMs: 10 * 60_000 }),
+    );
+
+    await check(
+      "the agent-computer-mcp bin: --help, then an MCP stdio handshake and tools/list on the fake provider",
+      () => mcpBinHandshake(join(project, "node_modules", ".bin", "agent-computer-mcp"), project),
     );
 
     const engine = spawnSync("docker", ["version", "--format", "{{.Server.Version}}"], { encoding: "utf8" });

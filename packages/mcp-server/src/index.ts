@@ -1,1 +1,9 @@
-export {};
+export { bearerMatches, checkedToken, MIN_TOKEN_LENGTH } from "./bearer-token.js";
+export { type CallToolParams, callToolParams } from "./call-tool-params.js";
+export type { ChosenProvider } from "./chosen-provider.js";
+export { type ComputerMcpServerOptions, createComputerMcpServer } from "./computer-mcp-server.js";
+export { type ProviderFromEnvironmentOptions, providerFromEnvironment } from "./provider-from-environment.js";
+export { SANDBOX_PROVIDER_NAMES, type SandboxProviderName } from "./sandbox-provider-name.js";
+export { type McpHttpServer, type ServeMcpHttpOptions, serveMcpHttp } from "./serve-mcp-http.js";
+export { type StartMcpServerOptions, startMcpServer } from "./start-mcp-server.js";
+export { USAGE } from "./usage.js";

@@ -57,7 +57,7 @@ export class AiSdkToolCallError extends Error {
  * Input is validated by the tool itself (`callTool`); a bad or failed call
  * throws `AiSdkToolCallError`, which the SDK turns into a `tool-error` the
  * app sees and `error-text` the model reads, the same text for both
- * (docs/architecture.md §7). Images go to the model as `image-data` content.
+ * (docs/architecture.md §10). Images go to the model as `image-data` content.
  *
  *     import { jsonSchema } from "ai";
  *     generateText({ model, tools: toAiSdkTools(computerTools(session), session, jsonSchema), ... })

@@ -7,7 +7,7 @@ type AnySchema = z.ZodType & { _zod: { def: Record<string, unknown> & { type: st
  * `unrecognized_keys` error when parsed, and `additionalProperties: false`
  * in its JSON Schema, so a model (or an MCP client's own check) learns that
  * a misspelt argument is wrong instead of having it dropped silently
- * (docs/architecture.md §7, "Closed input schemas"). Checks, defaults and
+ * (docs/architecture.md §10, "Closed input schemas"). Checks, defaults and
  * descriptions are kept: each part is cloned with its parent's metadata.
  */
 export function closedSchema<S extends z.ZodType>(schema: S): S {

@@ -1,0 +1,154 @@
+import { AgentComputerError, type SandboxProvider } from "@agent-computer/core";
+import { boxProvider } from "@agent-computer/provider-box";
+import { daytonaProvider } from "@agent-computer/provider-daytona";
+import { buildComputerImage, checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
+import { e2bProvider } from "@agent-computer/provider-e2b";
+import { kubernetesProvider } from "@agent-computer/provider-kubernetes";
+import { createFakeProvider } from "@agent-computer/testing";
+import type { ChosenProvider } from "./chosen-provider.js";
+import { SANDBOX_PROVIDER_NAMES, type SandboxProviderName } from "./sandbox-provider-name.js";
+
+type Environment = Record<string, string | undefined>;
+
+/** Options of `providerFromEnvironment`. */
+export interface ProviderFromEnvironmentOptions {
+  /** Where Docker computers keep their homes (`dockerProvider`'s `dataDir`). */
+  dataDir: string;
+  /**
+   * What an unset `SANDBOX_PROVIDER` means: `docker` (the self-host default;
+   * no engine is an error), or `docker-else-fake` (a demo: Docker where an
+   * engine answers, else the in-process fake, and the reason says so).
+   */
+  whenUnset?: "docker" | "docker-else-fake";
+  /** Progress lines (the computer image's build, on first use). */
+  log?: (line: string) => void;
+  /** How long the Docker engine has to answer before it counts as absent (default 3 s). */
+  dockerAnswerMs?: number;
+}
+
+/**
+ * The provider `SANDBOX_PROVIDER` names, configured from each provider's own
+ * variables (docs/architecture.md §9, "Choosing a provider from the environment"). A missing key
+ * is an `INVALID_ARGUMENT` naming the variable, at start, before any
+ * computer is asked for; an unknown name lists the ones there are.
+ */
+export async function providerFromEnvironment(
+  env: Environment,
+  options: ProviderFromEnvironmentOptions,
+): Promise<ChosenProvider> {
+  const value = env.SANDBOX_PROVIDER?.trim();
+  if (value === undefined || value === "") return unset(options);
+  if (!(SANDBOX_PROVIDER_NAMES as readonly string[]).includes(value)) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `SANDBOX_PROVIDER=${JSON.stringify(value)} is not a provider: use one of ${SANDBOX_PROVIDER_NAMES.join(", ")}.`,
+    );
+  }
+  const name = value as SandboxProviderName;
+  const reason = `SANDBOX_PROVIDER=${name}`;
+  if (name === "docker") return docker(options, reason, true) as Promise<ChosenProvider>;
+  return { name, provider: remote(name, env), reason };
+}
+
+async function unset(options: ProviderFromEnvironmentOptions): Promise<ChosenProvider> {
+  if (options.whenUnset !== "docker-else-fake")
+    return docker(options, "SANDBOX_PROVIDER unset", true) as Promise<ChosenProvider>;
+  const chosen = await docker(options, "SANDBOX_PROVIDER unset", false);
+  if ("missing" in chosen) {
+    return { name: "fake", provider: createFakeProvider(), reason: `SANDBOX_PROVIDER unset and ${chosen.missing}` };
+  }
+  return chosen;
+}
+
+async function docker(
+  options: ProviderFromEnvironmentOptions,
+  why: string,
+  required: boolean,
+): Promise<ChosenProvider | { missing: string }> {
+  const check = await Promise.race([
+    checkDockerHost(),
+    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), options.dockerAnswerMs ?? 3000).unref()),
+  ]);
+  const noEngine =
+    check === undefined
+      ? `no Docker engine answers within ${(options.dockerAnswerMs ?? 3000) / 1000} s`
+      : engineMissing(check.missing);
+  if (noEngine) {
+    if (!required) return { missing: noEngine };
+    throw new AgentComputerError(
+      "UNAVAILABLE",
+      `${why} means Docker, but ${noEngine}; start dockerd or set DOCKER_HOST.`,
+    );
+  }
+  const engine = check as NonNullable<typeof check>;
+  const built = await buildComputerImage({
+    docker: engine.docker,
+    onProgress: (p) => {
+      // Only the slow stages are worth a line; a present image needs none.
+      const slow = p.stage === "base-image" || p.stage === "build";
+      if (slow && (p.status === "started" || p.status === "done"))
+        options.log?.(`image ${p.stage}: ${p.message} (${p.elapsedMs} ms)`);
+    },
+  });
+  return {
+    name: "docker",
+    provider: dockerProvider({ docker: engine.docker, dataDir: options.dataDir }),
+    reason: `${why}: a Docker engine answers; computer image ${built.image}${built.built ? " (built now)" : ""}`,
+  };
+}
+
+/** The engine's absence, told apart from a missing image (which is built). */
+function engineMissing(missing: string | undefined): string | undefined {
+  return missing?.startsWith("no Docker engine") ? missing.replace(/; start dockerd.*$/, "") : undefined;
+}
+
+function required(env: Environment, provider: string, variable: string, what: string): string {
+  const value = env[variable]?.trim();
+  if (!value) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `SANDBOX_PROVIDER=${provider} needs ${variable} (${what}); it is not set.`,
+      { details: { variable } },
+    );
+  }
+  return value;
+}
+
+function optional(env: Environment, variable: string): string | undefined {
+  const value = env[variable]?.trim();
+  return value ? value : undefined;
+}
+
+function remote(name: Exclude<SandboxProviderName, "docker">, env: Environment): SandboxProvider {
+  switch (name) {
+    case "fake":
+      return createFakeProvider();
+    case "kubernetes":
+      // The provider reads its KUBERNETES_SANDBOX_* variables (and KUBECONFIG) itself.
+      required(env, name, "KUBERNETES_SANDBOX_NAMESPACE", "the namespace computer pods run in; it must exist");
+      return kubernetesProvider({}, env);
+    case "e2b":
+      required(env, name, "E2B_API_KEY", "the API key of the team that owns the template");
+      required(env, name, "E2B_TEMPLATE", "the computer template built in that team");
+      return e2bProvider({}, env);
+    case "daytona": {
+      const apiUrl = optional(env, "DAYTONA_API_URL");
+      const target = optional(env, "DAYTONA_TARGET");
+      const snapshot = optional(env, "DAYTONA_SNAPSHOT");
+      return daytonaProvider({
+        apiKey: required(env, name, "DAYTONA_API_KEY", "the organization's API key"),
+        ...(apiUrl ? { apiUrl } : {}),
+        ...(target ? { target } : {}),
+        ...(snapshot ? { snapshot } : {}),
+      } as Parameters<typeof daytonaProvider>[0]);
+    }
+    case "box": {
+      const snapshot = optional(env, "BOX_SNAPSHOT");
+      return boxProvider({
+        apiKey: required(env, name, "BOX_API_KEY", "the account's API key"),
+        baseUrl: required(env, name, "BOX_API_URL", "the service's API base URL"),
+        ...(snapshot ? { snapshot } : {}),
+      } as Parameters<typeof boxProvider>[0]);
+    }
+  }
+}

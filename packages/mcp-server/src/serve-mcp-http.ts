@@ -1,0 +1,139 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { ComputerToolSession } from "@agent-computer/runtime";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { bearerMatches, checkedToken } from "./bearer-token.js";
+import { type ComputerMcpServerOptions, createComputerMcpServer } from "./computer-mcp-server.js";
+
+/** Options of `serveMcpHttp`. */
+export interface ServeMcpHttpOptions extends Omit<ComputerMcpServerOptions, "session"> {
+  /** The bearer token every request must carry (`Authorization: Bearer <token>`); at least 32 characters. */
+  token: string;
+  /** Port (default 0: any free one). */
+  port?: number;
+  /** Address to bind (default 127.0.0.1). */
+  host?: string;
+}
+
+/** A running HTTP transport. */
+export interface McpHttpServer {
+  /** `http://<host>:<port>/mcp`. */
+  readonly url: string;
+  /** How many MCP sessions are open. */
+  sessions(): number;
+  close(): Promise<void>;
+}
+
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+interface OpenSession {
+  transport: StreamableHTTPServerTransport;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the tools of one (computer, bot) over MCP streamable HTTP at
+ * `/mcp`, with sessions: each client's `initialize` opens its own MCP
+ * server and its own tool session, so frame de-duplication and the
+ * repeated-action guard are per client (a client that never saw a frame
+ * gets it), and `notifications/tools/list_changed` reaches clients on their
+ * GET stream. Every request needs the bearer token; without it, 401.
+ */
+export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHttpServer> {
+  const token = checkedToken(options.token);
+  const open = new Map<string, OpenSession>();
+  const http = createServer((req, res) => {
+    void answer(req, res).catch((error: unknown) => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end(String(error));
+    });
+  });
+
+  async function answer(req: IncomingMessage, res: ServerResponse) {
+    if (req.url?.split("?")[0] !== "/mcp") return void res.writeHead(404).end();
+    if (!bearerMatches(req.headers.authorization, token)) {
+      return void res
+        .writeHead(401, { "www-authenticate": 'Bearer realm="agent-computer-mcp"', "content-type": "text/plain" })
+        .end("A bearer token is required: Authorization: Bearer <MCP_AUTH_TOKEN>.");
+    }
+    const id = req.headers["mcp-session-id"];
+    const known = typeof id === "string" ? open.get(id) : undefined;
+    if (known) return known.transport.handleRequest(req, res);
+    if (req.method !== "POST")
+      return void jsonRpcError(res, 400, "No open MCP session with that id; initialize first.");
+    const body = await readJson(req);
+    if (!isInitializeRequest(body)) {
+      return void jsonRpcError(res, 400, "No open MCP session with that id; initialize first.");
+    }
+    const session = await openSession(options, open);
+    await session.transport.handleRequest(req, res, body);
+  }
+
+  await new Promise<void>((resolve) => http.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve));
+  const { address, port } = http.address() as AddressInfo;
+  const host = address.includes(":") ? `[${address}]` : address;
+  return {
+    url: `http://${host}:${port}/mcp`,
+    sessions: () => open.size,
+    async close() {
+      await Promise.all([...open.values()].map((s) => s.close()));
+      http.closeAllConnections();
+      await new Promise<void>((resolve, reject) => http.close((e) => (e ? reject(e) : resolve())));
+    },
+  };
+}
+
+async function openSession(options: ServeMcpHttpOptions, open: Map<string, OpenSession>): Promise<OpenSession> {
+  const toolSession = new ComputerToolSession({
+    run: options.run,
+    capabilities: options.capabilities,
+    vision: options.vision ?? true,
+    ...(options.onActivity ? { onActivity: options.onActivity } : {}),
+  });
+  const { server } = createComputerMcpServer({ ...options, session: toolSession });
+  let entry: OpenSession | undefined;
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    onsessioninitialized: (id) => {
+      if (entry) open.set(id, entry);
+    },
+    onsessionclosed: (id) => {
+      open.delete(id);
+    },
+  });
+  entry = {
+    transport,
+    async close() {
+      await transport.close();
+      await server.close();
+    },
+  };
+  transport.onclose = () => {
+    if (transport.sessionId) open.delete(transport.sessionId);
+  };
+  await server.connect(transport);
+  return entry;
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    // The SDK's own limit for a message body.
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+function jsonRpcError(res: ServerResponse, status: number, message: string) {
+  res
+    .writeHead(status, { "content-type": "application/json" })
+    .end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
+}

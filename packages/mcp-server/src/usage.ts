@@ -1,0 +1,24 @@
+/** What `agent-computer-mcp --help` prints. */
+export const USAGE = `agent-computer-mcp: an MCP server with the agent tools of one bot on its own computer.
+
+Usage:
+  agent-computer-mcp            stdio (for Claude Desktop, Cursor, any MCP client)
+  MCP_HTTP_PORT=8765 MCP_AUTH_TOKEN=$(openssl rand -hex 32) agent-computer-mcp
+                                streamable HTTP at http://127.0.0.1:8765/mcp, bearer token required
+  agent-computer-mcp --help     this text
+
+Where the computer runs: SANDBOX_PROVIDER (default docker)
+  docker      a Docker engine (DOCKER_HOST or the local socket); the computer image is built on first use
+  kubernetes  KUBERNETES_SANDBOX_NAMESPACE (required), KUBECONFIG, KUBERNETES_SANDBOX_COMPUTER_IMAGE,
+              KUBERNETES_SANDBOX_RUNTIME_CLASS_NAME, KUBERNETES_SANDBOX_CPU_LIMIT / _MEMORY_LIMIT,
+              KUBERNETES_SANDBOX_POD_LABELS / _POD_ANNOTATIONS, KUBERNETES_SANDBOX_READY_TIMEOUT_MS,
+              KUBERNETES_SANDBOX_HOME_CLAIM (+ _HOME_COLOCATE_NAMESPACE, _HOME_COLOCATE_LABELS)
+  e2b         E2B_API_KEY and E2B_TEMPLATE (required), E2B_API_URL, E2B_DOMAIN
+  daytona     DAYTONA_API_KEY (required), DAYTONA_API_URL, DAYTONA_TARGET, DAYTONA_SNAPSHOT
+  box         BOX_API_KEY and BOX_API_URL (required), BOX_SNAPSHOT
+  fake        in-process, commands run on this host in a temporary folder: demos and tests only
+
+The bot: AGENT_COMPUTER_WORKSPACE (default mcp), AGENT_COMPUTER_BOT (default mcp),
+  AGENT_COMPUTER_DATA_DIR (homes; default ~/.agent-computer/mcp-server), MCP_VISION=0 (no screenshot tools).
+HTTP: MCP_HTTP_PORT, MCP_HTTP_HOST (default 127.0.0.1), MCP_AUTH_TOKEN (at least 32 characters).
+Logs go to stderr; stdout carries the protocol.`;

@@ -1,0 +1,79 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { checkDockerHost } from "@agent-computer/provider-docker";
+import { describe, expect, it } from "vitest";
+import { providerFromEnvironment } from "../src/provider-from-environment.js";
+
+const dataDir = () => mkdtemp(join(tmpdir(), "provider-env-"));
+
+describe("providerFromEnvironment", () => {
+  it("builds each named provider from its own variables, without asking the service anything", async () => {
+    const cases: [Record<string, string>, string][] = [
+      [{ SANDBOX_PROVIDER: "fake" }, "fake"],
+      [{ SANDBOX_PROVIDER: "e2b", E2B_API_KEY: "k", E2B_TEMPLATE: "t" }, "e2b"],
+      [
+        { SANDBOX_PROVIDER: "daytona", DAYTONA_API_KEY: "k", DAYTONA_API_URL: "https://daytona.invalid/api" },
+        "daytona",
+      ],
+      [{ SANDBOX_PROVIDER: "box", BOX_API_KEY: "k", BOX_API_URL: "https://box.invalid/v1" }, "box"],
+    ];
+    for (const [env, kind] of cases) {
+      const chosen = await providerFromEnvironment(env, { dataDir: await dataDir() });
+      expect(chosen.name).toBe(kind);
+      expect(chosen.provider.kind).toBe(kind);
+      expect(chosen.reason).toBe(`SANDBOX_PROVIDER=${kind}`);
+    }
+  });
+
+  it("refuses a missing key with INVALID_ARGUMENT naming the variable, and a bad variable of the provider's own", async () => {
+    await expect(
+      providerFromEnvironment({ SANDBOX_PROVIDER: "daytona" }, { dataDir: await dataDir() }),
+    ).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      details: { variable: "DAYTONA_API_KEY" },
+    });
+    await expect(
+      providerFromEnvironment(
+        {
+          SANDBOX_PROVIDER: "kubernetes",
+          KUBERNETES_SANDBOX_NAMESPACE: "ns",
+          KUBERNETES_SANDBOX_POD_LABELS: "not json",
+        },
+        { dataDir: await dataDir() },
+      ),
+    ).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringContaining("KUBERNETES_SANDBOX_POD_LABELS"),
+    });
+  });
+
+  it("unset, as a demo: the fake provider when no Docker engine answers, and says why", async () => {
+    const previous = process.env.DOCKER_HOST;
+    process.env.DOCKER_HOST = "tcp://127.0.0.1:9";
+    try {
+      const chosen = await providerFromEnvironment({}, { dataDir: await dataDir(), whenUnset: "docker-else-fake" });
+      expect(chosen.name).toBe("fake");
+      expect(chosen.reason).toMatch(/^SANDBOX_PROVIDER unset and no Docker engine answers/);
+      await expect(providerFromEnvironment({}, { dataDir: await dataDir() })).rejects.toMatchObject({
+        code: "UNAVAILABLE",
+        message: expect.stringContaining("SANDBOX_PROVIDER unset means Docker"),
+      });
+    } finally {
+      if (previous === undefined) delete process.env.DOCKER_HOST;
+      else process.env.DOCKER_HOST = previous;
+    }
+  });
+
+  it("unset, as a demo: Docker where an engine answers (fails under CI without one)", async () => {
+    const host = await checkDockerHost();
+    if (host.missing?.startsWith("no Docker engine")) {
+      if (process.env.CI) throw new Error(`CI is set and ${host.missing}`);
+      return;
+    }
+    const chosen = await providerFromEnvironment({}, { dataDir: await dataDir(), whenUnset: "docker-else-fake" });
+    expect(chosen.name).toBe("docker");
+    expect(chosen.provider.kind).toBe("docker");
+    expect(chosen.reason).toMatch(/a Docker engine answers; computer image /);
+  }, 900_000);
+});
