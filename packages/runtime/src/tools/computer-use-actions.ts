@@ -56,18 +56,30 @@ function displayPoint(x: unknown, y: unknown, scaling: ComputerUseScaling | unde
   return scaling ? scalePoint({ x, y }, scaling.model, scaling.display) : { x: Math.round(x), y: Math.round(y) };
 }
 
-// ---- Anthropic computer_20250124 ----
+// ---- Anthropic computer_20250124, computer_20251124 (zoom), computer toolset 20260801 ----
 
-/** The input of Anthropic's `computer_20250124` tool. */
+/** The input of Anthropic's `computer_20250124` and `computer_20251124` tools (and the toolset's members). */
 export interface AnthropicComputerAction {
   action: string;
   coordinate?: [number, number];
   start_coordinate?: [number, number];
+  /** zoom (computer_20251124): [x1, y1, x2, y2], the region's corners on the model's screen. */
+  region?: [number, number, number, number];
   text?: string;
   scroll_direction?: "up" | "down" | "left" | "right";
   scroll_amount?: number;
   /** Seconds (wait, hold_key). */
   duration?: number;
+}
+
+/** Anthropic's zoom corners [x1, y1, x2, y2] on the model's screen as a display region. */
+function zoomRegion(region: unknown, scaling: ComputerUseScaling | undefined) {
+  if (!Array.isArray(region) || region.length !== 4) invalid("zoom needs region [x1, y1, x2, y2].");
+  const [x1, y1, x2, y2] = region as number[];
+  const from = displayPoint(x1, y1, scaling, "zoom region");
+  const to = displayPoint(x2, y2, scaling, "zoom region");
+  if (to.x <= from.x || to.y <= from.y) invalid("zoom region needs x2 > x1 and y2 > y1.");
+  return { x: from.x, y: from.y, width: to.x - from.x, height: to.y - from.y };
 }
 
 /** Keys held while clicking or scrolling (Anthropic's `text` on click/scroll: "shift", "ctrl+alt"). */
@@ -167,6 +179,8 @@ export function fromAnthropicComputerAction(
         ],
       };
     }
+    case "zoom":
+      return { actions: [{ type: "zoom", region: zoomRegion(input.region, scaling) }] };
     case "screenshot":
       return { actions: [], answer: "screenshot" };
     case "cursor_position":

@@ -4,8 +4,15 @@ export {
   type AiSdkTool,
   AiSdkToolCallError,
   type AiSdkToolOutput,
+  toAiSdkModelOutput,
+  toAiSdkOutput,
   toAiSdkTools,
 } from "./ai-sdk-tools.js";
+export {
+  type AnthropicComputerToolOptions,
+  type AnthropicComputerToolVersion,
+  anthropicComputerTool,
+} from "./anthropic-computer-tool.js";
 export { renderPageSnapshot } from "./browser-tools.js";
 export { ComputerToolSession, type ComputerToolSessionOptions, DEFAULT_DESKTOP_APPS } from "./computer-tool-session.js";
 export { type ComputerTool, computerTools } from "./computer-tools.js";
@@ -20,7 +27,13 @@ export {
   scalePoint,
   toModelPoint,
 } from "./computer-use-actions.js";
+export type { ComputerUseTool } from "./computer-use-tool.js";
 export { type McpCallToolResult, type McpTool, toMcpTools } from "./mcp-tools.js";
+export {
+  type OpenAiComputerInput,
+  type OpenAiComputerToolOptions,
+  openAiComputerTool,
+} from "./openai-computer-tool.js";
 export { redactSecrets } from "./redact-secrets.js";
 export {
   type JsonSchemaTool,

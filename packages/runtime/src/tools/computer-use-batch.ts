@@ -1,0 +1,142 @@
+import { AgentComputerError, type DesktopSession, type Observation } from "@agent-computer/core";
+import type { ComputerToolSession } from "./computer-tool-session.js";
+import {
+  type ComputerUseBatch,
+  type ComputerUseScaling,
+  type ScreenSize,
+  toModelPoint,
+} from "./computer-use-actions.js";
+import { recorded, textResult } from "./recorded-call.js";
+import type { ToolContent, ToolResult } from "./tool-result.js";
+
+const VISUAL = new Set([
+  "move",
+  "click",
+  "mouse_down",
+  "mouse_up",
+  "drag",
+  "scroll",
+  "type",
+  "key",
+  "key_down",
+  "key_up",
+]);
+
+/** A look at the desktop with the image at the model's size (the desktop scales it: `maxWidth`). */
+async function observeForModel(
+  desktop: DesktopSession,
+  scaling: ComputerUseScaling,
+  includeImage = true,
+): Promise<Observation> {
+  const scaled = scaling.model.width !== scaling.display.width;
+  if (!scaled || !includeImage) return desktop.observe(undefined, { includeImage });
+  const frame = (await desktop.observe(undefined, { maxWidth: scaling.model.width } as {
+    includeImage?: boolean;
+  })) as Observation & { imageSize?: ScreenSize };
+  if (frame.image && frame.imageSize?.width !== scaling.model.width) {
+    throw new AgentComputerError(
+      "UNSUPPORTED",
+      `This desktop cannot scale screenshots to the model's ${scaling.model.width}x${scaling.model.height}: use a model screen of the display's size (${scaling.display.width}x${scaling.display.height}).`,
+    );
+  }
+  return frame;
+}
+
+/** The frame in the model's coordinates; the image only when this session has not seen that frame yet. */
+function frameForModel(session: ComputerToolSession, frame: Observation, scaling: ComputerUseScaling): ToolContent[] {
+  const cursor = toModelPoint(frame.cursor, scaling);
+  const meta = `Screen ${scaling.model.width}x${scaling.model.height}, cursor at (${cursor.x}, ${cursor.y})${
+    frame.windowTitle ? `, active window "${frame.windowTitle}"` : ""
+  }.`;
+  if (frame.frameHash === session.lastFrameHash) {
+    return [{ type: "text", text: `${meta} Unchanged since your last screenshot: that screenshot still holds.` }];
+  }
+  session.lastFrameHash = frame.frameHash;
+  return frame.image
+    ? [
+        { type: "text", text: meta },
+        { type: "image", data: frame.image, mimeType: frame.mimeType === "image/jpeg" ? "image/jpeg" : "image/png" },
+      ]
+    : [{ type: "text", text: meta }];
+}
+
+const REFUSED_REPEAT =
+  "Refused: you repeated exactly the same action, and last time it changed nothing on the screen. Do something different: another place or key, keyboard navigation, or take a screenshot to look again.";
+
+/**
+ * Runs a vendor action mapped onto a desktop batch, as `computer_act` and
+ * `computer_observe` do on the same session: the same guard against a
+ * repeated no-op, the same activity event (`computer_act`), the same frame
+ * de-duplication, the screen after in the model's coordinates.
+ */
+export async function runComputerUseBatch(
+  session: ComputerToolSession,
+  batch: ComputerUseBatch,
+  scaling: ComputerUseScaling,
+): Promise<ToolResult> {
+  const desktop = await session.desktop();
+  if (batch.actions.length === 0) {
+    if (batch.answer === "cursor_position") {
+      const { cursor } = await desktop.observe(undefined, { includeImage: false });
+      const at = toModelPoint(cursor, scaling);
+      return textResult(`The cursor is at X=${at.x}, Y=${at.y}.`);
+    }
+    return { content: frameForModel(session, await observeForModel(desktop, scaling), scaling) };
+  }
+  const key = JSON.stringify(batch.actions);
+  const visual = batch.actions.some((a) => VISUAL.has(a.type));
+  if (visual && session.lastAct?.key === key && !session.lastAct.changed) {
+    return { isError: true, content: [{ type: "text", text: REFUSED_REPEAT }] };
+  }
+  const summary = `desktop: ${batch.actions.map((a) => a.type).join(", ")}`;
+  return recorded(session, "computer_act", summary, async () => {
+    const before = session.lastFrameHash ?? (await desktop.observe(undefined, { includeImage: false })).frameHash;
+    const outcome = await desktop.act(batch.actions);
+    const after = await observeForModel(desktop, scaling);
+    session.lastAct = { key, changed: after.frameHash !== before };
+    const failed = outcome.results.find((r) => r.status === "failed");
+    const lines = [
+      outcome.ok
+        ? `All ${outcome.results.length} action(s) done.`
+        : `Action ${failed?.index} (${failed?.type}) failed: ${failed?.error?.message}${
+            failed?.uncertain ? " It may have taken effect: look before retrying." : ""
+          } Actions after it did not run.`,
+      session.lastAct.changed ? "The screen changed." : "The screen did not change.",
+    ];
+    const zooms: ToolContent[] = outcome.results.flatMap((r) =>
+      r.image ? [{ type: "image" as const, data: r.image, mimeType: "image/png" as const }] : [],
+    );
+    return {
+      result: {
+        ...(outcome.ok ? {} : { isError: true }),
+        content: [{ type: "text", text: lines.join(" ") }, ...zooms, ...frameForModel(session, after, scaling)],
+      },
+      ok: outcome.ok,
+    };
+  });
+}
+
+/**
+ * The model's screen for a display: `width` if given (the height follows
+ * the display's aspect ratio), else the display scaled down until it fits
+ * `limits` (never up).
+ */
+export function modelScreenFor(
+  display: ScreenSize,
+  options: { width?: number; limits?: { longEdge: number; pixels: number } },
+): ScreenSize {
+  const factor = options.width
+    ? options.width / display.width
+    : Math.min(
+        1,
+        options.limits ? options.limits.longEdge / Math.max(display.width, display.height) : 1,
+        options.limits ? Math.sqrt(options.limits.pixels / (display.width * display.height)) : 1,
+      );
+  if (!(factor > 0) || factor > 1) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `The model's screen must be at most the display's width (${display.width}), got ${options.width}.`,
+    );
+  }
+  return { width: Math.round(display.width * factor), height: Math.round(display.height * factor) };
+}
