@@ -139,14 +139,14 @@ function fencedDesktop(
   if (session.pageBrowser) {
     const page = session.pageBrowser;
     const browser: PageBrowser = {
-      snapshot: (ctx) => page.snapshot(ctx),
+      snapshot: (ctx, request) => page.snapshot(ctx, request),
       navigate: async (url, ctx) => {
         await check();
         return page.navigate(url, withLease(ctx));
       },
-      act: async (action, ctx) => {
+      act: async (action, ctx, after) => {
         await check();
-        return page.act(action, withLease(ctx));
+        return page.act(action, withLease(ctx), after);
       },
     };
     Object.defineProperty(wrapped, "pageBrowser", { value: browser, enumerable: true });

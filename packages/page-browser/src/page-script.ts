@@ -206,6 +206,14 @@ export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
       nodes: listed,
     };
   }
+  // The emulator stands in for the input devices: its events are the user's.
+  var TRUSTED_TYPES = ["click", "mousedown", "mouseup", "mouseover", "mouseenter", "mousemove", "keydown", "keypress", "keyup", "input", "change", "beforeinput"];
+  function marked(e) { try { Object.defineProperty(e, "isTrusted", { value: true }); } catch (_) { /* Chromium's own */ } }
+  function asUser(cmd, run) {
+    if (!cmd.trusted) return run();
+    TRUSTED_TYPES.forEach(function (t) { w.addEventListener(t, marked, true); });
+    try { return run(); } finally { TRUSTED_TYPES.forEach(function (t) { w.removeEventListener(t, marked, true); }); }
+  }
   function fire(el, type, init) {
     var Ctor = type.indexOf("key") === 0 && w.KeyboardEvent ? w.KeyboardEvent : type.indexOf("mouse") === 0 && w.MouseEvent ? w.MouseEvent : w.Event;
     var props = { bubbles: true, cancelable: true, composed: true };
@@ -227,14 +235,59 @@ export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
     var type = String(el.type || "text").toLowerCase();
     return ["text", "search", "email", "url", "tel", "password", "number", ""].indexOf(type) >= 0;
   }
+  function boxChecked(el) {
+    var type = tag(el) === "input" ? String(el.type).toLowerCase() : "";
+    return type === "checkbox" || type === "radio" ? !!el.checked : el.getAttribute("aria-checked") === "true";
+  }
+  function covers(el, hit) {
+    if (!hit) return false;
+    if (hit === el || el.contains(hit)) return true;
+    var label = hit.closest ? hit.closest("label") : null;
+    return !!(label && label.control === el);
+  }
+  // Where a trusted click would land: the element's centre, scrolled into
+  // view, and only if the element itself (or its label) is what is there.
+  function locate(el, cmd) {
+    if (cmd.want !== undefined) {
+      var type = tag(el) === "input" ? String(el.type).toLowerCase() : "";
+      var role = el.getAttribute("role");
+      if (type !== "checkbox" && type !== "radio" && role !== "checkbox" && role !== "switch" && role !== "radio") return unsupported("check works on checkboxes, radios and switches only.");
+      if (!cmd.want && (type === "radio" || role === "radio")) return unsupported("A radio button cannot be unchecked; check another option of its group.");
+      if (boxChecked(el) === cmd.want) return { done: true, progress: [cmd.want ? "checked" : "unchecked"] };
+    }
+    var b = el.getBoundingClientRect();
+    if (b.width === 0 && b.height === 0) return { error: { code: "CONFLICT", message: "The element has no size on screen, so nothing can click it." } };
+    var x = Math.min(Math.max(b.left + b.width / 2, 1), w.innerWidth - 1);
+    var y = Math.min(Math.max(b.top + b.height / 2, 1), w.innerHeight - 1);
+    var hit = doc.elementFromPoint(x, y);
+    if (!covers(el, hit)) {
+      var what = hit ? roleOf(hit) + " " + tag(hit) + (nameOf(hit) ? ' "' + clean(nameOf(hit), 60) + '"' : "") : "nothing";
+      return { error: { code: "CONFLICT", message: "Another element covers it on screen (" + what + " at " + Math.round(x) + "," + Math.round(y) + "); nothing was clicked. Close or dismiss what covers it (snapshot to find it), then try again." } };
+    }
+    return { point: { x: x, y: y }, progress: [] };
+  }
   function perform(el, cmd) {
     if (!el || !el.isConnected || el.ownerDocument !== doc) return { error: { code: "STALE_REF", message: "stale" } };
     var t = tag(el);
     if (t === "iframe" || t === "frame") return unsupported("This element is a frame: its content is another document the page tools cannot reach.");
     if (shadowControls(el) && !el.matches(INTERACTIVE)) return unsupported("This control lives in a shadow DOM the page tools do not enter.");
-    if (cmd.action !== "scroll_into_view" && cmd.action !== "hover" && (el.disabled || el.getAttribute("aria-disabled") === "true")) return { error: { code: "CONFLICT", message: "The element is disabled; do what enables it first, then snapshot again." } };
-    if (el.scrollIntoView && cmd.layout !== false) el.scrollIntoView({ block: "center", inline: "center" });
+    var purpose = cmd.purpose || cmd.action;
+    if (purpose !== "scroll_into_view" && purpose !== "hover" && purpose !== "typing-ok" && (el.disabled || el.getAttribute("aria-disabled") === "true")) return { error: { code: "CONFLICT", message: "The element is disabled; do what enables it first, then snapshot again." } };
+    if (el.scrollIntoView && cmd.layout !== false && purpose !== "typing-ok" && purpose !== "checked-is") el.scrollIntoView({ block: "center", inline: "center" });
     switch (cmd.action) {
+      case "locate":
+        return locate(el, cmd);
+      case "checked-is": {
+        var on = boxChecked(el);
+        return on === cmd.want ? { progress: [cmd.want ? "checked" : "unchecked"] } : { progress: ["clicked"], error: { code: "CONFLICT", message: "The page did not let the box change." } };
+      }
+      case "typing-ok":
+        if (cmd.start && w.navigation && !w.__agentPageWatch) {
+          w.__agentPageWatch = { navigated: false };
+          w.navigation.addEventListener("navigate", function () { w.__agentPageWatch.navigated = true; });
+        }
+        if (cmd.start && w.__agentPageWatch) w.__agentPageWatch.navigated = false;
+        return { ok: el.isConnected && el.ownerDocument === w.document && String(w.location.href) === String(cmd.href || w.location.href) && !(w.__agentPageWatch && w.__agentPageWatch.navigated), href: String(w.location.href), focused: doc.activeElement === el };
       case "scroll_into_view":
         return { progress: ["scrolled into view"] };
       case "hover":
@@ -275,7 +328,7 @@ export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
         return { progress: ["selected"] };
       }
       case "focus-for-typing": {
-        if (!editable(el)) return unsupported("fill and type work on text fields only.");
+        if (!cmd.anyElement && !editable(el)) return unsupported("fill and type work on text fields only.");
         if (el.focus) el.focus();
         if (cmd.clear) {
           if (el.isContentEditable) el.textContent = ""; else setValue(el, "");
@@ -324,7 +377,7 @@ export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
   }
   try {
     if (command.op === "collect") return collect(command, target);
-    if (command.op === "perform") return perform(target, command);
+    if (command.op === "perform") return asUser(command, function () { return perform(target, command); });
     if (command.op === "alive") return { alive: !!(target && target.isConnected && target.ownerDocument === doc) };
     return { error: { code: "INVALID_ARGUMENT", message: "unknown page script op" } };
   } catch (e) {

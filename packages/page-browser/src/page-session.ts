@@ -174,8 +174,9 @@ export class PageSession<Handle> implements PageBrowser {
     };
   }
 
-  async act(action: PageAction, ctx: OpContext = {}): Promise<PageActOutcome> {
+  async act(action: PageAction, ctx: OpContext = {}, after: { delta?: boolean } = {}): Promise<PageActOutcome> {
     const request = parseInput(pageActionSchema, action, "page action");
+    const delta = after.delta === true;
     throwIfDone(ctx, "browser act");
     const latest = await this.memory.load();
     if (!latest) {
@@ -197,7 +198,7 @@ export class PageSession<Handle> implements PageBrowser {
     }
     const progress: string[] = [];
     const failed = (code: ErrorCode, message: string, uncertain: boolean) =>
-      this.outcome(false, progress, uncertain, { code, message });
+      this.outcome(false, progress, uncertain, { code, message }, delta);
     const run = async (command: Record<string, unknown>) => {
       const answer = await this.engine.perform(entry.handle, { op: "perform", layout: this.engine.layout, ...command });
       const error = answer.error as { code?: string; message?: string } | undefined;
@@ -250,7 +251,7 @@ export class PageSession<Handle> implements PageBrowser {
       );
     }
     await this.engine.settle();
-    return this.outcome(true, progress, false, undefined);
+    return this.outcome(true, progress, false, undefined, delta);
   }
 
   private async outcome(
@@ -258,8 +259,9 @@ export class PageSession<Handle> implements PageBrowser {
     progress: string[],
     uncertain: boolean,
     error: { code: ErrorCode; message: string } | undefined,
+    delta: boolean,
   ): Promise<PageActOutcome> {
-    const snapshot = await this.snapshot().catch(() => undefined);
+    const snapshot = await this.snapshot({}, { delta }).catch(() => undefined);
     return { ok, progress, uncertain, ...(error ? { error } : {}), ...(snapshot ? { snapshot } : {}) };
   }
 }

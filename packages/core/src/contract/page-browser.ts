@@ -20,6 +20,9 @@ export interface PageBrowser {
    * not listed stay usable only while their element lives.
    */
   snapshot(ctx?: OpContext, request?: PageSnapshotRequest): Promise<PageSnapshot>;
-  /** Acts on one element of the latest snapshot, then snapshots the page again. */
-  act(action: PageAction, ctx?: OpContext): Promise<PageActOutcome>;
+  /**
+   * Acts on one element of the latest snapshot, then snapshots the page
+   * again: only what the action changed when `after.delta` is set.
+   */
+  act(action: PageAction, ctx?: OpContext, after?: { readonly delta?: boolean }): Promise<PageActOutcome>;
 }

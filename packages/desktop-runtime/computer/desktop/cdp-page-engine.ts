@@ -1,6 +1,7 @@
 import { AgentComputerError } from "@agent-computer/core";
 import { type CollectedPage, PAGE_SCRIPT, type PageEngine } from "@agent-computer/page-browser";
 import type { CdpConnection } from "./cdp-connection.js";
+import { CdpTrustedInput, type ElementScript } from "./cdp-trusted-input.js";
 import { sleep } from "./process-status.js";
 
 interface RemoteObject {
@@ -22,7 +23,11 @@ export class CdpPageEngine implements PageEngine<number> {
   readonly layout = true;
   private world: { loaderId: string; contextId: number; script: string } | undefined;
 
-  constructor(private readonly cdp: CdpConnection) {}
+  private readonly input: CdpTrustedInput;
+
+  constructor(private readonly cdp: CdpConnection) {
+    this.input = new CdpTrustedInput(cdp);
+  }
 
   async load(url: string, timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
@@ -79,18 +84,27 @@ export class CdpPageEngine implements PageEngine<number> {
 
   async perform(handle: number, command: Record<string, unknown>): Promise<Record<string, unknown>> {
     const world = await this.ensureWorld();
-    let element: RemoteObject;
-    try {
-      element = (
-        (await this.cdp.call("DOM.resolveNode", { backendNodeId: handle, executionContextId: world.contextId })) as {
-          object: RemoteObject;
-        }
-      ).object;
-    } catch {
-      return { error: { code: "STALE_REF", message: "gone" } };
+    const element = await this.resolve(handle, world);
+    if (!element) return { error: { code: "STALE_REF", message: "gone" } };
+    const script: ElementScript = async (extra) =>
+      (await this.callScript(world, [{ value: { ...command, ...extra } }, { objectId: element }], true))
+        .value as Record<string, unknown>;
+    // The user's own input where an action is a pointer or key gesture; the script for the rest (select, scroll, focus).
+    switch (command.action) {
+      case "click":
+        return this.input.click(script);
+      case "check":
+      case "uncheck":
+        return this.input.click(script, command.action === "check");
+      case "hover":
+        return this.input.hover(script);
+      case "press":
+        return this.input.press(script, String(command.value));
+      case "type-chars":
+        return this.input.type(script, String(command.value));
+      default:
+        return script({});
     }
-    const answer = await this.callScript(world, [{ value: command }, { objectId: element.objectId }], true);
-    return answer.value as Record<string, unknown>;
   }
 
   identity(handle: number): number {

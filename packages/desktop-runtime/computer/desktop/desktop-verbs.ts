@@ -223,7 +223,10 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
         try {
           if (op === "navigate") return { snapshot: await session.navigate(String(input.url)) };
           if (op === "snapshot") return { snapshot: await session.snapshot({}, input) };
-          if (op === "act") return { outcome: await session.act(input as never) };
+          if (op === "act") {
+            const { deltaAfter, ...action } = input;
+            return { outcome: await session.act(action as never, {}, { delta: deltaAfter === true }) };
+          }
         } catch (error) {
           if (AgentComputerError.is(error)) throw new CliError(error.code, error.message);
           throw error;

@@ -37,8 +37,9 @@ export class LinuxPageBrowser implements PageBrowser {
     return (await this.browse("snapshot", request ?? {}, ctx)).snapshot as PageSnapshot;
   }
 
-  async act(action: PageAction, ctx?: OpContext): Promise<PageActOutcome> {
+  async act(action: PageAction, ctx?: OpContext, after?: { readonly delta?: boolean }): Promise<PageActOutcome> {
     const request = parseInput(pageActionSchema, action, "page action");
-    return (await this.browse("act", request, ctx)).outcome as PageActOutcome;
+    const input = after?.delta ? { ...request, deltaAfter: true } : request;
+    return (await this.browse("act", input, ctx)).outcome as PageActOutcome;
   }
 }

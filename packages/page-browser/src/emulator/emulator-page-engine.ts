@@ -89,7 +89,8 @@ export class EmulatorPageEngine implements PageEngine<EmulatedElement> {
   }
 
   async perform(handle: EmulatedElement, command: Record<string, unknown>): Promise<Record<string, unknown>> {
-    return pageScript(command, handle, this.page.mainFrame.window);
+    // No input devices here: the script's own events stand in for the user's, so they count as trusted.
+    return pageScript({ ...command, trusted: true }, handle, this.page.mainFrame.window);
   }
 
   identity(handle: EmulatedElement): number {

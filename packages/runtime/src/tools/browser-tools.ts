@@ -132,7 +132,7 @@ const browserSnapshot = computerTool({
 const browserAct = computerTool({
   name: "browser_act",
   description:
-    "Act on one element of your latest browser snapshot by its ref: click, fill (replace text), type (append text), select (an option by label), check/uncheck, press (a key like Enter), hover, scroll_into_view. Returns what was done and a new snapshot. A ref whose element changed is refused (STALE_REF): snapshot again. If it reports an UNCERTAIN outcome, check the page before repeating.",
+    "Act on one element of your latest browser snapshot by its ref: click, fill (replace text), type (append text), select (an option by label), check/uncheck, press (a key like Enter), hover, scroll_into_view. Returns what was done and what changed on the page (unchanged refs still hold). A ref whose element changed is refused (STALE_REF): snapshot again. If it reports an UNCERTAIN outcome, check the page before repeating.",
   inputSchema: pageActionSchema,
   mutating: true,
   handler: (input, session) =>
@@ -142,7 +142,8 @@ const browserAct = computerTool({
       "browser_act",
       `${input.action} ${input.ref}${input.value !== undefined ? ` (${input.value.length} characters)` : ""}`,
       async () => {
-        const outcome = await (await pageBrowserOf(session)).act(input);
+        // Only what the action changed: the model holds the snapshot it acted on.
+        const outcome = await (await pageBrowserOf(session)).act(input, {}, { delta: true });
         const result = textResult(renderOutcome(input.action, input.ref, outcome));
         return { result: outcome.ok ? result : { ...result, isError: true }, ok: outcome.ok };
       },

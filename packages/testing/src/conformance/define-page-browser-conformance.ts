@@ -7,6 +7,8 @@ export interface PageBrowserConformanceOptions {
   browser: () => Promise<PageBrowser>;
   /** The URL where `PAGE_FIXTURES[name]` is served to that browser. */
   urlOf: (name: string) => string;
+  /** Whether the browser lays pages out (boxes, hit-testing): the overlay case needs it. */
+  layout?: boolean;
   /** Per-case timeout (default 60 s). */
   timeoutMs?: number;
 }
@@ -125,4 +127,124 @@ export function definePageBrowserConformance(options: PageBrowserConformanceOpti
     },
     timeout,
   );
+  it(
+    "answers a delta after a click: the re-rendered row gets a new ref, its old one is STALE_REF, the rest keep theirs",
+    async () => {
+      const browser = await options.browser();
+      const page = await browser.navigate(options.urlOf("spa.html"));
+      const finish = byName(page, "Finish Task 3");
+      const other = byName(page, "Finish Task 20");
+      const clicked = await browser.act({ ref: finish.ref, action: "click" }, {}, { delta: true });
+      const delta = clicked.snapshot as PageSnapshot;
+      expect(delta.delta).toMatchObject({ since: page.snapshotId, removed: [finish.ref], textUnchanged: false });
+      expect(delta.elements.map((e) => e.name)).toEqual(["Reopen Task 3"]);
+      expect(delta.elements[0]?.ref).not.toBe(finish.ref);
+      expect(delta.text).toContain("1 of 30 done");
+      expect(delta.text).not.toContain("Task 20");
+      expect(delta.delta?.unchanged).toBe(page.elements.length - 1);
+      await expect(browser.act({ ref: finish.ref, action: "click" })).rejects.toMatchObject({ code: "STALE_REF" });
+      // An unchanged row keeps its ref and still acts on its own element.
+      const again = await browser.act({ ref: other.ref, action: "click" }, {}, { delta: true });
+      expect(again.snapshot?.elements.map((e) => e.name)).toEqual(["Reopen Task 20"]);
+      expect(again.snapshot?.text).toContain("2 of 30 done");
+      // Nothing changed since: an empty delta; a full snapshot on request lists everything.
+      const quiet = await browser.snapshot({}, { delta: true });
+      expect(quiet.delta).toMatchObject({ removed: [], textUnchanged: true });
+      expect(quiet.elements).toEqual([]);
+      const full = await browser.snapshot();
+      expect(full.delta).toBeUndefined();
+      expect(full.elements).toHaveLength(page.elements.length);
+    },
+    timeout,
+  );
+
+  it(
+    "masks a password in full snapshots and in deltas",
+    async () => {
+      const browser = await options.browser();
+      const page = await browser.navigate(options.urlOf("spa.html"));
+      expect(byName(page, "Password").value).toMatch(/^•+$/);
+      const typed = await browser.act(
+        { ref: byName(page, "Password").ref, action: "fill", value: SECRET },
+        {},
+        { delta: true },
+      );
+      const delta = typed.snapshot as PageSnapshot;
+      expect(delta.delta).toBeDefined();
+      expect(byName(delta, "Password").value).toMatch(/^•+$/);
+      for (const value of [page, typed, await browser.snapshot({}, { delta: true }), await browser.snapshot()])
+        expect(JSON.stringify(value)).not.toContain(SECRET);
+    },
+    timeout,
+  );
+
+  it(
+    "operates a page that accepts only the user's own (isTrusted) input",
+    async () => {
+      const browser = await options.browser();
+      const page = await browser.navigate(options.urlOf("trusted.html"));
+      const typed = await browser.act({ ref: byName(page, "Name").ref, action: "type", value: "ada" });
+      expect(typed.ok).toBe(true);
+      const done = await browser.act({ ref: byName(page, "Go").ref, action: "click" });
+      expect(done.snapshot?.text).toContain("Trusted click, typed ada");
+    },
+    timeout,
+  );
+
+  it(
+    "refuses a click on a covered element with a clear error instead of clicking what covers it",
+    async () => {
+      const browser = await options.browser();
+      const page = await browser.navigate(options.urlOf("overlay.html"));
+      const buy = byName(page, "Buy now");
+      if (!options.layout) {
+        // Without layout nothing covers anything: the emulator clicks the element itself.
+        expect((await browser.act({ ref: buy.ref, action: "click" })).snapshot?.text).toContain("Bought");
+        return;
+      }
+      await expect(browser.act({ ref: buy.ref, action: "click" })).rejects.toMatchObject({
+        code: "CONFLICT",
+        message: expect.stringMatching(/covers it.*Accept cookies/),
+      });
+      const after = await browser.snapshot();
+      expect(after.text).toContain("Not bought");
+      await browser.act({ ref: byName(after, "Accept cookies").ref, action: "click" });
+      const bought = await browser.act({ ref: buy.ref, action: "click" });
+      expect(bought.snapshot?.text).toContain("Bought");
+    },
+    timeout,
+  );
+
+  for (const [file, last, needle] of [
+    ["table300.html", "Open order 300", "Customer 300"],
+    ["links200.html", "Page 200", "is about topic 200."],
+  ] as const) {
+    it(
+      `reaches the last element and text of ${file} by following only the hints, in at most 5 snapshots`,
+      async () => {
+        const browser = await options.browser();
+        let snapshot = await browser.navigate(options.urlOf(file));
+        const names = new Set<string>();
+        let text = snapshot.text;
+        let count = 1;
+        for (const e of snapshot.elements) names.add(e.name);
+        // Obeys the hint literally: the continuation it was handed, nothing else.
+        while (snapshot.continuation && count < 5) {
+          const { after, textFrom } = snapshot.continuation;
+          snapshot = await browser.snapshot({}, { ...(after ? { after } : {}), textFrom });
+          count++;
+          for (const e of snapshot.elements) names.add(e.name);
+          text += snapshot.text;
+        }
+        expect(snapshot.continuation).toBeUndefined();
+        expect(names.has(last)).toBe(true);
+        expect(text).toContain(needle);
+        expect(names.size).toBe(file === "table300.html" ? 300 : 200);
+        // The refs read along the way still act.
+        const target = snapshot.elements.find((e) => e.name === last);
+        expect((await browser.act({ ref: target?.ref ?? "", action: "scroll_into_view" })).ok).toBe(true);
+      },
+      timeout,
+    );
+  }
 }
