@@ -48,6 +48,14 @@ import {
 } from "@aws-sdk/client-s3";
 import PQueue from "p-queue";
 import { z } from "zod";
+import { ChunkBucket, type ListedObject } from "./chunked/chunk-bucket.js";
+import { collectChunks } from "./chunked/chunk-collection.js";
+import { type ChunkKeys, chunkKeysOf } from "./chunked/chunk-keys.js";
+import type { HomeManifest } from "./chunked/home-manifest.js";
+import { type ChunkPlace, readPlace, snapshotHome } from "./chunked/home-snapshot.js";
+import { manifestArchive } from "./chunked/manifest-archive.js";
+import { isChunk } from "./chunked/sealed-chunk.js";
+import { isManifest, MAX_MANIFEST_BYTES, openManifest, sealManifest } from "./chunked/sealed-manifest.js";
 import type { HomeKeyring } from "./home-keyring.js";
 import type { HomeReconcileResult } from "./home-reconcile-result.js";
 import type { HomeRecord } from "./home-record.js";
@@ -98,6 +106,9 @@ const optionsSchema = z
       .optional(),
     partConcurrency: z.number().int().min(1).max(64).optional(),
     abandonAfterMs: z.number().int().nonnegative().optional(),
+    format: z.union([z.literal(1), z.literal(2)]).optional(),
+    chunkConcurrency: z.number().int().min(1).max(64).optional(),
+    chunkGraceMs: z.number().int().min(100).optional(),
     onStage: z.custom<(event: HomeStoreStage) => void>((v) => typeof v === "function").optional(),
   })
   .strict();
@@ -115,6 +126,12 @@ interface StoredObject {
   /** The attempt id, or "committed" for a revision's pointer. */
   readonly name: string;
   readonly lastModified: number;
+}
+
+/** A chunk or deletion mark of a format-v2 home, as the key names it. */
+interface ChunkedObject extends ListedObject {
+  readonly storageId: string;
+  readonly kind: "chunk" | "mark";
 }
 
 /**
@@ -143,6 +160,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
   private readonly partBytes: number;
   private readonly partConcurrency: number;
   private readonly abandonAfterMs: number;
+  private readonly format: 1 | 2;
+  private readonly chunkConcurrency: number;
+  private readonly chunkGraceMs: number;
   private readonly onStage: ((event: HomeStoreStage) => void | Promise<void>) | undefined;
   private readonly queues = new Map<string, PQueue>();
 
@@ -158,6 +178,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     this.partBytes = parsed.partBytes ?? 8 * MIB;
     this.partConcurrency = parsed.partConcurrency ?? 4;
     this.abandonAfterMs = parsed.abandonAfterMs ?? 60 * 60 * 1000;
+    this.format = parsed.format ?? 1;
+    this.chunkConcurrency = parsed.chunkConcurrency ?? 8;
+    this.chunkGraceMs = parsed.chunkGraceMs ?? 60 * 60 * 1000;
     this.onStage = options.onStage;
   }
 
@@ -169,8 +192,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
   checkpoint(request: HomeCheckpointRequest): Promise<HomeCheckpoint> {
     const parsed = parseInput(checkpointRequestSchema, request, "HomeCheckpointRequest");
     const ctx = checkOpContext(parsed.ctx);
+    const take = this.format === 2 ? this.takeChunkedCheckpoint : this.takeCheckpoint;
     return this.serially(parsed.homeKey, () =>
-      this.takeCheckpoint(parsed.homeKey, parsed.source as HomeSource, parsed.commit, ctx),
+      take.call(this, parsed.homeKey, parsed.source as HomeSource, parsed.commit, ctx),
     );
   }
 
@@ -205,8 +229,8 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     return this.serially(key, async () => {
       const record = await this.records.read(key);
       if (record !== undefined) {
-        const objects = await this.listObjects(`${this.homesPrefix()}${checkedStorageId(record)}/`);
-        await this.deleteKeys(objects.map((o) => o.key));
+        const { revisions, chunked } = await this.listAll(`${this.homesPrefix()}${checkedStorageId(record)}/`);
+        await this.deleteKeys([...chunked.map((o) => o.key), ...revisions.map((o) => o.key)]);
       }
       await rm(this.homeDir(key), { recursive: true, force: true });
       await recoverInterruptedRestore(this.homeDir(key));
@@ -233,7 +257,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     for await (const record of this.records.list()) {
       if (storageIdPattern.test(record.storageId)) owners.set(record.storageId, record);
     }
-    const objects = await this.listObjects(this.homesPrefix());
+    // Taken before any manifest is listed: the chunk rule (chunk-collection.ts) depends on it.
+    const startedAt = Date.now();
+    const { revisions: objects, chunked } = await this.listAll(this.homesPrefix());
     const now = Date.now();
     const winners = new Map<string, string>();
     for (const o of objects) {
@@ -258,11 +284,12 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
       } else if (now - o.lastModified >= this.abandonAfterMs) removed.push({ key: o.key, reason: "abandoned" });
       else kept.push(o.key);
     }
+    const chunkRemoved = await this.collectUnreferencedChunks(owners, objects, chunked, removed, startedAt, dryRun);
     if (!dryRun) {
       await this.deleteKeys(removed.map((r) => r.key));
       await this.abortAbandonedUploads(now);
     }
-    return { dryRun, examined: objects.length, removed, kept };
+    return { dryRun, examined: objects.length + chunked.length, removed: [...chunkRemoved, ...removed], kept };
   }
 
   private async takeCheckpoint(
@@ -425,10 +452,15 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     if (object === undefined) return undefined;
     const dataKey = await this.dataKeyOf(record);
     await this.emit({ stage: "downloading", homeKey, revision: record.revision, objectKey: object.key });
-    const body = await this.get(object.key, signalOf(ctx, "restore"));
+    const signal = signalOf(ctx, "restore");
+    const { head, stream } = await peekStart(await this.get(object.key, signal), 8);
+    if (isManifest(head)) {
+      const sealed = await collectBytes(stream, MAX_MANIFEST_BYTES);
+      return this.syncChunked(homeKey, storageId, record.revision, dataKey, sealed, object.lastModified, signal);
+    }
     const hash = createHash("sha256");
     const stats = await restoreHome(
-      tap(openCheckpoint(body, { dataKey, storageId, revision: record.revision }), hash),
+      tap(openCheckpoint(stream, { dataKey, storageId, revision: record.revision }), hash),
       home,
       this.limits,
     );
@@ -464,6 +496,336 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
         "delete the ones that are not current (see the README, 'Object layout').",
       { details: { storageId, revision, candidates: attempts.map((o) => o.key) } },
     );
+  }
+
+  /**
+   * A format-v2 checkpoint (README "Format v2"): the home is checked into a
+   * staging folder of the cache as in v1, then cut into chunks named by
+   * their HMAC; only chunks the bucket lacks are sealed and uploaded, then
+   * the sealed manifest goes where v1 puts the archive
+   * (`homes/<storage-id>/<revision>/<attempt>`), so the fenced commit,
+   * pointer and clean-up are v1's.
+   */
+  private async takeChunkedCheckpoint(
+    homeKey: string,
+    source: HomeSource,
+    commit: ((next: number) => Promise<void>) | undefined,
+    ctx: OpContext,
+  ): Promise<HomeCheckpoint> {
+    throwIfDone(ctx, "checkpoint");
+    const record = await this.recordOf(homeKey);
+    const storageId = checkedStorageId(record);
+    const keys = chunkKeysOf(await this.dataKeyOf(record), storageId);
+    const next = record.revision + 1;
+    const attempt = randomBytes(12).toString("hex");
+    const objectKey = this.objectKey(storageId, next, attempt);
+    await recoverInterruptedRestore(this.homeDir(homeKey));
+    await this.emit({ stage: "packing", homeKey, revision: next });
+    const { staged, swap } = await this.stageSource(homeKey, source, ctx);
+    let snapshot: ReturnType<typeof snapshotHome>;
+    let digest: string;
+    try {
+      snapshot = snapshotHome(staged.stagingDir, keys);
+      const manifest: HomeManifest = { format: 2, storageId, revision: next, entries: snapshot.entries };
+      const sealed = sealManifest(keys, manifest);
+      digest = sealed.digest;
+      const bytes = await this.uploadMissingChunks(keys, staged.stagingDir, snapshot.places, homeKey, next, ctx);
+      await this.putBytes(objectKey, sealed.sealed, "writing a manifest");
+      await this.emit({ stage: "uploaded", homeKey, revision: next, objectKey, bytes: bytes + sealed.sealed.length });
+      throwIfDone(ctx, "checkpoint");
+      await this.emit({ stage: "committing", homeKey, revision: next });
+      if (commit) await commit(next);
+      else await this.records.advanceRevision({ homeKey, expectedRevision: record.revision, next });
+    } catch (error) {
+      await staged.discard();
+      await this.deleteKeys([objectKey]).catch(() => {});
+      throw error;
+    }
+    await this.emit({ stage: "cleaning-up", homeKey, revision: next });
+    await this.put(this.objectKey(storageId, next, COMMITTED), attempt).catch(() => {});
+    const checkpoint: CacheMarker = {
+      homeKey,
+      storageId,
+      revision: next,
+      createdAt: Date.now(),
+      bytes: staged.stats.bytes,
+      files: staged.stats.files,
+      digest,
+      mounted: "mounted" in source,
+    };
+    if (swap) await staged.swapIn();
+    else await staged.discard();
+    await this.writeChunkIndex(homeKey, storageId, snapshot.places);
+    await this.writeMarker(checkpoint);
+    const leftovers = (await this.listObjects(`${this.homesPrefix()}${storageId}/`)).filter(
+      (o) => o.revision < next || (o.revision === next && o.name !== attempt && o.name !== COMMITTED),
+    );
+    // Chunks stay: the reconciler removes the unreferenced ones under its grace rule (chunk-collection.ts).
+    await this.deleteKeys(leftovers.map((o) => o.key)).catch(() => {});
+    return publicOf(checkpoint) as HomeCheckpoint;
+  }
+
+  /** Checks the source into a staging folder: beside the cache (swapped in after the commit), or, for a mounted home, a scratch one. */
+  private async stageSource(
+    homeKey: string,
+    source: HomeSource,
+    ctx: OpContext,
+  ): Promise<{ staged: StagedHome; swap: boolean }> {
+    const home = this.homeDir(homeKey);
+    if ("machine" in source) {
+      const resume = await source.machine.quiesceDesktops?.(ctx);
+      try {
+        const tar = await source.machine.files.exportWorkspace(ctx);
+        return { staged: await stageHome(tar, home, this.limits), swap: true };
+      } finally {
+        await resume?.();
+      }
+    }
+    if ("mounted" in source) {
+      // The live home is the cache: read it through the packer's link-safe walk into a scratch copy.
+      await mkdir(home, { recursive: true });
+      await mkdir(join(this.dataDir, "home-scratch"), { recursive: true });
+      const scratch = join(this.dataDir, "home-scratch", homeKey);
+      return { staged: await stageHome(packHome(home).tar, scratch, this.limits), swap: false };
+    }
+    if (resolve(source.dir) === home)
+      throw new AgentComputerError(
+        "INVALID_ARGUMENT",
+        `The source folder is the store's own copy of "${homeKey}"; use { mounted: true } for a mounted home.`,
+      );
+    return { staged: await stageHome(packHome(source.dir).tar, home, this.limits), swap: true };
+  }
+
+  /**
+   * Uploads the chunks the bucket does not hold. Chunks a deletion mark
+   * names count as absent and go up again, and the manifest must follow
+   * within half the grace period: the reconciler's side of that rule is in
+   * chunk-collection.ts.
+   */
+  private async uploadMissingChunks(
+    keys: ChunkKeys,
+    root: string,
+    places: ReadonlyMap<string, ChunkPlace>,
+    homeKey: string,
+    revision: number,
+    ctx: OpContext,
+  ): Promise<number> {
+    const bucket = this.chunkBucket(keys.storageId);
+    const listedAt = Date.now();
+    const [stored, marks] = await Promise.all([bucket.listChunks(), bucket.listMarks()]);
+    const marked = new Set((await Promise.all(marks.map((m) => bucket.readMark(m)))).flat());
+    const present = new Set(stored.map((o) => o.name).filter((name) => !marked.has(name)));
+    const missing = new Map([...places].filter(([name]) => !present.has(name)));
+    await this.emit({ stage: "uploading", homeKey, revision, part: 1, bytes: 0 });
+    const bytes = await bucket.upload(keys, root, missing, this.chunkConcurrency, signalOf(ctx, "checkpoint"));
+    if (Date.now() - listedAt >= this.chunkGraceMs / 2)
+      throw new AgentComputerError(
+        "UNAVAILABLE",
+        `The chunk upload took over half the chunk grace period (${this.chunkGraceMs} ms), so the reconciler may already be collecting chunks it reuses; checkpoint again (or raise chunkGraceMs).`,
+      );
+    return bytes;
+  }
+
+  /**
+   * Brings the cache to a v2 revision: the manifest is opened and checked,
+   * each chunk taken from the cache when the previous revision left it
+   * there (read where the chunk index says and used only if its HMAC is the
+   * chunk's name, so a changed or planted cache file is never trusted) and
+   * fetched from the bucket otherwise, and the home staged and swapped in
+   * whole by the codec.
+   */
+  private async syncChunked(
+    homeKey: string,
+    storageId: string,
+    revision: number,
+    dataKey: Uint8Array,
+    sealed: Buffer,
+    createdAt: number,
+    signal: AbortSignal,
+  ): Promise<CacheMarker> {
+    const keys = chunkKeysOf(dataKey, storageId);
+    const { manifest, digest } = openManifest(keys, revision, sealed, this.limits);
+    const home = this.homeDir(homeKey);
+    const index = await this.readChunkIndex(homeKey, storageId);
+    const bucket = this.chunkBucket(storageId);
+    const source = async (name: string, size: number) => {
+      const place = index.get(name);
+      if (place !== undefined && place.size === size) {
+        const plain = readPlace(home, place);
+        if (plain !== undefined && isChunk(keys, name, plain)) return plain;
+      }
+      return bucket.fetch(keys, name, size, signal);
+    };
+    const stats = await restoreHome(manifestArchive(manifest, source, this.chunkConcurrency), home, this.limits);
+    await this.writeChunkIndex(homeKey, storageId, placesOf(manifest));
+    const synced: CacheMarker = {
+      homeKey,
+      storageId,
+      revision,
+      createdAt,
+      bytes: stats.bytes,
+      files: stats.files,
+      digest,
+      mounted: false,
+    };
+    await this.writeMarker(synced);
+    return synced;
+  }
+
+  /**
+   * The reconciler's chunk half: for each live home, chunks no listed
+   * manifest (committed, or pending and kept) references are marked, and
+   * deleted a grace period later (chunk-collection.ts); an unowned home's
+   * chunks go at once, like its revisions. A manifest that does not open
+   * stops collection for its home: better garbage than a missing chunk.
+   */
+  private async collectUnreferencedChunks(
+    owners: ReadonlyMap<string, HomeRecord>,
+    objects: readonly StoredObject[],
+    chunked: readonly ChunkedObject[],
+    removed: readonly { key: string }[],
+    startedAt: number,
+    dryRun: boolean,
+  ): Promise<{ key: string; reason: "unowned" | "unreferenced" }[]> {
+    const out: { key: string; reason: "unowned" | "unreferenced" }[] = [];
+    const unowned = chunked.filter((o) => !owners.has(o.storageId)).map((o) => o.key);
+    out.push(...unowned.map((key) => ({ key, reason: "unowned" as const })));
+    if (!dryRun) await this.deleteKeys(unowned);
+    const removing = new Set(removed.map((r) => r.key));
+    for (const [storageId, owner] of owners) {
+      const mine = chunked.filter((o) => o.storageId === storageId);
+      if (mine.length === 0) continue;
+      const manifests = objects.filter(
+        (o) =>
+          o.storageId === storageId && o.name !== COMMITTED && o.revision >= owner.revision && !removing.has(o.key),
+      );
+      const referenced = await this.referencedChunks(owner, manifests).catch(() => undefined);
+      if (referenced === undefined) continue;
+      const bucket = this.chunkBucket(storageId);
+      const marks = await Promise.all(
+        mine.filter((o) => o.kind === "mark").map(async (m) => ({ ...m, names: await bucket.readMark(m) })),
+      );
+      const plan = collectChunks({
+        chunks: mine.filter((o) => o.kind === "chunk"),
+        marks,
+        referenced,
+        now: startedAt,
+        graceMs: this.chunkGraceMs,
+      });
+      out.push(...plan.deleteChunks.map((key) => ({ key, reason: "unreferenced" as const })));
+      if (dryRun) continue;
+      await bucket.deleteKeys(plan.deleteChunks);
+      await bucket.deleteKeys(plan.deleteMarks);
+      if (plan.mark.length > 0) await bucket.writeMark(`${Date.now()}-${randomBytes(6).toString("hex")}`, plan.mark);
+    }
+    return out;
+  }
+
+  /** Every chunk name the given revision objects reference (v1 archives reference none). */
+  private async referencedChunks(owner: HomeRecord, manifests: readonly StoredObject[]): Promise<Set<string>> {
+    const referenced = new Set<string>();
+    if (manifests.length === 0) return referenced;
+    const keys = chunkKeysOf(await this.dataKeyOf(owner), owner.storageId);
+    for (const object of manifests) {
+      const head = await this.getBytes(object.key, "bytes=0-7");
+      if (!isManifest(head)) continue;
+      const { manifest } = openManifest(keys, object.revision, await this.getBytes(object.key), this.limits);
+      for (const entry of manifest.entries)
+        if (entry.kind === "file") for (const c of entry.chunks) referenced.add(c.name);
+    }
+    return referenced;
+  }
+
+  private chunkBucket(storageId: string): ChunkBucket {
+    return new ChunkBucket(this.s3, this.bucket, `${this.homesPrefix()}${storageId}/`, (what, send) =>
+      this.call(what, send),
+    );
+  }
+
+  private async getBytes(key: string, range?: string): Promise<Buffer> {
+    const result = await this.call("downloading a manifest", () =>
+      this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range })),
+    );
+    return Buffer.from((await result.Body?.transformToByteArray()) ?? []);
+  }
+
+  private async putBytes(key: string, body: Buffer, what: string): Promise<void> {
+    await this.call(what, () =>
+      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length })),
+    );
+  }
+
+  private chunkIndexPath(homeKey: string): string {
+    return join(this.dataDir, "home-revisions", `${homeKey}.chunks.json`);
+  }
+
+  /** Where the cache holds each chunk of the revision it last took; only a hint (restores check every byte). */
+  private async readChunkIndex(homeKey: string, storageId: string): Promise<Map<string, ChunkPlace>> {
+    try {
+      const saved = JSON.parse(await readFile(this.chunkIndexPath(homeKey), "utf8")) as {
+        storageId: string;
+        places: [string, string, number, number][];
+      };
+      if (saved.storageId !== storageId) return new Map();
+      return new Map(saved.places.map(([name, path, offset, size]) => [name, { path, offset, size }]));
+    } catch {
+      return new Map();
+    }
+  }
+
+  private async writeChunkIndex(
+    homeKey: string,
+    storageId: string,
+    places: ReadonlyMap<string, ChunkPlace>,
+  ): Promise<void> {
+    const path = this.chunkIndexPath(homeKey);
+    await mkdir(join(this.dataDir, "home-revisions"), { recursive: true });
+    const list = [...places].map(([name, p]) => [name, p.path, p.offset, p.size]);
+    const temporary = `${path}.${process.pid}.tmp`;
+    await writeFile(temporary, JSON.stringify({ storageId, places: list }));
+    await rename(temporary, path);
+  }
+
+  /** Revision objects (archives, manifests, pointers) and chunk objects (chunks, marks) under `prefix`. */
+  private async listAll(prefix: string): Promise<{ revisions: StoredObject[]; chunked: ChunkedObject[] }> {
+    const revisions: StoredObject[] = [];
+    const chunked: ChunkedObject[] = [];
+    const homes = this.homesPrefix();
+    let token: string | undefined;
+    do {
+      const page = await this.call("listing objects", () =>
+        this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token })),
+      );
+      for (const item of page.Contents ?? []) {
+        const key = item.Key as string;
+        if (!key.startsWith(homes)) continue;
+        const rest = key.slice(homes.length);
+        const lastModified = item.LastModified?.getTime() ?? 0;
+        // Keys this store did not write are not its to delete.
+        const revision = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\/([1-9][0-9]*)\/([0-9a-f]{24}|committed)$/.exec(rest);
+        if (revision !== null) {
+          revisions.push({
+            key,
+            storageId: revision[1] as string,
+            revision: Number(revision[2]),
+            name: revision[3] as string,
+            lastModified,
+          });
+          continue;
+        }
+        const chunk = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\/(chunks|gc-marks)\/([0-9a-z-]{1,64})$/.exec(rest);
+        if (chunk !== null)
+          chunked.push({
+            key,
+            storageId: chunk[1] as string,
+            kind: chunk[2] === "chunks" ? "chunk" : "mark",
+            name: chunk[3] as string,
+            lastModified,
+          });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token !== undefined);
+    return { revisions, chunked };
   }
 
   private async recordOf(homeKey: string): Promise<HomeRecord> {
@@ -584,31 +946,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
   }
 
   private async listObjects(prefix: string): Promise<StoredObject[]> {
-    const found: StoredObject[] = [];
-    let token: string | undefined;
-    const homes = this.homesPrefix();
-    do {
-      const page = await this.call("listing objects", () =>
-        this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token })),
-      );
-      for (const item of page.Contents ?? []) {
-        const key = item.Key as string;
-        // Keys this store did not write are not its to delete.
-        const match = /^([A-Za-z0-9][A-Za-z0-9._-]{0,127})\/([1-9][0-9]*)\/([0-9a-f]{24}|committed)$/.exec(
-          key.slice(homes.length),
-        );
-        if (!key.startsWith(homes) || match === null) continue;
-        found.push({
-          key,
-          storageId: match[1] as string,
-          revision: Number(match[2]),
-          name: match[3] as string,
-          lastModified: item.LastModified?.getTime() ?? 0,
-        });
-      }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token !== undefined);
-    return found;
+    return (await this.listAll(prefix)).revisions;
   }
 
   private async deleteKeys(keys: readonly string[]): Promise<void> {
@@ -814,4 +1152,63 @@ function write(sink: PassThrough, chunk: Uint8Array): Promise<void> {
     sink.once("drain", onDrain);
     sink.once("close", onClose);
   });
+}
+
+/** Reads at least `bytes` of a stream (if it has them) and gives them back with a stream that replays them first. */
+async function peekStart(
+  body: AsyncIterable<Uint8Array>,
+  bytes: number,
+): Promise<{ head: Buffer; stream: AsyncIterable<Uint8Array> }> {
+  const iterator = body[Symbol.asyncIterator]();
+  const read: Uint8Array[] = [];
+  let length = 0;
+  let done = false;
+  while (length < bytes) {
+    const step = await iterator.next();
+    if (step.done) {
+      done = true;
+      break;
+    }
+    read.push(step.value);
+    length += step.value.byteLength;
+  }
+  async function* replay(): AsyncGenerator<Uint8Array> {
+    yield* read;
+    if (done) return;
+    for (;;) {
+      const step = await iterator.next();
+      if (step.done) return;
+      yield step.value;
+    }
+  }
+  return { head: Buffer.concat(read), stream: replay() };
+}
+
+async function collectBytes(stream: AsyncIterable<Uint8Array>, limit: number): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  let length = 0;
+  for await (const part of stream) {
+    length += part.byteLength;
+    if (length > limit)
+      throw new AgentComputerError(
+        "CHECKPOINT_CORRUPT",
+        `The checkpoint's manifest is over ${limit} bytes; nothing was restored from it.`,
+      );
+    parts.push(part);
+  }
+  return Buffer.concat(parts);
+}
+
+/** Where each chunk of a manifest lies in the home it describes (the cache after a restore). */
+function placesOf(manifest: HomeManifest): Map<string, ChunkPlace> {
+  const places = new Map<string, ChunkPlace>();
+  for (const entry of manifest.entries) {
+    if (entry.kind !== "file") continue;
+    let offset = 0;
+    for (const chunk of entry.chunks) {
+      if (!places.has(chunk.name)) places.set(chunk.name, { path: entry.path, offset, size: chunk.size });
+      offset += chunk.size;
+    }
+  }
+  return places;
 }

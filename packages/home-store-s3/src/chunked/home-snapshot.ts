@@ -1,0 +1,101 @@
+import { closeSync, constants, lstatSync, openSync, readdirSync, readSync } from "node:fs";
+import { join } from "node:path";
+import type { ChunkKeys } from "./chunk-keys.js";
+import type { HomeManifestEntry } from "./home-manifest.js";
+import { CHUNK_BYTES, chunkName } from "./sealed-chunk.js";
+
+/** Where a chunk's bytes are on disk: `size` bytes at `offset` of the home-relative `path`. */
+export interface ChunkPlace {
+  readonly path: string;
+  readonly offset: number;
+  readonly size: number;
+}
+
+/** A home as manifest entries, and where on disk each named chunk can be read again. */
+export interface HomeSnapshot {
+  readonly entries: HomeManifestEntry[];
+  readonly places: Map<string, ChunkPlace>;
+}
+
+/**
+ * Names every chunk of a home already checked and staged by the codec
+ * (`stageHome`: only directories and regular files, nothing a bot can swap
+ * under us), in byte order of names so equal homes give equal manifests.
+ * Reads each file once; the upload reads only the chunks the bucket lacks again.
+ */
+export function snapshotHome(root: string, keys: ChunkKeys): HomeSnapshot {
+  const entries: HomeManifestEntry[] = [];
+  const places = new Map<string, ChunkPlace>();
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  const walk = (relative: string) => {
+    const names = readdirSync(join(root, relative)).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    for (const name of names) {
+      const path = relative === "" ? name : `${relative}/${name}`;
+      const stat = lstatSync(join(root, path));
+      const mode = stat.mode & 0o7777;
+      const mtime = Math.max(0, Math.floor(stat.mtimeMs / 1000));
+      if (stat.isDirectory()) {
+        entries.push({ path, kind: "directory", mode, mtime });
+        walk(path);
+      } else if (stat.isFile()) {
+        const chunks = nameChunks(root, path, stat.size, keys, buffer, places);
+        entries.push({ path, kind: "file", mode, mtime, size: stat.size, chunks });
+      }
+    }
+  };
+  walk("");
+  return { entries, places };
+}
+
+function nameChunks(
+  root: string,
+  path: string,
+  size: number,
+  keys: ChunkKeys,
+  buffer: Buffer,
+  places: Map<string, ChunkPlace>,
+): { name: string; size: number }[] {
+  const chunks: { name: string; size: number }[] = [];
+  if (size === 0) return chunks;
+  const fd = openSync(join(root, path), constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    for (let offset = 0; offset < size; offset += CHUNK_BYTES) {
+      const length = Math.min(CHUNK_BYTES, size - offset);
+      const piece = readExactly(fd, buffer, length, offset);
+      const name = chunkName(keys, piece);
+      chunks.push({ name, size: length });
+      if (!places.has(name)) places.set(name, { path, offset, size: length });
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return chunks;
+}
+
+/** Reads `length` bytes at `offset` into `buffer`; a file that shrank underneath is an error, not a short chunk. */
+export function readExactly(fd: number, buffer: Buffer, length: number, offset: number): Buffer {
+  let done = 0;
+  while (done < length) {
+    const count = readSync(fd, buffer, done, length - done, offset + done);
+    if (count === 0) throw new Error("the file shrank while it was read");
+    done += count;
+  }
+  return buffer.subarray(0, length);
+}
+
+/** Reads a chunk back from where `place` says, or undefined when it is not there any more. */
+export function readPlace(root: string, place: ChunkPlace): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(join(root, place.path), constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    return Buffer.from(readExactly(fd, Buffer.allocUnsafe(place.size), place.size, place.offset));
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}

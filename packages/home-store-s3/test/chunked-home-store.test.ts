@@ -1,0 +1,423 @@
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { AgentComputerError } from "@agent-computer/core";
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chunkKeysOf } from "../src/chunked/chunk-keys.js";
+import { checkManifest, openManifest, sealManifest } from "../src/chunked/sealed-manifest.js";
+import {
+  ContentKeyring,
+  MemoryHomeRecords,
+  ObjectAgentHomeStore,
+  type ObjectAgentHomeStoreOptions,
+} from "../src/index.js";
+import { type LocalS3, startLocalS3 } from "./local-s3.js";
+
+// Format v2 against a real S3 server (s3rver): incremental upload, restore
+// from the cache, hostile manifests, tampered and swapped chunks, and the
+// reconciler's grace rule racing a checkpoint.
+
+let s3: LocalS3;
+let base: string;
+let dirs = 0;
+const fresh = (name: string) => join(base, `${name}-${++dirs}`);
+const contentKey = randomBytes(32);
+const keyring = new ContentKeyring(contentKey);
+
+beforeAll(async () => {
+  s3 = await startLocalS3("chunked-homes");
+  base = mkdtempSync(join(tmpdir(), "chunked-home-store-"));
+});
+afterAll(async () => {
+  await s3.close();
+  await rm(base, { recursive: true, force: true });
+});
+
+function storeWith(records: MemoryHomeRecords, options: Partial<ObjectAgentHomeStoreOptions> = {}) {
+  return new ObjectAgentHomeStore({
+    s3: s3.config,
+    bucket: s3.bucket,
+    dataDir: fresh("data"),
+    keyring,
+    records,
+    format: 2,
+    abandonAfterMs: 0,
+    chunkGraceMs: 60_000,
+    ...options,
+  });
+}
+
+/** A home of 30 small files, one 3 MiB file and nested folders. */
+function writeHome(dir: string): void {
+  mkdirSync(join(dir, "notes/deep"), { recursive: true });
+  for (let i = 0; i < 30; i++)
+    writeFileSync(join(dir, "notes", `n${i}.txt`), `note ${i} ${randomBytes(200).toString("hex")}\n`);
+  writeFileSync(join(dir, "notes/deep/big.bin"), randomBytes(3 * 1024 * 1024 + 17));
+  writeFileSync(join(dir, "empty"), "");
+}
+
+function treeOf(dir: string, prefix = ""): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of readdirSync(join(dir, prefix), { withFileTypes: true })) {
+    const path = prefix === "" ? entry.name : `${prefix}/${entry.name}`;
+    if (entry.isDirectory()) {
+      out[`${path}/`] = "dir";
+      Object.assign(out, treeOf(dir, path));
+    } else
+      out[path] = createHash("sha256")
+        .update(readFileSync(join(dir, path)))
+        .digest("hex");
+  }
+  return out;
+}
+
+async function bytesOf(key: string): Promise<Buffer> {
+  const got = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
+  return Buffer.from(await (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
+}
+async function putBytes(key: string, body: Buffer): Promise<void> {
+  await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body }));
+}
+
+async function rejection(promise: Promise<unknown>): Promise<AgentComputerError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(AgentComputerError);
+  return error as AgentComputerError;
+}
+
+/** A home with one committed v2 revision, and a second store (its own cache) to restore on. */
+async function homeWithCheckpoint(homeKey: string) {
+  const records = new MemoryHomeRecords();
+  records.create({ homeKey, storageId: `st-${homeKey}` });
+  const writer = storeWith(records);
+  const source = fresh("src");
+  writeHome(source);
+  await writer.checkpoint({ homeKey, source: { dir: source } });
+  const record = await records.read(homeKey);
+  const dataKey = await keyring.unwrap(record?.wrappedDataKey as string, `st-${homeKey}`);
+  return { records, writer, source, keys: chunkKeysOf(dataKey, `st-${homeKey}`), storageId: `st-${homeKey}` };
+}
+
+async function manifestKeyOf(storageId: string, revision: number): Promise<string> {
+  const keys = await s3.keys(`homes/${storageId}/${revision}/`);
+  return keys.find((k) => !k.endsWith("/committed")) as string;
+}
+
+describe("ObjectAgentHomeStore format 2", () => {
+  it("uploads only changed chunks, restores whole, and a second host's cache fetches only what changed", async () => {
+    const { records, writer, source, storageId } = await homeWithCheckpoint("inc");
+    const chunksAfterFirst = await s3.keys(`homes/${storageId}/chunks/`);
+    // 30 notes + 4 pieces of the 3 MiB file (1 MiB chunks); the empty file has none.
+    expect(chunksAfterFirst).toHaveLength(34);
+
+    const reader = storeWith(records);
+    const first = fresh("restored");
+    await reader.restore({ homeKey: "inc", target: { dir: first } });
+    expect(treeOf(first)).toEqual(treeOf(source));
+
+    writeFileSync(join(source, "notes/n3.txt"), "changed\n");
+    writeFileSync(join(source, "added.txt"), "new file\n");
+    const uploaded: number[] = [];
+    const second = await storeWith(records, {
+      dataDir: writer.dataDir,
+      onStage: (e) => void (e.stage === "uploaded" && uploaded.push(e.bytes)),
+    }).checkpoint({ homeKey: "inc", source: { dir: source } });
+    expect(second.revision).toBe(2);
+    const added = (await s3.keys(`homes/${storageId}/chunks/`)).filter((k) => !chunksAfterFirst.includes(k));
+    expect(added).toHaveLength(2);
+    // Two tiny chunks plus the manifest: far under one small file's worth of the 3 MiB home.
+    expect(uploaded[0]).toBeLessThan(16 * 1024);
+
+    // The reader's cache holds revision 1: it downloads the manifest and the two new chunks only.
+    const fetched: string[] = [];
+    const counting = storeWith(records, { dataDir: reader.dataDir });
+    const spy = (counting as unknown as { s3: { send: (c: unknown) => unknown } }).s3;
+    const send = spy.send.bind(spy);
+    spy.send = (command: unknown) => {
+      const input = (command as { input?: { Key?: string } }).input;
+      if (command instanceof GetObjectCommand && input?.Key?.includes("/chunks/")) fetched.push(input.Key);
+      return send(command);
+    };
+    const target = fresh("restored");
+    const restored = await counting.restore({ homeKey: "inc", target: { dir: target } });
+    expect(restored?.digest).toBe(second.digest);
+    expect(treeOf(target)).toEqual(treeOf(source));
+    expect(fetched.sort()).toEqual(added.sort());
+  });
+
+  it("reads format 1 checkpoints after the store switches to format 2", async () => {
+    const records = new MemoryHomeRecords();
+    records.create({ homeKey: "mixed", storageId: "st-mixed" });
+    const source = fresh("src");
+    writeHome(source);
+    await storeWith(records, { format: 1 }).checkpoint({ homeKey: "mixed", source: { dir: source } });
+    const target = fresh("restored");
+    await storeWith(records).restore({ homeKey: "mixed", target: { dir: target } });
+    expect(treeOf(target)).toEqual(treeOf(source));
+    writeFileSync(join(source, "notes/n1.txt"), "v2 now\n");
+    await storeWith(records).checkpoint({ homeKey: "mixed", source: { dir: source } });
+    const again = fresh("restored");
+    await storeWith(records, { format: 1 }).restore({ homeKey: "mixed", target: { dir: again } });
+    expect(treeOf(again)).toEqual(treeOf(source));
+  });
+
+  describe("refuses hostile manifests (sealed with the right key) with the target untouched", () => {
+    const file = (path: string, extra: Record<string, unknown> = {}) => ({
+      path,
+      kind: "file",
+      mode: 0o644,
+      mtime: 1,
+      size: 0,
+      chunks: [],
+      ...extra,
+    });
+    const dir = (path: string) => ({ path, kind: "directory", mode: 0o755, mtime: 1 });
+    const name = "a".repeat(64);
+    const cases: [string, (storageId: string) => unknown][] = [
+      ["a '..' segment", () => [dir("a"), file("a/../../etc/passwd")]],
+      ["an absolute path", () => [file("/etc/passwd")]],
+      ["a NUL byte", () => [file("a\0b")]],
+      ["an empty path", () => [file("")]],
+      ["an empty segment", () => [dir("a"), file("a//b")]],
+      ["a '.' segment", () => [dir("a"), file("a/./b")]],
+      ["a trailing slash", () => [dir("a"), file("a/")]],
+      ["a symbolic link", () => [{ path: "l", kind: "symlink", mode: 0o777, mtime: 1, target: "/etc" }]],
+      ["a device", () => [{ path: "d", kind: "device", mode: 0o600, mtime: 1 }]],
+      ["a duplicate path", () => [file("x"), file("x")]],
+      ["a file and a folder of one name", () => [file("x"), dir("x")]],
+      ["a child before its folder", () => [file("a/b"), dir("a")]],
+      ["a file below a file", () => [file("a"), file("a/b")]],
+      ["an oversized file", () => [file("big", { size: 2 ** 40, chunks: [] })]],
+      ["chunks that do not add up", () => [file("f", { size: 10, chunks: [{ name, size: 5 }] })]],
+      ["a malformed chunk name", () => [file("f", { size: 5, chunks: [{ name: "../../x", size: 5 }] })]],
+      ["an oversized chunk", () => [file("f", { size: 2 * 1024 * 1024, chunks: [{ name, size: 2 * 1024 * 1024 }] })]],
+      ["a negative size", () => [file("f", { size: -1 })]],
+      ["a setuid-beyond mode", () => [file("f", { mode: 0o170000 })]],
+      ["an unknown field", () => [file("f", { owner: "root" })]],
+      ["a name over 255 bytes", () => [file("n".repeat(256))]],
+      ["a path deeper than the limit", () => [file(Array.from({ length: 300 }, () => "d").join("/"))]],
+    ];
+    for (const [what, entries] of cases) {
+      it(`refuses ${what}`, async () => {
+        const homeKey = `hostile-${cases.findIndex((c) => c[0] === what)}`;
+        const { records, keys, storageId } = await homeWithCheckpoint(homeKey);
+        const record = await records.read(homeKey);
+        const key = await manifestKeyOf(storageId, record?.revision as number);
+        const manifest = { format: 2, storageId, revision: record?.revision, entries: entries(storageId) };
+        await putBytes(key, sealManifest(keys, manifest as never).sealed);
+        const target = fresh("target");
+        mkdirSync(target);
+        writeFileSync(join(target, "kept.txt"), "untouched");
+        const error = await rejection(storeWith(records).restore({ homeKey, target: { dir: target } }));
+        expect(error.code).toBe("CHECKPOINT_CORRUPT");
+        expect(readdirSync(target)).toEqual(["kept.txt"]);
+        expect(readFileSync(join(target, "kept.txt"), "utf8")).toBe("untouched");
+      });
+    }
+
+    it("refuses the wrong storage id, revision and format in the plaintext too", () => {
+      const good = { format: 2, storageId: "s", revision: 3, entries: [] };
+      expect(() => checkManifest({ ...good, storageId: "t" }, "s", 3)).toThrow(/storage id/);
+      expect(() => checkManifest({ ...good, revision: 2 }, "s", 3)).toThrow(/revision 2/);
+      expect(() => checkManifest({ ...good, format: 1 }, "s", 3)).toThrow(/malformed/);
+      expect(() => checkManifest(good, "s", 3, { maxEntries: 1 })).not.toThrow();
+      expect(() =>
+        checkManifest(
+          {
+            ...good,
+            entries: [
+              { path: "a", kind: "directory", mode: 0o755, mtime: 1 },
+              { path: "b", kind: "directory", mode: 0o755, mtime: 1 },
+            ],
+          },
+          "s",
+          3,
+          { maxEntries: 1 },
+        ),
+      ).toThrow(/entries/);
+    });
+  });
+
+  describe("refuses tampered and swapped objects with CHECKPOINT_CORRUPT and the target untouched", () => {
+    type Attack = (
+      ctx: Awaited<ReturnType<typeof homeWithCheckpoint>> & { manifestKey: string; chunkKeys: string[] },
+    ) => Promise<void>;
+    const flip = async (key: string, at: (length: number) => number) => {
+      const bytes = await bytesOf(key);
+      const i = at(bytes.length);
+      bytes[i] = (bytes[i] as number) ^ 1;
+      await putBytes(key, bytes);
+    };
+    const attacks: [string, Attack][] = [
+      ["a flipped ciphertext byte in a chunk", async (c) => flip(c.chunkKeys[0] as string, (n) => n >> 1)],
+      ["a flipped tag byte in a chunk", async (c) => flip(c.chunkKeys[0] as string, (n) => n - 1)],
+      ["a flipped nonce byte in a chunk", async (c) => flip(c.chunkKeys[0] as string, () => 9)],
+      [
+        "a truncated chunk",
+        async (c) => putBytes(c.chunkKeys[0] as string, (await bytesOf(c.chunkKeys[0] as string)).subarray(0, 40)),
+      ],
+      [
+        "a chunk with bytes appended",
+        async (c) =>
+          putBytes(
+            c.chunkKeys[0] as string,
+            Buffer.concat([await bytesOf(c.chunkKeys[0] as string), Buffer.from("x")]),
+          ),
+      ],
+      ["an empty chunk object", async (c) => putBytes(c.chunkKeys[0] as string, Buffer.alloc(0))],
+      [
+        "a missing chunk",
+        async (c) => {
+          await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: c.chunkKeys[0] }));
+        },
+      ],
+      [
+        "one chunk swapped for another of the same home",
+        async (c) => putBytes(c.chunkKeys[0] as string, await bytesOf(c.chunkKeys[1] as string)),
+      ],
+      [
+        "another home's chunk under this name",
+        async (c) => {
+          const other = await homeWithCheckpoint(`other-${randomBytes(3).toString("hex")}`);
+          const theirs = (await s3.keys(`homes/${other.storageId}/chunks/`))[0] as string;
+          await putBytes(c.chunkKeys[0] as string, await bytesOf(theirs));
+        },
+      ],
+      [
+        "another home's manifest",
+        async (c) => {
+          const other = await homeWithCheckpoint(`other-${randomBytes(3).toString("hex")}`);
+          await putBytes(c.manifestKey, await bytesOf(await manifestKeyOf(other.storageId, 1)));
+        },
+      ],
+      [
+        "an older revision's manifest",
+        async (c) => {
+          const older = await bytesOf(c.manifestKey);
+          writeFileSync(join(c.source, "notes/n0.txt"), "newer\n");
+          await c.writer.checkpoint({ homeKey: c.keys.storageId.slice(3), source: { dir: c.source } });
+          await putBytes(await manifestKeyOf(c.storageId, 2), older);
+        },
+      ],
+      ["a flipped manifest byte", async (c) => flip(c.manifestKey, (n) => n >> 1)],
+      ["a truncated manifest", async (c) => putBytes(c.manifestKey, (await bytesOf(c.manifestKey)).subarray(0, 30))],
+      [
+        "a manifest resealed under a wrong key",
+        async (c) => {
+          const wrong = chunkKeysOf(randomBytes(32), c.storageId);
+          await putBytes(
+            c.manifestKey,
+            sealManifest(wrong, { format: 2, storageId: c.storageId, revision: 1, entries: [] }).sealed,
+          );
+        },
+      ],
+    ];
+    for (const [what, attack] of attacks) {
+      it(`refuses ${what}`, async () => {
+        const homeKey = `tamper-${attacks.findIndex((a) => a[0] === what)}`;
+        const ctx = await homeWithCheckpoint(homeKey);
+        const chunkKeys = await s3.keys(`homes/${ctx.storageId}/chunks/`);
+        const manifestKey = await manifestKeyOf(ctx.storageId, 1);
+        await attack({ ...ctx, manifestKey, chunkKeys });
+        const target = fresh("target");
+        mkdirSync(target);
+        writeFileSync(join(target, "kept.txt"), "untouched");
+        const error = await rejection(storeWith(ctx.records).restore({ homeKey, target: { dir: target } }));
+        expect(error.code).toBe("CHECKPOINT_CORRUPT");
+        expect(readdirSync(target)).toEqual(["kept.txt"]);
+      });
+    }
+
+    it("opens the untampered manifest it refuses after a flip (the attack is the only difference)", async () => {
+      const { keys, storageId } = await homeWithCheckpoint("control");
+      const key = await manifestKeyOf(storageId, 1);
+      expect(openManifest(keys, 1, await bytesOf(key)).manifest.entries.length).toBeGreaterThan(30);
+      expect(() => openManifest(keys, 2, Buffer.from(key))).toThrow(AgentComputerError);
+    });
+  });
+
+  describe("the reconciler's chunk collection", () => {
+    it("deletes unreferenced chunks only a grace period after marking them, and never referenced ones", async () => {
+      const records = new MemoryHomeRecords();
+      records.create({ homeKey: "gc", storageId: "st-gc" });
+      const store = storeWith(records, { chunkGraceMs: 3000, prefix: "gc/" });
+      const source = fresh("src");
+      writeHome(source);
+      await store.checkpoint({ homeKey: "gc", source: { dir: source } });
+      // Server times are whole seconds: the mark must fall in a later second than the chunk to ever delete it.
+      await new Promise((r) => setTimeout(r, 1100));
+      writeFileSync(join(source, "notes/n0.txt"), "replaced\n");
+      await store.checkpoint({ homeKey: "gc", source: { dir: source } });
+      const before = await s3.keys("gc/homes/st-gc/chunks/");
+      const first = await store.reconcile();
+      expect(first.removed.filter((r) => r.reason === "unreferenced")).toHaveLength(0);
+      expect(await s3.keys("gc/homes/st-gc/gc-marks/")).toHaveLength(1);
+      await new Promise((r) => setTimeout(r, 3100));
+      const second = await store.reconcile();
+      const gone = second.removed.filter((r) => r.reason === "unreferenced").map((r) => r.key);
+      expect(gone).toHaveLength(1);
+      expect((await s3.keys("gc/homes/st-gc/chunks/")).length).toBe(before.length - 1);
+      const target = fresh("restored");
+      await storeWith(records, { prefix: "gc/" }).restore({ homeKey: "gc", target: { dir: target } });
+      expect(treeOf(target)).toEqual(treeOf(source));
+    });
+
+    it("keeps a chunk a checkpoint in flight reuses although the committed manifest no longer names it", async () => {
+      const records = new MemoryHomeRecords();
+      records.create({ homeKey: "race", storageId: "st-race" });
+      // The pending manifest is kept while younger than abandonAfterMs (v1's rule for pending archives).
+      const store = storeWith(records, { chunkGraceMs: 8000, prefix: "race/", abandonAfterMs: 60_000 });
+      const source = fresh("src");
+      writeHome(source);
+      const original = readFileSync(join(source, "notes/n5.txt"));
+      await store.checkpoint({ homeKey: "race", source: { dir: source } });
+      // Server times are whole seconds: the mark must fall in a later second than the chunk to ever delete it.
+      await new Promise((r) => setTimeout(r, 1100));
+      // Revision 2 drops n5: its chunk is unreferenced, and gets marked.
+      writeFileSync(join(source, "notes/n5.txt"), "gone for now\n");
+      await store.checkpoint({ homeKey: "race", source: { dir: source } });
+      await store.reconcile();
+      await new Promise((r) => setTimeout(r, 8100));
+      // Revision 3 brings n5 back. The checkpoint sees the mark and uploads the chunk again, and
+      // the reconciler runs while it is between its chunk upload and its commit.
+      writeFileSync(join(source, "notes/n5.txt"), original);
+      // Between listing the chunks and writing its manifest ("uploading"), and between the manifest and the commit.
+      const reconciled: Awaited<ReturnType<ObjectAgentHomeStore["reconcile"]>>[] = [];
+      const racing = storeWith(records, {
+        dataDir: store.dataDir,
+        chunkGraceMs: 8000,
+        prefix: "race/",
+        abandonAfterMs: 60_000,
+        onStage: async (e) => {
+          if (e.stage === "uploading" || e.stage === "committing") reconciled.push(await store.reconcile());
+        },
+      });
+      await racing.checkpoint({ homeKey: "race", source: { dir: source } });
+      expect(reconciled).toHaveLength(2);
+      // The first racing run deleted the marked chunk (no manifest named it yet); the checkpoint had counted it absent and sent it again.
+      expect(reconciled[0]?.removed.filter((r) => r.reason === "unreferenced")).toHaveLength(1);
+      expect(reconciled[1]?.removed.filter((r) => r.reason === "unreferenced")).toEqual([]);
+      await new Promise((r) => setTimeout(r, 8100));
+      await store.reconcile();
+      const target = fresh("restored");
+      await storeWith(records, { prefix: "race/" }).restore({ homeKey: "race", target: { dir: target } });
+      expect(Object.keys(treeOf(target)).length).toBe(Object.keys(treeOf(source)).length);
+      expect(readFileSync(join(target, "notes/n5.txt")).equals(original)).toBe(true);
+      expect(treeOf(target)).toEqual(treeOf(source));
+    });
+
+    it("removes every chunk of a deleted home", async () => {
+      const { records, writer, storageId } = await homeWithCheckpoint("gone");
+      await writer.delete("gone");
+      expect(await s3.keys(`homes/${storageId}/`)).toEqual([]);
+      expect(existsSync(writer.homeDir("gone"))).toBe(false);
+      expect(records).toBeDefined();
+    });
+  });
+});
