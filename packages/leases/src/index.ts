@@ -1,6 +1,7 @@
 // The lease and fencing engine (docs/architecture.md §6): the
 // state-store port, the in-memory store, leases of every kind, computer
 // records and the fenced revision commit. See README.md in this folder.
+export type { BotHolds } from "./bot-holds.js";
 export { checkCommit } from "./check-commit.js";
 export type { CommitExpectation } from "./commit-expectation.js";
 export { type ComputerOwner, computerOwnerSchema } from "./computer-owner.js";

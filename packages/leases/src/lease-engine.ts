@@ -1,6 +1,7 @@
 import type { Machine } from "@agent-computer/core";
 import { AgentComputerError, parseInput } from "@agent-computer/core";
 import { z } from "zod";
+import type { BotHolds } from "./bot-holds.js";
 import type { ComputerOwner } from "./computer-owner.js";
 import type { ComputerRecord } from "./computer-record.js";
 import {
@@ -285,6 +286,28 @@ export class LeaseEngine {
       const next: LeaseRecord = { ...current, released: true };
       return { result: true, write: [bump(records.get(storeKey), storeKey, next)] };
     });
+  }
+
+  /**
+   * Which of `botIds` hold a live execution or user-control lease on the
+   * computer now, by the store's clock, whichever process holds them: what
+   * a runtime asks before deferring a checkpoint or suspending a computer.
+   * One read; a grant after it is seen by the next call (a reservation
+   * taken first refuses new execution leases, so ask again after reserving).
+   */
+  async botHolds(computerId: string, botIds: readonly string[]): Promise<BotHolds> {
+    const id = parseInput(computerIdSchema, computerId, "computerId");
+    const bots = parseInput(z.array(idSchema).max(10_000), botIds, "botIds");
+    const keyOf = (kind: "execution" | "user-control", botId: string) =>
+      leaseStoreKey(kind, kind === "execution" ? derivedKey.execution(id, botId) : derivedKey.userControl(id, botId));
+    const now = await this.store.now();
+    const records = await this.store.read(bots.flatMap((b) => [keyOf("execution", b), keyOf("user-control", b)]));
+    const held = (kind: "execution" | "user-control") =>
+      bots.filter((b) => isHeld(leaseRecordOf(records.get(keyOf(kind, b))), now));
+    const controlTokens = Object.fromEntries(
+      bots.map((b) => [b, leaseRecordOf(records.get(keyOf("user-control", b)))?.token ?? 0]),
+    );
+    return { executing: held("execution"), controlled: held("user-control"), controlTokens };
   }
 
   /** The running or interrupted reservation of a computer, if any. */

@@ -10,6 +10,9 @@ import { openBotDesktop } from "./open-bot-desktop.js";
 
 export const runOutcomeSchema = z.enum(["completed", "failed"]);
 
+/** How often a run waiting for a takeover looks in the store for its end. */
+const TAKEOVER_POLL_MS = 1000;
+
 /**
  * One run of one bot on its computer. Nothing starts until the run first
  * uses the computer (`machine()`), and the desktop only when it first uses a
@@ -28,6 +31,10 @@ export class BotRun {
   private desktopSession: DesktopSession | undefined;
   private ended = false;
   private takeoverWaiters: (() => void)[] = [];
+  /** @internal Settles once the store says this run waits for a takeover (every worker then sees it). */
+  waitingRecorded: Promise<void> | undefined;
+  /** @internal Whether this run took its execution lease (then its end saves or defers a save). */
+  usedComputer = false;
 
   constructor(
     readonly runId: string,
@@ -56,16 +63,22 @@ export class BotRun {
    */
   async machine(): Promise<Machine> {
     if (this.ended) throw new AgentComputerError("CONFLICT", `Run ${this.runId} has ended; start a new run.`);
-    // A run's first call always asks the provider: the machine another run saw
-    // a moment ago may have been destroyed since.
-    const raw = await this.lifecycle.ensure(this.slot, { verify: !this.lease });
+    const first = !this.lease;
     if (!this.lease) {
+      // The lease first, then the computer: a worker that claimed the computer
+      // to suspend it either sees this lease after claiming (and backs off),
+      // or refused it (LEASE_HELD) before this run touched the machine.
+      await this.lifecycle.noteBot(this.slot, this.botId);
       this.lease = await this.acquire();
+      this.usedComputer = true;
       this.heartbeat = setInterval(() => void this.renew(), Math.max(50, this.lifecycle.leaseTtlMs / 3));
       this.heartbeat.unref?.();
-      await raw.exec({ argv: ["mkdir", "-p", this.workdir, "shared"] }, { lease: this.lease });
     }
-    this.lifecycle.touch(this.slot);
+    // A run's first call always asks the provider: the machine another run saw
+    // a moment ago may have been destroyed since.
+    const raw = await this.lifecycle.ensure(this.slot, { verify: first });
+    if (first) await raw.exec({ argv: ["mkdir", "-p", this.workdir, "shared"] }, { lease: this.lease });
+    await this.lifecycle.touch(this.slot);
     return this.lifecycle.leases.fenced(raw, this.lease);
   }
 
@@ -87,13 +100,27 @@ export class BotRun {
     this.state = "waiting_takeover";
     // Asking restarts the idle timer; on providers that do not bill while
     // running it also starts the takeover hold (docs/architecture.md §9).
-    this.lifecycle.touch(this.slot);
-    this.takeoverRequestedAt = this.slot.lastActivityAt;
+    // Both are in the shared activity, so every worker decides by them.
+    const requestedAt = this.lifecycle.now();
+    this.takeoverRequestedAt = requestedAt;
+    const recorded = (async () => {
+      const token = (await this.lifecycle.holdsOf(this.computerId)).controlTokens[this.botId] ?? 0;
+      await this.lifecycle.setWaiting(this.slot, this.botId, requestedAt);
+      await this.lifecycle.touch(this.slot, requestedAt);
+      return token;
+    })();
+    this.waitingRecorded = recorded.then(() => {});
+    const seenToken = await recorded;
     // The reason is the model's own words: it may quote a secret.
     this.lifecycle.events.emit("takeover-requested", this.computerId, performance.now(), {
       botId: this.botId,
       reason: redactSecrets(reason).slice(0, 500),
     });
+    // A person's takeover may run through another worker's runtime: its end
+    // is seen in the store, when the user-control token moved past the one
+    // seen here and is no longer held.
+    const poll = setInterval(() => void this.checkTakeoverEnded(seenToken), TAKEOVER_POLL_MS);
+    poll.unref?.();
     try {
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => reject(new AgentComputerError("ABORTED", "The takeover request was aborted."));
@@ -105,7 +132,20 @@ export class BotRun {
         });
       });
     } finally {
+      clearInterval(poll);
       this.state = "active";
+      await this.lifecycle.setWaiting(this.slot, this.botId, undefined).catch(() => {});
+    }
+  }
+
+  private async checkTakeoverEnded(seenToken: number): Promise<void> {
+    if (this.takeoverWaiters.length === 0) return;
+    try {
+      const holds = await this.lifecycle.holdsOf(this.computerId);
+      const token = holds.controlTokens[this.botId] ?? 0;
+      if (token > seenToken && !holds.controlled.includes(this.botId)) this.takeoverEnded();
+    } catch {
+      // The store failed for a moment: the next poll asks again.
     }
   }
 

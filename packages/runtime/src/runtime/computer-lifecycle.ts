@@ -6,6 +6,7 @@ import { AgentComputerError, COMPUTER_LABELS, labelValueOf } from "@agent-comput
 import type { ComputerOwner, ComputerRecord, ComputerScope, LeaseEngine } from "@agent-computer/leases";
 import PQueue from "p-queue";
 import type { BotRun } from "./bot-run.js";
+import type { ComputerActivities, ComputerActivity } from "./computer-activity.js";
 import type { ComputerEvents } from "./computer-events.js";
 import type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
 import type { ComputerSlot } from "./computer-slot.js";
@@ -23,6 +24,8 @@ import type { StageRunner } from "./stage-runner.js";
  * login, 2FA or CAPTCHA page still open; then the idle rules apply again.
  */
 export const TAKEOVER_HOLD_MS = 30 * 60_000;
+/** A process writes a computer's use to the shared activity at most this often: idle is minutes, not seconds. */
+const ACTIVITY_WRITE_MS = 10_000;
 /** A machine found alive this recently is handed out without asking the provider again. */
 const LIVENESS_MS = 1000;
 /** Runs straight through: bring-up outside an operation records no stages. */
@@ -35,6 +38,7 @@ export interface ComputerLifecycleParts {
   readonly leases: LeaseEngine;
   readonly ledger: DeploymentLedger;
   readonly runRecords: RunRecords;
+  readonly activities: ComputerActivities;
   readonly events: ComputerEvents;
   readonly clock: () => number;
   readonly leaseTtlMs: number;
@@ -58,6 +62,7 @@ export class ComputerLifecycle {
   readonly ledger: DeploymentLedger;
   readonly events: ComputerEvents;
   readonly leaseTtlMs: number;
+  readonly activities: ComputerActivities;
   private readonly stretches: ComputerStretches;
   private readonly slots = new Map<string, ComputerSlot>();
   /** Computers this process runs an operation on: idle suspension leaves them alone. */
@@ -73,6 +78,7 @@ export class ComputerLifecycle {
     this.ledger = parts.ledger;
     this.events = parts.events;
     this.leaseTtlMs = parts.leaseTtlMs;
+    this.activities = parts.activities;
     this.stretches = new ComputerStretches(parts.leases, parts.clock, parts.runRecords);
   }
 
@@ -106,9 +112,49 @@ export class ComputerLifecycle {
     return this.slots.get(computerId)?.runs.size ?? 0;
   }
 
-  /** A run or a person just used the computer: that counts as activity. */
-  touch(slot: ComputerSlot): void {
-    slot.lastActivityAt = this.parts.clock();
+  /** The runtime's clock. */
+  now(): number {
+    return this.parts.clock();
+  }
+
+  /**
+   * A run or a person just used the computer: that counts as activity, for
+   * every worker (written to the shared activity at most every 10 s).
+   */
+  async touch(slot: ComputerSlot, at?: number): Promise<void> {
+    const now = at ?? this.parts.clock();
+    slot.lastActivityAt = now;
+    if (now - slot.activityWrittenAt < ACTIVITY_WRITE_MS) return;
+    slot.activityWrittenAt = now;
+    await this.activities.update(slot.computerId, (a) => ({ ...a, lastActivityAt: Math.max(a.lastActivityAt, now) }));
+  }
+
+  /**
+   * Puts the bot in the computer's shared activity before its run takes
+   * the execution lease, so a worker deciding on the computer finds the lease.
+   */
+  async noteBot(slot: ComputerSlot, botId: string): Promise<void> {
+    if (slot.knownBots.has(botId)) return;
+    await this.activities.update(slot.computerId, (a) =>
+      a.bots.includes(botId) ? a : { ...a, bots: [...a.bots, botId] },
+    );
+    slot.knownBots.add(botId);
+  }
+
+  /** Records for every worker that `botId`'s run waits for a takeover since `at` (or no longer, with undefined). */
+  async setWaiting(slot: ComputerSlot, botId: string, at: number | undefined): Promise<void> {
+    await this.activities.update(slot.computerId, (a) => {
+      const { [botId]: _previous, ...waiting } = a.waiting;
+      return at === undefined
+        ? { ...a, waiting }
+        : { ...a, waiting: { ...waiting, [botId]: at }, lastActivityAt: Math.max(a.lastActivityAt, at) };
+    });
+  }
+
+  /** Which bots hold a live execution or user-control lease on the computer, on any worker. */
+  async holdsOf(computerId: string, activity?: ComputerActivity) {
+    const current = activity ?? (await this.activities.get(computerId));
+    return this.leases.botHolds(computerId, current?.bots ?? []);
   }
 
   /** Whether a person controls this bot's screen through this runtime now. */
@@ -129,6 +175,17 @@ export class ComputerLifecycle {
       await this.refuseIfReserved(slot.computerId, "start");
       return this.bringUp(slot);
     })) as Machine;
+  }
+
+  /** BOT_BUSY while a bot's run drives the computer on any worker (its execution lease is live). */
+  async refuseWhileBotsRun(computerId: string, what: string): Promise<void> {
+    const { executing } = await this.holdsOf(computerId);
+    if (executing.length === 0) return;
+    throw new AgentComputerError(
+      "BOT_BUSY",
+      `Stop the bots first: cannot ${what} computer "${computerId}" while ${executing.length} bot(s) run on it.`,
+      { details: { computerId, bots: [...executing] } },
+    );
   }
 
   /** LEASE_HELD, saying why and until when, while a reservation holds the computer. */
@@ -185,27 +242,54 @@ export class ComputerLifecycle {
     return (await this.leases.getComputer(slot.computerId))?.revision ?? 0;
   }
 
-  /** A run ended: save now, or defer while other bots or people still work (the last one to finish saves). */
+  /**
+   * A run ended (its lease already released): save now, or defer while
+   * other bots or people still hold the computer on any worker, by their
+   * leases in the store; the last one to finish saves.
+   */
   async runEnded(slot: ComputerSlot, run: BotRun, outcome: "completed" | "failed"): Promise<void> {
     slot.runs.delete(run);
-    this.touch(slot);
-    if (!slot.machine) return;
-    if (slot.runs.size > 0 || slot.takeovers.size > 0) {
-      slot.checkpointPending = true;
-      this.events.emit("checkpoint-deferred", slot.computerId, performance.now(), {
-        botId: run.botId,
-        waitingFor: slot.runs.size + slot.takeovers.size,
-      });
-      return;
-    }
-    await this.checkpoint(slot, `run-${outcome}`);
+    if (!run.usedComputer) return;
+    await this.setWaiting(slot, run.botId, undefined);
+    await this.touch(slot);
+    await this.saveUnlessHeld(slot, `run-${outcome}`, run.botId);
   }
 
-  /** Claims the computer, saves the home, stops the machine and closes the stretch with `reason`. */
-  async suspend(slot: ComputerSlot, reason: "idle" | "active_limit" | "stopped"): Promise<void> {
-    await slot.lifecycle.add(async () => {
-      const machine = slot.machine;
-      if (!machine) return;
+  /**
+   * Saves the home unless a bot or a person still holds the computer on some
+   * worker; then the save is left pending in the shared activity for the
+   * last one to finish. Returns whether it saved.
+   */
+  async saveUnlessHeld(slot: ComputerSlot, reason: string, botId?: string): Promise<boolean> {
+    const holds = await this.holdsOf(slot.computerId);
+    const waitingFor = holds.executing.length + holds.controlled.length;
+    if (waitingFor > 0) {
+      await this.activities.update(slot.computerId, (a) => ({ ...a, checkpointPending: true }));
+      this.events.emit("checkpoint-deferred", slot.computerId, performance.now(), {
+        ...(botId === undefined ? {} : { botId }),
+        waitingFor,
+      });
+      return false;
+    }
+    await this.checkpoint(slot, reason);
+    return true;
+  }
+
+  /** Whether a save was deferred for the last one to finish (on any worker). */
+  async checkpointPending(computerId: string): Promise<boolean> {
+    return (await this.activities.get(computerId))?.checkpointPending ?? false;
+  }
+
+  /**
+   * Claims the computer (a reservation: no bot on any worker starts
+   * meanwhile), then, for idle and active-limit suspension, looks again
+   * at every worker's leases and gives up if a bot executes or a person
+   * controls a screen (a run waiting for a takeover may be suspended under;
+   * `suspensionDue` decided that). Then saves the home, stops the machine
+   * and closes the stretch with `reason`. Returns whether it suspended.
+   */
+  async suspend(slot: ComputerSlot, reason: "idle" | "active_limit" | "stopped"): Promise<boolean> {
+    return (await slot.lifecycle.add(async () => {
       const started = performance.now();
       const reservation = await this.leases.reserve({
         computerId: slot.computerId,
@@ -213,15 +297,29 @@ export class ComputerLifecycle {
         purpose: reason === "stopped" ? "stop" : "idle-suspension",
       });
       try {
+        if (reason !== "stopped" && (await this.heldAgainstSuspension(slot.computerId))) return false;
+        const record = await this.leases.getComputer(slot.computerId);
+        const machine = record ? await this.currentMachine(slot, record) : undefined;
+        if (!machine || !record || !isRunning(record)) return false;
+        slot.machine = machine;
         await this.checkpointNow(slot, reason === "stopped" ? "stop" : reason);
         await machine.stop();
         this.machineStopped(slot);
         await this.stretches.close(slot.computerId, reason);
         this.events.emit("suspending", slot.computerId, started, { reason });
+        return true;
       } finally {
         await this.leases.release(reservation).catch(() => {});
       }
-    });
+    })) as boolean;
+  }
+
+  /** A bot executing (not waiting for a takeover) or a person in control, on any worker. */
+  private async heldAgainstSuspension(computerId: string): Promise<boolean> {
+    const activity = await this.activities.get(computerId);
+    const holds = await this.holdsOf(computerId, activity);
+    const waiting = activity?.waiting ?? {};
+    return holds.controlled.length > 0 || holds.executing.some((botId) => waiting[botId] === undefined);
   }
 
   /**
@@ -232,11 +330,18 @@ export class ComputerLifecycle {
   async suspendIdle(): Promise<string[]> {
     const now = this.parts.clock();
     const suspended: string[] = [];
-    for (const slot of this.slots.values()) {
+    // Every computer of the deployment, not only this process's: a worker
+    // that died leaves its computers to the others.
+    for (const computerId of await this.ledger.computerIds()) {
+      const slot = this.slotOf(computerId);
       const reason = await this.suspensionDue(slot, now);
       if (!reason) continue;
-      await this.suspend(slot, reason);
-      suspended.push(slot.computerId);
+      try {
+        if (await this.suspend(slot, reason)) suspended.push(computerId);
+      } catch (error) {
+        // Another worker claimed it first (suspending or repairing it): its turn.
+        if (!AgentComputerError.is(error, "LEASE_HELD")) throw error;
+      }
     }
     return suspended;
   }
@@ -297,8 +402,9 @@ export class ComputerLifecycle {
       lifecycle: new PQueue({ concurrency: 1 }),
       runs: new Set(),
       takeovers: new Set(),
-      checkpointPending: false,
-      lastActivityAt: this.parts.clock(),
+      lastActivityAt: 0,
+      activityWrittenAt: Number.NEGATIVE_INFINITY,
+      knownBots: new Set(),
       stretchStartedAt: undefined,
     };
     this.slots.set(computerId, slot);
@@ -369,11 +475,11 @@ export class ComputerLifecycle {
       this.events.emit("restoring", record.computerId, started, { revision: restored.revision });
   }
 
-  private ready(slot: ComputerSlot, machine: Machine, started: number, how: string): Machine {
+  private async ready(slot: ComputerSlot, machine: Machine, started: number, how: string): Promise<Machine> {
     slot.machine = machine;
     slot.checkedAt = performance.now();
     slot.stretchStartedAt ??= this.parts.clock();
-    this.touch(slot);
+    await this.touch(slot);
     this.events.emit("ready", slot.computerId, started, { how });
     return machine;
   }
@@ -440,26 +546,19 @@ export class ComputerLifecycle {
   }
 
   private async checkpointNow(slot: ComputerSlot, reason: string): Promise<void> {
-    const machine = slot.machine;
+    // The last one to finish may be on a worker that never used this computer's machine.
+    const record = slot.machine ? undefined : await this.leases.getComputer(slot.computerId);
+    const machine = slot.machine ?? (record && isRunning(record) ? await this.currentMachine(slot, record) : undefined);
     if (!machine) return;
+    slot.machine = machine;
     const started = performance.now();
     const saved = await checkpointHome(this.checkpointParts(), slot.computerId, machine);
-    slot.checkpointPending = false;
+    await this.activities.update(slot.computerId, (a) => ({ ...a, checkpointPending: false }));
     this.events.emit("checkpointing", slot.computerId, started, {
       reason,
       revision: saved.revision,
       mounted: saved.mounted,
     });
-  }
-
-  /** Whether a run of the slot asked for a takeover less than `TAKEOVER_HOLD_MS` ago. */
-  private takeoverHeld(slot: ComputerSlot, now: number): boolean {
-    return [...slot.runs].some(
-      (run) =>
-        run.state === "waiting_takeover" &&
-        run.takeoverRequestedAt !== undefined &&
-        now - run.takeoverRequestedAt < TAKEOVER_HOLD_MS,
-    );
   }
 
   private machineDefaults(): MachineDefaults {
@@ -490,16 +589,30 @@ export class ComputerLifecycle {
    * waiting through a suspension, and the next use resumes the computer.
    */
   private async suspensionDue(slot: ComputerSlot, now: number): Promise<"idle" | "active_limit" | undefined> {
-    const executing = [...slot.runs].some((run) => run.state === "active");
-    if (!slot.machine || executing || slot.takeovers.size > 0) return undefined;
     // An update or recovery holds the computer: it is not idle, it is being repaired.
-    if (this.operating.has(slot.computerId) || (await this.leases.getReservation(slot.computerId))) return undefined;
-    if (!this.provider.capabilities.billsWhileRunning && this.takeoverHeld(slot, now)) return undefined;
+    if (this.operating.has(slot.computerId)) return undefined;
+    const record = await this.leases.getComputer(slot.computerId);
+    if (!record || record.providerKind !== this.providerKind || !isRunning(record)) return undefined;
+    if (await this.leases.getReservation(slot.computerId)) return undefined;
+    // Decided on what every worker sees: the leases and the shared activity.
+    const activity = await this.activities.get(slot.computerId);
+    const holds = await this.holdsOf(slot.computerId, activity);
+    const waiting = activity?.waiting ?? {};
+    if (holds.controlled.length > 0 || holds.executing.some((botId) => waiting[botId] === undefined)) return undefined;
+    const billing = this.provider.capabilities.billsWhileRunning;
+    const held = holds.executing.some((botId) => now - (waiting[botId] ?? 0) < TAKEOVER_HOLD_MS);
+    if (!billing && held) return undefined;
+    const upSince = record.runs.at(-1)?.startedAt ?? now;
+    const lastUse = Math.max(activity?.lastActivityAt ?? upSince, slot.lastActivityAt);
     const { idleMs, maxActiveMs } = this.parts.settings;
-    if (idleMs > 0 && now - slot.lastActivityAt >= idleMs) return "idle";
-    const upSince = slot.stretchStartedAt;
-    const capped = this.provider.capabilities.billsWhileRunning && maxActiveMs > 0;
-    if (capped && upSince !== undefined && now - upSince >= maxActiveMs) return "active_limit";
+    if (idleMs > 0 && now - lastUse >= idleMs) return "idle";
+    if (billing && maxActiveMs > 0 && now - upSince >= maxActiveMs) return "active_limit";
     return undefined;
   }
+}
+
+/** Whether the record's machine runs: its last stretch is open. */
+function isRunning(record: ComputerRecord): boolean {
+  const last = record.runs.at(-1);
+  return record.providerRef !== null && last !== undefined && last.endedAt === undefined;
 }

@@ -14,6 +14,7 @@ import type { ComputerScope, Lease } from "@agent-computer/leases";
 import { LeaseEngine } from "@agent-computer/leases";
 import { z } from "zod";
 import { BotRun } from "./bot-run.js";
+import { ComputerActivities } from "./computer-activity.js";
 import type { ComputerEvent } from "./computer-event.js";
 import { ComputerEvents } from "./computer-events.js";
 import { ComputerLifecycle } from "./computer-lifecycle.js";
@@ -99,12 +100,14 @@ export class ComputerRuntime {
     const ledger = new DeploymentLedger(options.stateStore, this.deployment);
     this.clock = clock;
     this.runRecords = new RunRecords(options.stateStore, this.deployment);
+    const activities = new ComputerActivities(options.stateStore, this.deployment);
     this.lifecycle = new ComputerLifecycle({
       provider: options.provider,
       homeStore: options.homeStore,
       leases: this.leases,
       ledger,
       runRecords: this.runRecords,
+      activities,
       events: this.events,
       clock,
       leaseTtlMs: this.leaseTtlMs,
@@ -156,9 +159,12 @@ export class ComputerRuntime {
     const parsed = parseInput(takeoverSchema, input, "takeover input");
     const slot = this.lifecycle.slotOf(parsed.computerId);
     const run = [...slot.runs].find((r) => r.botId === parsed.botId);
-    const lease = await this.leases.takeover({ ...parsed, run: run?.state ?? "idle" });
+    // A run on another worker that waits for a person says so in the shared activity.
+    const waitingElsewhere = (await this.lifecycle.activities.get(parsed.computerId))?.waiting[parsed.botId];
+    const state = run?.state ?? (waitingElsewhere === undefined ? "idle" : "waiting_takeover");
+    const lease = await this.leases.takeover({ ...parsed, run: state });
     slot.takeovers.add(lease);
-    this.lifecycle.touch(slot);
+    await this.lifecycle.touch(slot);
     this.events.emit("takeover-started", slot.computerId, performance.now(), { botId: parsed.botId });
     return lease;
   }
@@ -175,7 +181,7 @@ export class ComputerRuntime {
       throw new AgentComputerError("NOT_FOUND", `Computer "${computerId}" does not exist; a bot's run makes it.`);
     const slot = this.lifecycle.slotOf(computerId);
     const machine = await this.lifecycle.ensure(slot);
-    this.lifecycle.touch(slot);
+    await this.lifecycle.touch(slot);
     return openBotDesktop(machine, botId);
   }
 
@@ -193,23 +199,25 @@ export class ComputerRuntime {
   /** Ends a takeover; the bot that asked for it resumes, and a checkpoint deferred for it is taken now. */
   async releaseTakeover(lease: Lease): Promise<void> {
     await this.leases.release(lease);
-    const slot = lease.computerId === undefined ? undefined : this.lifecycle.knownSlot(lease.computerId);
-    if (!slot) return;
+    if (lease.computerId === undefined) return;
+    const slot = this.lifecycle.slotOf(lease.computerId);
     // A person just used the screen: that counts as activity.
-    this.lifecycle.touch(slot);
+    await this.lifecycle.touch(slot);
     for (const held of slot.takeovers)
       if (held.token === lease.token && held.key === lease.key) slot.takeovers.delete(held);
     if (lease.botId !== undefined)
       this.events.emit("takeover-ended", slot.computerId, performance.now(), { botId: lease.botId });
+    // A run waiting on another worker sees the release in the store itself.
     for (const run of slot.runs) if (run.botId === lease.botId && run.state === "waiting_takeover") run.takeoverEnded();
-    if (slot.checkpointPending && slot.runs.size === 0 && slot.takeovers.size === 0)
-      await this.lifecycle.checkpoint(slot, "takeover-ended");
+    if (await this.lifecycle.checkpointPending(slot.computerId))
+      await this.lifecycle.saveUnlessHeld(slot, "takeover-ended");
   }
 
   /** Saves the home, then stops the computer. BOT_BUSY while runs use it. */
   async stopComputer(computerId: string): Promise<void> {
     const slot = this.lifecycle.slotOf(parseInput(computerIdSchema, computerId, "computerId"));
     refuseWhileRunsUse(slot);
+    await this.lifecycle.refuseWhileBotsRun(slot.computerId, "stop");
     await this.lifecycle.refuseIfReserved(slot.computerId, "stop");
     await this.lifecycle.suspend(slot, "stopped");
   }

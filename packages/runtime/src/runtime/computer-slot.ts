@@ -24,10 +24,12 @@ export interface ComputerSlot {
   readonly runs: Set<BotRun>;
   /** People controlling a screen of this computer through this runtime. */
   readonly takeovers: Set<Lease>;
-  /** A run ended while others worked: the last one to finish saves. */
-  checkpointPending: boolean;
-  /** By the runtime's clock: the last time a run used the computer. */
+  /** By the runtime's clock: the last time a run or person of this process used the computer (0: never). */
   lastActivityAt: number;
+  /** By the runtime's clock: when this process last wrote a use to the computer's shared activity. */
+  activityWrittenAt: number;
+  /** Bots this process knows are in the computer's shared activity record (a fenced write proved it). */
+  readonly knownBots: Set<string>;
   /** By the runtime's clock: when the current stretch of running began. */
   stretchStartedAt: number | undefined;
 }

@@ -12,12 +12,14 @@ const MINUTE = 60_000;
 const T0 = 1_800_000_000_000;
 
 // The runtime's clock is injected: every "minute" below is the clock's, not a wait.
+// The store keeps the real clock, so the runs' leases stay live as their
+// heartbeats renew them, as in production.
 async function setup(options: { billsWhileRunning: boolean; idleMs: number; maxActiveMs: number }) {
   const dataDir = await mkdtemp(join(tmpdir(), "takeover-hold-test-"));
   const time = { now: T0 };
   const runtime = createComputerRuntime({
     provider: createFakeProvider({ capabilities: { billsWhileRunning: options.billsWhileRunning } }),
-    stateStore: new MemoryStateStore({ clock: () => time.now }),
+    stateStore: new MemoryStateStore(),
     homeStore: new LocalAgentHomeStore({ dataDir }),
     clock: () => time.now,
     idleMs: options.idleMs,
@@ -35,6 +37,7 @@ async function setup(options: { billsWhileRunning: boolean; idleMs: number; maxA
     at(minutes);
     const waiting = run.requestTakeover("a CAPTCHA");
     expect(run.state).toBe("waiting_takeover");
+    await run.waitingRecorded; // in the store: what every worker decides by
     return { run, waiting, computerId: run.computerId };
   };
   const endReasons = async (computerId: string) =>
