@@ -113,4 +113,42 @@ describe("AI SDK example", () => {
     expect(JSON.stringify(last.tools?.find((t) => t.name === "shell"))).toContain('"command"');
     await run.end("completed");
   });
+
+  it("makes an invalid or failed call a tool-error the app sees, with the same text the model reads", async () => {
+    const runtime = createComputerRuntime({
+      provider: createFakeProvider(),
+      stateStore: new MemoryStateStore(),
+      homeStore: new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "ai-sdk-errors-")) }),
+      idleMs: 0,
+    });
+    const run = runtime.startRun({ workspaceId: "ai-sdk", botId: "ai" });
+    const tools = createComputerToolSet({ run, capabilities: runtime.capabilities });
+    const turns = [
+      () => toolCalls(["shell", {}]),
+      () => toolCalls(["shell", { command: "true", cwd: "/" }]),
+      () => toolCalls(["read_file", { path: "/etc/passwd" }]),
+      () => text("giving up"),
+    ];
+    let calls = 0;
+    const model = new MockLanguageModelV3({
+      doGenerate: async () => (turns[calls++] as () => LanguageModelV3GenerateResult)(),
+    });
+    const result = await generateText({ model, tools, stopWhen: stepCountIs(10), prompt: "Try." });
+
+    const errors = result.steps.flatMap((step) => step.content.filter((part) => part.type === "tool-error"));
+    const messages = errors.map((part) => (part as { error: Error }).error.message);
+    expect(messages).toEqual([
+      expect.stringMatching(/^INVALID_ARGUMENT: Invalid input to shell: at "command"/),
+      expect.stringMatching(/^INVALID_ARGUMENT: Invalid input to shell: at "\(root\)": Unrecognized key: "cwd"/),
+      expect.stringMatching(/^INVALID_ARGUMENT: Invalid path "\/etc\/passwd"/),
+    ]);
+    expect(result.steps.flatMap((step) => step.content.filter((part) => part.type === "tool-result"))).toEqual([]);
+    // The model read exactly those texts as error-text.
+    const last = model.doGenerateCalls.at(-1) as LanguageModelV3CallOptions;
+    const read = last.prompt
+      .flatMap((m) => (m.role === "tool" ? m.content : []))
+      .map((p) => (p as { output: unknown }).output);
+    expect(read).toEqual(messages.map((value) => ({ type: "error-text", value })));
+    await run.end("completed");
+  });
 });
