@@ -2,12 +2,12 @@ import { AgentComputerError } from "@agent-computer/core";
 import type { ComputerToolSession } from "./computer-tool-session.js";
 import {
   type AnthropicComputerAction,
+  type ComputerUseBatch,
   type ComputerUseScaling,
   fromAnthropicComputerAction,
 } from "./computer-use-actions.js";
-import { modelScreenFor, runComputerUseBatch } from "./computer-use-batch.js";
+import { answered, displayScaling, runComputerUseBatch } from "./computer-use-batch.js";
 import type { ComputerUseTool } from "./computer-use-tool.js";
-import type { ToolResult } from "./tool-result.js";
 
 /** The versions of Anthropic's computer tool this adapter speaks; the toolset's members take the same input. */
 export type AnthropicComputerToolVersion = "computer_20250124" | "computer_20251124" | "computer_toolset_20260801";
@@ -25,6 +25,7 @@ export interface AnthropicComputerToolOptions {
   modelWidth?: number;
 }
 
+/** Anthropic resizes larger screenshots; a model screen within them keeps its coordinates true. */
 const ANTHROPIC_IMAGE_LIMITS = { longEdge: 1568, pixels: 1_150_000 };
 
 /**
@@ -40,7 +41,7 @@ export function anthropicComputerTool(
   const version = options.version ?? "computer_20251124";
   let scaling: Promise<ComputerUseScaling> | undefined;
   const scalingOnce = () => {
-    scaling ??= displayScaling(session, options.modelWidth).catch((error: unknown) => {
+    scaling ??= displayScaling(session, options.modelWidth, ANTHROPIC_IMAGE_LIMITS).catch((error: unknown) => {
       scaling = undefined;
       throw error;
     });
@@ -56,33 +57,24 @@ export function anthropicComputerTool(
           throw new AgentComputerError("INVALID_ARGUMENT", "zoom is not an action of computer_20250124.");
         }
         const scale = await scalingOnce();
-        return runComputerUseBatch(session, fromAnthropicComputerAction(input ?? { action: "" }, scale), scale);
+        const batch = fromAnthropicComputerAction(input ?? { action: "" }, scale);
+        return runComputerUseBatch(session, repeated(batch, input?.repeat, version), scale);
       });
     },
   };
 }
 
-/** The display's size (one look, no image) and the model's screen for it. */
-export async function displayScaling(
-  session: ComputerToolSession,
-  modelWidth: number | undefined,
-  limits: { longEdge: number; pixels: number } | undefined = ANTHROPIC_IMAGE_LIMITS,
-): Promise<ComputerUseScaling> {
-  const desktop = await session.desktop();
-  const { width, height } = await desktop.observe(undefined, { includeImage: false });
-  const display = { width, height };
-  return {
-    display,
-    model: modelScreenFor(display, { ...(modelWidth ? { width: modelWidth } : {}), ...(limits ? { limits } : {}) }),
-  };
-}
-
-/** Errors a model can act on as an `isError` result with the code in the text, as `callTool` gives them. */
-export async function answered(work: () => Promise<ToolResult>): Promise<ToolResult> {
-  try {
-    return await work();
-  } catch (error) {
-    if (!AgentComputerError.is(error)) throw error;
-    return { isError: true, content: [{ type: "text", text: `${error.code}: ${error.message}` }] };
+/** The toolset's `repeat`: the same actions again, in one batch (at most 20 times, the batch's 100 actions). */
+function repeated(batch: ComputerUseBatch, repeat: number | undefined, version: AnthropicComputerToolVersion) {
+  if (repeat === undefined) return batch;
+  if (version !== "computer_toolset_20260801") {
+    throw new AgentComputerError("INVALID_ARGUMENT", `repeat is not an input of ${version}.`);
   }
+  if (!Number.isInteger(repeat) || repeat < 1 || repeat > 20 || batch.actions.length * repeat > 100) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      "repeat must be a whole number from 1 to 20, and the repeated actions at most 100.",
+    );
+  }
+  return { ...batch, actions: Array.from({ length: repeat }, () => batch.actions).flat() };
 }

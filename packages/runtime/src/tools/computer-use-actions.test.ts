@@ -16,6 +16,11 @@ const scaling: ComputerUseScaling = { model: { width: 1024, height: 768 }, displ
 
 const anthropic: [string, AnthropicComputerAction, ComputerUseBatch][] = [
   ["key", { action: "key", text: "ctrl+l" }, { actions: [{ type: "key", keys: "ctrl+l" }] }],
+  [
+    "zoom (computer_20251124: corners on the model's screen)",
+    { action: "zoom", region: [100, 96, 200, 192] },
+    { actions: [{ type: "zoom", region: { x: 125, y: 100, width: 125, height: 100 } }] },
+  ],
   ["type", { action: "type", text: "hello" }, { actions: [{ type: "type", text: "hello" }] }],
   ["mouse_move", { action: "mouse_move", coordinate: [512, 384] }, { actions: [{ type: "move", x: 640, y: 400 }] }],
   [

@@ -70,6 +70,8 @@ export interface AnthropicComputerAction {
   scroll_amount?: number;
   /** Seconds (wait, hold_key). */
   duration?: number;
+  /** The 2026 toolset's: run the action this many times (the tool adapter repeats the batch). */
+  repeat?: number;
 }
 
 /** Anthropic's zoom corners [x1, y1, x2, y2] on the model's screen as a display region. */

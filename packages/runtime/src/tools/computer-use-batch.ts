@@ -140,3 +140,28 @@ export function modelScreenFor(
   }
   return { width: Math.round(display.width * factor), height: Math.round(display.height * factor) };
 }
+
+/** The display's size (one look, no image) and the model's screen for it. */
+export async function displayScaling(
+  session: ComputerToolSession,
+  modelWidth: number | undefined,
+  limits: { longEdge: number; pixels: number } | undefined,
+): Promise<ComputerUseScaling> {
+  const desktop = await session.desktop();
+  const { width, height } = await desktop.observe(undefined, { includeImage: false });
+  const display = { width, height };
+  return {
+    display,
+    model: modelScreenFor(display, { ...(modelWidth ? { width: modelWidth } : {}), ...(limits ? { limits } : {}) }),
+  };
+}
+
+/** Errors a model can act on as an `isError` result with the code in the text, as `callTool` gives them. */
+export async function answered(work: () => Promise<ToolResult>): Promise<ToolResult> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!AgentComputerError.is(error)) throw error;
+    return { isError: true, content: [{ type: "text", text: `${error.code}: ${error.message}` }] };
+  }
+}

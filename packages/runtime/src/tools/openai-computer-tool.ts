@@ -1,11 +1,10 @@
-import { answered, displayScaling } from "./anthropic-computer-tool.js";
 import type { ComputerToolSession } from "./computer-tool-session.js";
 import {
   type ComputerUseScaling,
   fromOpenAiComputerActions,
   type OpenAiComputerAction,
 } from "./computer-use-actions.js";
-import { runComputerUseBatch } from "./computer-use-batch.js";
+import { answered, displayScaling, runComputerUseBatch } from "./computer-use-batch.js";
 import type { ComputerUseTool } from "./computer-use-tool.js";
 
 /** What OpenAI's computer-use tool hands over: one action (`computer_call.action`), or a batch (`actions`). */

@@ -88,6 +88,14 @@ describe("anthropicComputerTool", () => {
       expect(result.isError, JSON.stringify(input)).toBe(true);
       expect(textOf(result)).toMatch(message);
     }
+    expect(textOf(await computer.execute({ action: "key", text: "Tab", repeat: 3 }))).toMatch(
+      /repeat is not an input of computer_20251124/,
+    );
+    const toolset = anthropicComputerTool(session, { version: "computer_toolset_20260801" });
+    expect(textOf(await toolset.execute({ action: "key", text: "Tab", repeat: 3 }))).toMatch(/All 3 action\(s\) done/);
+    expect(textOf(await toolset.execute({ action: "key", text: "Tab", repeat: 0 }))).toMatch(
+      /repeat must be a whole number/,
+    );
     const older = anthropicComputerTool(session, { version: "computer_20250124" });
     expect(textOf(await older.execute({ action: "zoom", region: [0, 0, 10, 10] }))).toMatch(
       /zoom is not an action of computer_20250124/,
