@@ -34,6 +34,7 @@ for i in $(seq 1 50); do curl -fs http://127.0.0.1:${PORT}/login.html >/dev/null
     });
 
     definePageBrowserConformance({
+      layout: true,
       browser: async () => desktop.pageBrowser,
       urlOf: (name) => `http://127.0.0.1:${PORT}/${name}`,
       timeoutMs: 90_000,
