@@ -22,6 +22,9 @@ const store = new ObjectAgentHomeStore({
   records,
   partBytes: 64 * 1024,
   partConcurrency: 2,
+  // crash-chunked.test.ts runs the same child on format 2.
+  format: process.env.CRASH_FORMAT === "2" ? 2 : 1,
+  chunkGraceMs: Number(process.env.CRASH_CHUNK_GRACE_MS ?? 60 * 60 * 1000),
   onStage: async (event) => {
     const part = event.stage === "uploading" ? `:${event.part}` : "";
     process.stdout.write(`stage:${event.stage}${part}\n`);
