@@ -60,12 +60,11 @@ export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHtt
     const id = req.headers["mcp-session-id"];
     const known = typeof id === "string" ? open.get(id) : undefined;
     if (known) return known.transport.handleRequest(req, res);
-    if (req.method !== "POST")
-      return void jsonRpcError(res, 400, "No open MCP session with that id; initialize first.");
+    // An id this server never gave, or a session it closed: the client must initialize again (404, as the transport's specification says).
+    if (id !== undefined) return void jsonRpcError(res, 404, "No open MCP session with that id; initialize again.");
+    if (req.method !== "POST") return void jsonRpcError(res, 400, "No MCP session; initialize first.");
     const body = await readJson(req);
-    if (!isInitializeRequest(body)) {
-      return void jsonRpcError(res, 400, "No open MCP session with that id; initialize first.");
-    }
+    if (!isInitializeRequest(body)) return void jsonRpcError(res, 400, "No MCP session; initialize first.");
     const session = await openSession(options, open);
     await session.transport.handleRequest(req, res, body);
   }

@@ -55,6 +55,20 @@ describe("serveMcpHttp", () => {
       });
       expect(raw.status).toBe(401);
       expect(raw.headers.get("www-authenticate")).toMatch(/^Bearer /);
+      // With the token: a session id it never gave is 404, a request outside a session 400.
+      const post = (headers: Record<string, string>) =>
+        fetch(http.url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            authorization: `Bearer ${token}`,
+            ...headers,
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+        });
+      expect((await post({ "mcp-session-id": "never-given" })).status).toBe(404);
+      expect((await post({})).status).toBe(400);
       expect(http.sessions()).toBe(0);
     } finally {
       await close();
