@@ -70,7 +70,7 @@ export function renderPageSnapshot(s: PageSnapshot): string {
   const head = d
     ? `Page "${s.title}" ${s.url} (snapshot ${s.snapshotId}: only changes since ${d.since}; ${d.unchanged} unchanged elements keep their refs${
         d.removed.length ? `; gone: ${d.removed.join(" ")}` : ""
-      }${d.textUnchanged ? "; text unchanged" : "; new text lines below"}. browser_snapshot {"full":true} for all)`
+      }${d.textUnchanged ? "; text unchanged" : "; new text lines below"})`
     : `Page "${s.title}" ${s.url}`;
   return [head, body, ...rest, continuationHint(s)].filter((line) => line).join("\n");
 }
@@ -100,9 +100,12 @@ const browserNavigate = computerTool({
 const browserSnapshot = computerTool({
   name: "browser_snapshot",
   description:
-    'Read your browser\'s visible tab as text in page order, each interactive element in place as [ref role "name" state] for browser_act (up to 80 per snapshot). After the first snapshot of a page it answers only what changed (full: true for everything); a cut snapshot ends with the exact call that reads on. Password values are always masked. Frames and shadow-DOM controls come with their box; use computer_act for them.',
+    'Read your browser\'s visible tab as text in page order, each interactive element in place as [ref role "name" state] for browser_act (up to 80 per snapshot). changes_only: true answers only what changed since your last snapshot (unchanged refs still hold); a cut snapshot ends with the exact call that reads on. Password values are always masked. Frames and shadow-DOM controls come with their box; use computer_act for them.',
   inputSchema: z.object({
-    full: z.boolean().optional().describe("The whole page instead of only what changed since your last snapshot."),
+    changes_only: z
+      .boolean()
+      .optional()
+      .describe("Only what changed since your last snapshot of this page (after an action): fewer tokens."),
     after: z
       .string()
       .regex(/^e[1-9][0-9]{0,5}$/)
@@ -120,7 +123,7 @@ const browserSnapshot = computerTool({
     const snapshot = await (await pageBrowserOf(session)).snapshot(
       {},
       {
-        delta: !input.full && input.after === undefined && input.text_from === undefined,
+        delta: input.changes_only === true,
         ...(input.after !== undefined ? { after: input.after } : {}),
         ...(input.text_from !== undefined ? { textFrom: input.text_from } : {}),
       },
@@ -132,7 +135,7 @@ const browserSnapshot = computerTool({
 const browserAct = computerTool({
   name: "browser_act",
   description:
-    "Act on one element of your latest browser snapshot by its ref: click, fill (replace text), type (append text), select (an option by label), check/uncheck, press (a key like Enter), hover, scroll_into_view. Returns what was done and what changed on the page (unchanged refs still hold). A ref whose element changed is refused (STALE_REF): snapshot again. If it reports an UNCERTAIN outcome, check the page before repeating.",
+    "Act on one element of your latest browser snapshot by its ref: click, fill (replace text), type (append text), select (an option by label), check/uncheck, press (a key like Enter), hover, scroll_into_view. Returns what was done and a new snapshot. A ref whose element changed is refused (STALE_REF): snapshot again. If it reports an UNCERTAIN outcome, check the page before repeating.",
   inputSchema: pageActionSchema,
   mutating: true,
   handler: (input, session) =>
@@ -142,8 +145,7 @@ const browserAct = computerTool({
       "browser_act",
       `${input.action} ${input.ref}${input.value !== undefined ? ` (${input.value.length} characters)` : ""}`,
       async () => {
-        // Only what the action changed: the model holds the snapshot it acted on.
-        const outcome = await (await pageBrowserOf(session)).act(input, {}, { delta: true });
+        const outcome = await (await pageBrowserOf(session)).act(input);
         const result = textResult(renderOutcome(input.action, input.ref, outcome));
         return { result: outcome.ok ? result : { ...result, isError: true }, ok: outcome.ok };
       },
