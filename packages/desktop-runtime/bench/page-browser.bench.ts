@@ -27,7 +27,7 @@ import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import type { PageBrowser } from "@agent-computer/core";
+import type { PageBrowser, PageSnapshot } from "@agent-computer/core";
 import { PageSession, type SnapshotMemory } from "@agent-computer/page-browser";
 import { EmulatorPageBrowser } from "@agent-computer/page-browser/emulator";
 // Not exported from core's entry: the tool's own renderer, so the count is
@@ -159,6 +159,30 @@ async function readChain(browser: PageBrowser): Promise<string[]> {
   return parts;
 }
 
+/** What each part of a snapshot costs, to keep only what earns its tokens (issue 28). */
+function partsCost(s: PageSnapshot): string {
+  const sum = (texts: string[]) => texts.reduce((n, t) => n + (t ? tokens(t) : 0), 0);
+  const e = s.elements;
+  const states = e.map((x) =>
+    [
+      x.checked ? " checked" : "",
+      x.disabled ? " disabled" : "",
+      x.expanded === undefined ? "" : " expanded",
+      x.focused ? " focused" : "",
+    ].join(""),
+  );
+  return [
+    `text ${tokens(s.text.replace(/\[e\d+\]/g, ""))}`,
+    `refs ${sum(e.map((x) => `[${x.ref}]`))}`,
+    `roles ${sum(e.map((x) => ` ${x.role}`))}`,
+    `names ${sum(e.map((x) => ` "${x.name}"`))}`,
+    `values and options ${sum(e.map((x) => `${x.value ? ` value="${x.value}"` : ""}${x.options ? ` options=[${x.options.join("|")}]` : ""}`))}`,
+    `states ${sum(states)}`,
+    `boxes if printed ${sum(e.map((x) => ` @${x.bbox.x},${x.bbox.y},${x.bbox.width}x${x.bbox.height}`))}`,
+    `"offscreen" if printed ${sum(e.filter((x) => !x.inViewport).map(() => " offscreen"))}`,
+  ].join(", ");
+}
+
 /** The latest snapshot in process, as the emulator keeps it (the helper keeps it in a file). */
 class LatestSnapshot implements SnapshotMemory<number> {
   private latest: Awaited<ReturnType<SnapshotMemory<number>["load"]>>;
@@ -251,6 +275,7 @@ try {
       `  tokens: ours ${t.ours}${chain.length > 1 ? ` in ${chain.length} snapshots (the first ${t.first})` : ""} | ariaSnapshot ${t.aria}` +
         ` | ratio ${ratio.toFixed(3)} (lower is better) | emulator (happy-dom, no layout, same reading) ${t.emulator}`,
     );
+    write(`  parts of our first snapshot (tokens, each counted alone): ${partsCost(await ours.snapshot())}`);
     write(
       `  chars: ours ${mine.length} | ariaSnapshot ${aria.length}; task labels kept: ours ${n - oursMissing.length}/${n}` +
         ` | ariaSnapshot ${n - ariaMissing.length}/${n}${ariaMissing.length ? ` (lacks ${JSON.stringify(ariaMissing)})` : ""}` +
