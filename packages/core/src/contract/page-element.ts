@@ -16,7 +16,7 @@ export interface PageElement {
   readonly focused?: boolean;
   /** Where it is in the viewport in CSS pixels, so a model can fall back to desktop tools. */
   readonly bbox: { readonly x: number; readonly y: number; readonly width: number; readonly height: number };
-  /** Whether it lies in the current viewport (in-viewport elements are listed first). */
+  /** Whether it lies in the current viewport (elements are listed in document order). */
   readonly inViewport: boolean;
   /**
    * Set when the page tools cannot operate it: a frame (its content is

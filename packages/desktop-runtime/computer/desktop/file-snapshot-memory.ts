@@ -4,8 +4,8 @@ import type { RememberedSnapshot, SnapshotMemory } from "@agent-computer/page-br
 
 /**
  * The latest snapshot of a bot's tab, kept in a file of the desktop state
- * folder: each page call is its own process. It holds node ids, roles and
- * names only, never field values.
+ * folder: each page call is its own process. It holds node ids, roles,
+ * names and hashes of what was shown (for deltas), never field values.
  */
 export class FileSnapshotMemory implements SnapshotMemory<number> {
   constructor(private readonly path: string) {}
