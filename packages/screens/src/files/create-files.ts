@@ -7,9 +7,10 @@ import { CapabilitySeal } from "../capability/capability-seal.js";
 import { issueScreenSchema } from "../capability/issue-request-schema.js";
 import type { Files } from "./files.js";
 import type { FilesCapability } from "./files-capability.js";
-import { FilesOperations, type FilesPolicy } from "./files-operations.js";
+import { FilesOperations } from "./files-operations.js";
 import type { FilesOptions } from "./files-options.js";
 import { filesPage } from "./files-page.js";
+import type { FilesPolicy } from "./files-policy.js";
 import type { IssueFilesCapabilityRequest } from "./issue-files-capability-request.js";
 
 const SEAL_LABEL = "agent-computer/screens files capability";

@@ -2,17 +2,10 @@ import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { AgentComputerError, type Machine, normalizeHomePath } from "@agent-computer/core";
 import type { Lease } from "@agent-computer/leases";
-import type { ActivityEvent } from "@agent-computer/runtime";
-import type { FilesHomeStore } from "./files-home-store.js";
-import type { FilesRuntime } from "./files-runtime.js";
+import type { FilesOperationsParts } from "./files-operations-parts.js";
+import type { FilesPolicy } from "./files-policy.js";
 import { DISCARD_SCRIPT, DOWNLOAD_SCRIPT, PUBLISH_SCRIPT, SCRIPT_EXIT } from "./home-file-scripts.js";
 import { previewText } from "./preview-text.js";
-
-/** Whose files a capability opens: one bot on one computer. */
-export interface FilesPolicy {
-  readonly computerId: string;
-  readonly botId: string;
-}
 
 /** One listed entry, as the page shows it. */
 interface ListedEntry {
@@ -21,17 +14,6 @@ interface ListedEntry {
   readonly kind: "file" | "directory" | "symlink";
   readonly size: number;
   readonly modifiedAt: number;
-}
-
-/** What the operations need. */
-export interface FilesOperationsParts {
-  readonly runtime: FilesRuntime;
-  readonly homeStore: FilesHomeStore;
-  readonly previewMaxBytes: number;
-  readonly uploadMaxBytes: number;
-  readonly uploadFolders: (botId: string) => readonly string[];
-  readonly onActivity: ((event: ActivityEvent) => void) | undefined;
-  readonly clock: () => number;
 }
 
 /**
