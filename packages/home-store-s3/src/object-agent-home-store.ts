@@ -349,10 +349,11 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     signal.addEventListener("abort", onAbort, { once: true });
     let staged: StagedHome | undefined;
     let uploadedBytes: number;
+    let feeding: Promise<StagedHome | undefined> | undefined;
     try {
       const uploading = this.upload(objectKey, sealed, homeKey, next);
       // A mounted home is the cache itself: nothing to stage, its pack stats describe it.
-      const feeding =
+      feeding =
         "mounted" in source
           ? feed(tar, plain, hash).then(() => undefined)
           : stageHome(teeInto(tar, plain, hash), home, this.limits);
@@ -370,6 +371,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
       staged = stagedResult;
       uploadedBytes = bytes;
     } catch (error) {
+      // A failed upload rejects first while the staging may still finish: wait for it and discard
+      // what it staged, or the cache stays claimed and every later checkpoint is CONFLICT.
+      staged ??= await feeding?.catch(() => undefined);
       await staged?.discard();
       throw error;
     } finally {
