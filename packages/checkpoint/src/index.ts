@@ -5,6 +5,7 @@
 export { type CheckedHomeArchive, type CheckedHomeStats, checkHomeArchive } from "./codec/check-home-archive.js";
 export { HEADER_BYTES, SEALED_SEGMENT_BYTES, SEGMENT_BYTES, TAG_BYTES } from "./codec/checkpoint-format.js";
 export type { CheckpointKey } from "./codec/checkpoint-key.js";
+export { homeExportFailure } from "./codec/home-export-failure.js";
 export { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS } from "./codec/home-transfer-scripts.js";
 export {
   importHomeByScripts,

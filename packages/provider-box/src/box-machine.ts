@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { PassThrough, type Readable } from "node:stream";
-import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, importHomeByScripts } from "@agent-computer/checkpoint";
+import { HOME_TRANSFER_SCRIPTS, homeExportFailure, importHomeByScripts } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -42,7 +42,6 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
   private deleted = false;
   private lastRefresh = Date.now();
   private readonly routes = new Map<number, Promise<string>>();
-  private importing: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly host: BoxMachineHost,
@@ -187,14 +186,7 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
     );
     if (written.exitCode !== 0) {
       this.removeLater(file);
-      if (written.exitCode === HOME_TRANSFER_EXIT.missingHome) {
-        throw new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`);
-      }
-      throw new AgentComputerError(
-        "UNAVAILABLE",
-        `Exporting the home of ${this.ref} failed (exit ${written.exitCode}): ${text(written.stderr) || "no message"}`,
-        { retryable: false },
-      );
+      throw homeExportFailure(written, this);
     }
     const parts = Number(text(written.stderr).split("\n").pop());
     const tar = new PassThrough();
@@ -217,12 +209,7 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
   }
 
   protected importHome(tar: Readable, context: OpContext): Promise<void> {
-    const next = this.importing.then(
-      () => this.importNow(tar, context),
-      () => this.importNow(tar, context),
-    );
-    this.importing = next.catch(() => {});
-    return next;
+    return this.importInTurn(() => this.importNow(tar, context));
   }
 
   /**

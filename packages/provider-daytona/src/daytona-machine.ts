@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { PassThrough, type Readable } from "node:stream";
-import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, importHomeByScripts } from "@agent-computer/checkpoint";
+import { HOME_TRANSFER_SCRIPTS, homeExportFailure, importHomeByScripts } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -39,7 +39,8 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
   readonly ref: ProviderRef;
   private deleted = false;
   private lastActivity = 0;
-  private importing: Promise<unknown> = Promise.resolve();
+  /** The start in flight, which concurrent calls join instead of starting the sandbox again. */
+  private starting?: { readonly done: Promise<void>; readonly signal: AbortSignal };
 
   constructor(
     private readonly host: DaytonaMachineHost,
@@ -65,7 +66,7 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
         if (isAuthFailure(error)) throw daytonaFailure(error, what, this.host.secrets);
         if (statusOf(error) !== 404 && !isTransient(error)) throw daytonaFailure(error, what, this.host.secrets);
         const wasStarted = this.sandbox.state === "started";
-        await ensureStarted(this.sandbox, this.startContext(signal));
+        await this.startShared(signal);
         if (wasStarted && this.sandbox.state === "started" && ++startedAndRefused > STARTED_RETRIES) {
           throw daytonaFailure(error, what, this.host.secrets);
         }
@@ -90,6 +91,37 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     }
+  }
+
+  /**
+   * Brings the sandbox to "started" once for every call that finds it
+   * stopped or archived at the same time (a command and a background
+   * cleanup, two tool calls): one start request, not one per caller. A
+   * caller whose own signal is live outlives a shared start that another
+   * caller's abort ended, and starts again itself.
+   */
+  private async startShared(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const starting = this.starting ?? this.startOwn(signal);
+      try {
+        return await abortable(starting.done, signal);
+      } catch (error) {
+        if (signal.aborted || starting.signal === signal || !starting.signal.aborted) throw error;
+      }
+    }
+  }
+
+  private startOwn(signal: AbortSignal): { done: Promise<void>; signal: AbortSignal } {
+    const starting = {
+      done: ensureStarted(this.sandbox, this.startContext(signal)).finally(() => {
+        if (this.starting === starting) this.starting = undefined;
+      }),
+      signal,
+    };
+    // Awaited by whoever is still waiting; one that gave up must not leave it unhandled.
+    starting.done.catch(() => {});
+    this.starting = starting;
+    return starting;
   }
 
   private startContext(signal: AbortSignal) {
@@ -162,14 +194,7 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
     });
     if (written.exitCode !== 0) {
       this.removeLater(file);
-      if (written.exitCode === HOME_TRANSFER_EXIT.missingHome) {
-        throw new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`);
-      }
-      throw new AgentComputerError(
-        "UNAVAILABLE",
-        `Exporting the home of ${this.ref} failed (tar exit ${written.exitCode}): ${text(written.stderr) || "no message"}`,
-        { retryable: false },
-      );
+      throw homeExportFailure(written, this);
     }
     let download: Readable;
     try {
@@ -192,12 +217,7 @@ export class DaytonaMachine extends CommandChannelMachine implements SessionComm
   }
 
   protected importHome(tar: Readable, context: OpContext): Promise<void> {
-    const next = this.importing.then(
-      () => this.importNow(tar, context),
-      () => this.importNow(tar, context),
-    );
-    this.importing = next.catch(() => {});
-    return next;
+    return this.importInTurn(() => this.importNow(tar, context));
   }
 
   /**

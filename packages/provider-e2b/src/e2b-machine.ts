@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
-import { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, importHomeByScripts } from "@agent-computer/checkpoint";
+import { HOME_TRANSFER_SCRIPTS, homeExportFailure, importHomeByScripts } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -47,7 +47,6 @@ export class E2bMachine extends CommandChannelMachine {
   readonly ref: ProviderRef;
   private readonly commands: EnvdCommandHost;
   private spent = false;
-  private importing: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly host: E2bMachineHost,
@@ -263,13 +262,7 @@ export class E2bMachine extends CommandChannelMachine {
     );
     if (packed.exitCode !== 0) {
       await removeFile();
-      throw packed.exitCode === HOME_TRANSFER_EXIT.missingHome
-        ? new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`)
-        : new AgentComputerError(
-            "UNAVAILABLE",
-            `Exporting the home of ${this.ref} failed (tar exit ${packed.exitCode}): ${text(packed.stderr) || "no message"}`,
-            { retryable: false },
-          );
+      throw homeExportFailure(packed, this);
     }
     let stream: ReadableStream<Uint8Array>;
     try {
@@ -285,12 +278,7 @@ export class E2bMachine extends CommandChannelMachine {
   }
 
   protected importHome(tar: Readable, context: OpContext): Promise<void> {
-    const next = this.importing.then(
-      () => this.importNow(tar, context),
-      () => this.importNow(tar, context),
-    );
-    this.importing = next.catch(() => {});
-    return next;
+    return this.importInTurn(() => this.importNow(tar, context));
   }
 
   /**

@@ -6,6 +6,7 @@ import {
   checkHomeArchive,
   HOME_TRANSFER_EXIT,
   HOME_TRANSFER_SCRIPTS,
+  homeExportFailure,
   packHome,
   restoreHome,
 } from "@agent-computer/checkpoint";
@@ -56,7 +57,6 @@ export class KubernetesMachine extends CommandChannelMachine {
   /** Set by stop/destroy: the pod is deleted or on its way out, so the handle is spent. */
   private deleted = false;
   /** Imports into one pod run one after another: they share the staging names beside the home. */
-  private importing: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly host: KubernetesMachineHost,
@@ -163,16 +163,7 @@ export class KubernetesMachine extends CommandChannelMachine {
           tar.push(null);
           return;
         }
-        const message = Buffer.concat(stderr).toString("utf8").trim().slice(0, 500);
-        tar.destroy(
-          result.exitCode === HOME_TRANSFER_EXIT.missingHome
-            ? new AgentComputerError("NOT_FOUND", `The home ${this.workspacePath} is missing in ${this.ref}.`)
-            : new AgentComputerError(
-                "UNAVAILABLE",
-                `Exporting the home of ${this.ref} failed (tar exit ${result.exitCode}): ${message || "no message"}`,
-                { retryable: false },
-              ),
-        );
+        tar.destroy(homeExportFailure({ exitCode: result.exitCode, stderr: Buffer.concat(stderr) }, this));
       },
       (error: unknown) => {
         finished = true;
@@ -184,12 +175,7 @@ export class KubernetesMachine extends CommandChannelMachine {
 
   protected importHome(tar: Readable, context: OpContext): Promise<void> {
     if (this.mount) return this.importMounted(tar, context);
-    const next = this.importing.then(
-      () => this.importNow(tar, context),
-      () => this.importNow(tar, context),
-    );
-    this.importing = next.catch(() => {});
-    return next;
+    return this.importInTurn(() => this.importNow(tar, context));
   }
 
   /**

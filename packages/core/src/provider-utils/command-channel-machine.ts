@@ -29,6 +29,7 @@ export abstract class CommandChannelMachine implements Machine {
   readonly files: MachineFiles;
   declare readonly openDesktop?: (botId: string, ctx?: OpContext, opts?: DesktopOptions) => Promise<DesktopSession>;
   declare readonly quiesceDesktops?: (ctx?: OpContext) => Promise<() => Promise<void>>;
+  private importing: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly workspacePath: string,
@@ -77,4 +78,16 @@ export abstract class CommandChannelMachine implements Machine {
   protected abstract exportHome(context: OpContext): Promise<Readable>;
   /** Replaces the home whole with `tar`; the context is checked and `tar` is a stream. */
   protected abstract importHome(tar: Readable, context: OpContext): Promise<void>;
+
+  /**
+   * Runs `work` after every import started before it on this machine has
+   * ended, whatever became of them: two imports never swap one home at once.
+   * A provider's `importHome` wraps its work in it where its machine could
+   * otherwise interleave them.
+   */
+  protected importInTurn(work: () => Promise<void>): Promise<void> {
+    const next = this.importing.then(work, work);
+    this.importing = next.catch(() => {});
+    return next;
+  }
 }
