@@ -62,6 +62,8 @@ else {
         const machine = await run.machine();
         await machine.files.write("bots/alice/report.md", new TextEncoder().encode("# Report\nAll green.\n"));
         await machine.files.write("bots/alice/data.bin", data);
+        // And plants links out: in a mounted home, on the host, they would lead to the host's /etc.
+        await machine.exec({ shell: "ln -s /etc/passwd passwd && ln -s /etc etc", cwd: "bots/alice" });
         await run.end("completed");
         await runtime.stopComputer(computerId);
         const containerId = (await runtime.leases.getComputer(computerId))?.providerRef?.slice("docker:".length);
@@ -79,6 +81,25 @@ else {
         await expect.poll(() => page.locator("#preview-text").textContent()).toBe("# Report\nAll green.\n");
         expect(await page.locator("#source").textContent()).toMatch(/stopped/);
         expect(await page.locator("#upload-label").isHidden()).toBe(true);
+        expect(await page.locator('li[data-path="bots/alice/passwd"]').getAttribute("data-kind")).toBe("symlink");
+        const throughLinks = await page.evaluate(async (token) => {
+          const statuses = [];
+          for (const [op, path] of [
+            ["preview", "bots/alice/passwd"],
+            ["list", "bots/alice/etc"],
+            ["preview", "bots/alice/etc/hostname"],
+            ["preview", "bots/alice/../../../etc/passwd"],
+          ])
+            statuses.push(
+              (
+                await fetch(`/files/api/${op}?path=${encodeURIComponent(path)}`, {
+                  headers: { Authorization: `Bearer ${token}` },
+                })
+              ).status,
+            );
+          return statuses;
+        }, view.token);
+        expect(throughLinks).toEqual([400, 400, 400, 400]);
         // Listing and preview came from the stored home: no container started.
         expect((await container.inspect()).State.Running).toBe(false);
         expect(await running(env.docker)).toEqual(before);
@@ -156,7 +177,9 @@ else {
         expect(new TextDecoder().decode(listing.stdout).split("\n").filter(Boolean).sort()).toEqual([
           "brief.txt",
           "data.bin",
+          "etc",
           "fresh.txt",
+          "passwd",
           "report.md",
         ]);
         await runtime.releaseTakeover(control);
