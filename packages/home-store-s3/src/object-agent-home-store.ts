@@ -54,6 +54,7 @@ import { type ChunkKeys, chunkKeysOf } from "./chunked/chunk-keys.js";
 import type { HomeManifest } from "./chunked/home-manifest.js";
 import { type ChunkPlace, readPlace, snapshotHome } from "./chunked/home-snapshot.js";
 import { manifestArchive } from "./chunked/manifest-archive.js";
+import { listManifest, planRead } from "./chunked/manifest-browser.js";
 import { isChunk } from "./chunked/sealed-chunk.js";
 import { isManifest, MAX_MANIFEST_BYTES, openManifest, sealManifest } from "./chunked/sealed-manifest.js";
 import type { HomeKeyring } from "./home-keyring.js";
@@ -165,6 +166,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
   private readonly chunkGraceMs: number;
   private readonly onStage: ((event: HomeStoreStage) => void | Promise<void>) | undefined;
   private readonly queues = new Map<string, PQueue>();
+  private readonly browsed = new Map<string, { manifest: HomeManifest; keys: ChunkKeys }>();
 
   constructor(options: ObjectAgentHomeStoreOptions) {
     const parsed = parseInput(optionsSchema, options, "ObjectAgentHomeStoreOptions");
@@ -214,14 +216,51 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
    * Deletes every object of the home and its cache. The revision stays on the
    * computer record, so the next checkpoint continues the count.
    */
-  // Browsing the stored home (issue 29) is being built; until then it is
-  // refused plainly rather than answered wrong.
-  async list(_homeKey: string, _dir: string): Promise<StoredHomeEntry[]> {
-    throw new AgentComputerError("UNSUPPORTED", "Listing a stored home is not built yet for this store.");
+  /**
+   * Lists a folder of the committed revision without restoring it: a
+   * format-2 revision from its manifest (one download, then kept in memory
+   * for that revision). Format-1 revisions are refused UNSUPPORTED until
+   * their streamed scan is built (README "Browsing").
+   */
+  async list(homeKey: string, dir: string): Promise<StoredHomeEntry[]> {
+    const { manifest } = await this.browsedManifest(homeKey);
+    return listManifest(manifest, dir);
   }
 
-  async read(_homeKey: string, _path: string, _options?: { range?: StoredHomeRange }): Promise<StoredHomeFile> {
-    throw new AgentComputerError("UNSUPPORTED", "Reading a stored file is not built yet for this store.");
+  /** Reads a file (or a range) of the committed revision, fetching only the chunks that hold it, each authenticated. */
+  async read(homeKey: string, path: string, options?: { range?: StoredHomeRange }): Promise<StoredHomeFile> {
+    const { manifest, keys } = await this.browsedManifest(homeKey);
+    const plan = planRead(manifest, path, options?.range);
+    const bucket = this.chunkBucket(keys.storageId);
+    const signal = new AbortController().signal;
+    const pieces = await Promise.all(
+      plan.chunks.map(async (chunk) => {
+        const plain = await bucket.fetch(keys, chunk.name, chunk.size, signal);
+        return plain.subarray(Math.max(plan.start - chunk.offset, 0), Math.min(plan.end - chunk.offset, chunk.size));
+      }),
+    );
+    return { path: plan.entry.path, size: plan.entry.size, revision: manifest.revision, bytes: Buffer.concat(pieces) };
+  }
+
+  /** The committed revision's checked manifest; a small per-store memory of the last ones opened. */
+  private async browsedManifest(homeKey: string): Promise<{ manifest: HomeManifest; keys: ChunkKeys }> {
+    const record = await this.recordOf(parseInput(homeKeySchema, homeKey, "home key"));
+    if (record.revision === 0) throw new AgentComputerError("NOT_FOUND", `Home "${homeKey}" has no checkpoint yet.`);
+    const storageId = checkedStorageId(record);
+    const remembered = this.browsed.get(storageId);
+    if (remembered?.manifest.revision === record.revision) return remembered;
+    const object = await this.currentObject(storageId, record.revision);
+    if (object === undefined) throw new AgentComputerError("NOT_FOUND", `Home "${homeKey}" has no checkpoint yet.`);
+    if (!isManifest(await this.getBytes(object.key, "bytes=0-7")))
+      throw new AgentComputerError(
+        "UNSUPPORTED",
+        `Revision ${record.revision} of home "${homeKey}" is a format-1 archive; browsing it is not built yet (checkpoint with format 2 to browse it).`,
+      );
+    const keys = chunkKeysOf(await this.dataKeyOf(record), storageId);
+    const { manifest } = openManifest(keys, record.revision, await this.getBytes(object.key), this.limits);
+    if (this.browsed.size >= 16) this.browsed.delete(this.browsed.keys().next().value as string);
+    this.browsed.set(storageId, { manifest, keys });
+    return { manifest, keys };
   }
 
   delete(homeKey: string): Promise<void> {
