@@ -6,7 +6,6 @@ import { z } from "zod";
 import { redactSecrets } from "../tools/redact-secrets.js";
 import type { ComputerLifecycle } from "./computer-lifecycle.js";
 import type { ComputerSlot } from "./computer-slot.js";
-import { openBotDesktop } from "./open-bot-desktop.js";
 
 export const runOutcomeSchema = z.enum(["completed", "failed"]);
 
@@ -86,7 +85,7 @@ export class BotRun {
   async desktop(options?: DesktopOptions): Promise<DesktopSession> {
     const machine = await this.machine();
     if (this.desktopSession) return this.desktopSession;
-    this.desktopSession = await openBotDesktop(machine, this.botId, options);
+    this.desktopSession = await this.lifecycle.openScreen(this.slot, machine, this.botId, options);
     return this.desktopSession;
   }
 
@@ -157,8 +156,11 @@ export class BotRun {
   }
 
   /**
-   * Ends the run: frees the desktop slot (the profile stays), releases the
-   * execution lease and saves the home at this boundary. Idempotent.
+   * Ends the run: releases the execution lease (every handle of the run,
+   * its screen control too, refuses from then on) and saves the home at this
+   * boundary. A completed run keeps its bot's screen and browser for its
+   * next run (views and logged-in sessions intact); a failed one frees the
+   * display slot (the profile stays). Idempotent.
    */
   async end(outcome: "completed" | "failed"): Promise<void> {
     const parsed = runOutcomeSchema.safeParse(outcome);
@@ -168,7 +170,13 @@ export class BotRun {
     if (this.ended) return;
     this.ended = true;
     clearInterval(this.heartbeat);
-    await this.desktopSession?.release().catch(() => {});
+    if (this.desktopSession) {
+      if (parsed.data === "completed") await this.lifecycle.keepScreen(this.slot, this.botId).catch(() => {});
+      else {
+        await this.desktopSession.release().catch(() => {});
+        await this.lifecycle.forgetScreen(this.slot, this.botId).catch(() => {});
+      }
+    }
     if (this.lease) await this.lifecycle.leases.release(this.lease).catch(() => {});
     await this.lifecycle.runEnded(this.slot, this, parsed.data);
   }

@@ -17,6 +17,12 @@ export interface ComputerActivity {
   /** Bot id -> when its run asked for a takeover (runtime clock). */
   readonly waiting: Readonly<Record<string, number>>;
   readonly checkpointPending: boolean;
+  /**
+   * Bot id -> when its last successful run ended with its screen kept
+   * (runtime clock): idle screens, the oldest of which makes room at the
+   * screen limit.
+   */
+  readonly screens: Readonly<Record<string, number>>;
 }
 
 interface StoredActivity extends ComputerActivity {
@@ -49,7 +55,13 @@ export class ComputerActivities {
     const key = this.keyOf(computerId);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const record = (await this.store.read([key])).get(key);
-      const current = activityOf(record) ?? { bots: [], lastActivityAt: 0, waiting: {}, checkpointPending: false };
+      const current = activityOf(record) ?? {
+        bots: [],
+        lastActivityAt: 0,
+        waiting: {},
+        checkpointPending: false,
+        screens: {},
+      };
       const next = change(current);
       if (JSON.stringify(next) === JSON.stringify(current) && record) return current;
       const value: StoredActivity = { type: "computer-activity", ...next };
@@ -82,5 +94,5 @@ function activityOf(record: VersionedRecord | undefined): ComputerActivity | und
       },
     );
   }
-  return activity;
+  return { ...activity, screens: activity.screens ?? {} };
 }

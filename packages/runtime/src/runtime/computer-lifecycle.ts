@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { AgentHomeStore } from "@agent-computer/checkpoint";
-import type { Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
+import type { DesktopOptions, DesktopSession, Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
 import { AgentComputerError, COMPUTER_LABELS, labelValueOf } from "@agent-computer/core";
 import type { ComputerOwner, ComputerRecord, ComputerScope, LeaseEngine } from "@agent-computer/leases";
 import PQueue from "p-queue";
@@ -14,6 +14,7 @@ import { computerSpecFor, type MachineDefaults } from "./computer-spec-for.js";
 import { ComputerStretches, type StretchEnd } from "./computer-stretches.js";
 import type { DeploymentLedger } from "./deployment-ledger.js";
 import { checkpointHome, type HomeCheckpointParts } from "./home-checkpoint.js";
+import { openBotDesktop } from "./open-bot-desktop.js";
 import type { RunRecords } from "./run-records.js";
 import type { RuntimeSettings } from "./runtime-settings.js";
 import type { StageRunner } from "./stage-runner.js";
@@ -149,6 +150,82 @@ export class ComputerLifecycle {
         ? { ...a, waiting }
         : { ...a, waiting: { ...waiting, [botId]: at }, lastActivityAt: Math.max(a.lastActivityAt, at) };
     });
+  }
+
+  /**
+   * Opens `botId`'s screen for its run through the run's fenced `machine`
+   * (its kept screen when it has one). At the screen limit, the oldest idle
+   * screen, one no bot drives and no person controls, is torn down to make
+   * room; MULTI_SCREEN_UNAVAILABLE only when every screen is busy.
+   */
+  async openScreen(
+    slot: ComputerSlot,
+    machine: Machine,
+    botId: string,
+    options?: DesktopOptions,
+  ): Promise<DesktopSession> {
+    for (;;) {
+      try {
+        const session = await openBotDesktop(machine, botId, options);
+        await this.forgetScreen(slot, botId);
+        return session;
+      } catch (error) {
+        if (!AgentComputerError.is(error, "MULTI_SCREEN_UNAVAILABLE")) throw error;
+        if (!(await this.evictIdleScreen(slot, botId))) throw error;
+      }
+    }
+  }
+
+  /** A completed run kept its bot's screen: it is idle from now, for every worker. */
+  async keepScreen(slot: ComputerSlot, botId: string): Promise<void> {
+    const now = this.parts.clock();
+    await this.activities.update(slot.computerId, (a) => ({ ...a, screens: { ...a.screens, [botId]: now } }));
+  }
+
+  /** The bot's screen is in use again, or gone. */
+  async forgetScreen(slot: ComputerSlot, botId: string): Promise<void> {
+    await this.activities.update(slot.computerId, (a) => {
+      if (a.screens[botId] === undefined) return a;
+      const { [botId]: _gone, ...screens } = a.screens;
+      return { ...a, screens };
+    });
+  }
+
+  /** Tears down `botId`'s kept screen, if it has one (deleting the bot). */
+  async releaseKeptScreen(slot: ComputerSlot, machine: Machine, botId: string): Promise<void> {
+    const kept = (await this.activities.get(slot.computerId))?.screens[botId];
+    if (kept === undefined || !machine.openDesktop) return;
+    await (await machine.openDesktop(botId)).release();
+    await this.forgetScreen(slot, botId);
+  }
+
+  /**
+   * Tears down the oldest kept screen that no bot drives and no person
+   * controls (on any worker), other than `forBot`'s. Its browser profile
+   * stays in the home. Returns false when there is none.
+   */
+  private async evictIdleScreen(slot: ComputerSlot, forBot: string): Promise<boolean> {
+    const activity = await this.activities.get(slot.computerId);
+    const kept = Object.entries(activity?.screens ?? {})
+      .filter(([botId]) => botId !== forBot)
+      .sort((a, b) => a[1] - b[1]);
+    if (kept.length === 0) return false;
+    const holds = await this.holdsOf(slot.computerId, activity);
+    const raw = slot.machine;
+    if (!raw?.openDesktop) return false;
+    for (const [botId] of kept) {
+      if (holds.executing.includes(botId) || holds.controlled.includes(botId)) continue;
+      try {
+        // Its screen is still up: opening returns it, no new slot; releasing frees that slot.
+        await (await raw.openDesktop(botId)).release();
+      } catch (error) {
+        // Gone with its machine already (the limit refused a fresh one): nothing to free.
+        if (!AgentComputerError.is(error, "MULTI_SCREEN_UNAVAILABLE")) throw error;
+      }
+      await this.forgetScreen(slot, botId);
+      return true;
+    }
+    return false;
   }
 
   /** Which bots hold a live execution or user-control lease on the computer, on any worker. */
@@ -305,6 +382,8 @@ export class ComputerLifecycle {
         await this.checkpointNow(slot, reason === "stopped" ? "stop" : reason);
         await machine.stop();
         this.machineStopped(slot);
+        // Screens do not outlive their machine's stop.
+        await this.activities.update(slot.computerId, (a) => ({ ...a, screens: {} }));
         await this.stretches.close(slot.computerId, reason);
         this.events.emit("suspending", slot.computerId, started, { reason });
         return true;
@@ -456,6 +535,8 @@ export class ComputerLifecycle {
       await machine.destroy().catch(() => {});
       throw error;
     }
+    // A new machine has no screens yet, whatever the old one kept.
+    await this.activities.update(slot.computerId, (a) => ({ ...a, screens: {} }));
     if (previousEnd) this.events.emit("replaced", slot.computerId, started, { reason: previousEnd });
     return this.ready(slot, machine, started, previousEnd ? "replaced" : "provisioned");
   }

@@ -306,6 +306,8 @@ export class ComputerRuntime {
     const lease = await this.executionForDeletion(teamId, botId);
     try {
       const machine = this.leases.fenced(await this.lifecycle.ensure(slot), lease);
+      // Its kept screen goes first: a browser must not write into a profile being removed.
+      await this.lifecycle.releaseKeptScreen(slot, machine, botId);
       const removed = await machine.exec({
         argv: ["rm", "-rf", "--", `bots/${botId}`, `.browser-profiles/${botId}`],
       });
