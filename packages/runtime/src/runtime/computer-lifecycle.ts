@@ -459,11 +459,6 @@ export class ComputerLifecycle {
     this.slots.delete(id);
   }
 
-  /** The reconciler found the record's machine running with no open run record: opens one. */
-  async recordUnrecordedStart(record: ComputerRecord): Promise<boolean> {
-    return this.stretches.openUnrecorded(record);
-  }
-
   /** The reconciler found the record's machine gone: forgets its ref and closes the stretch as `reconciled`. */
   async forgetGoneMachine(record: ComputerRecord): Promise<void> {
     await this.stretches.forgetMachine(record);

@@ -85,16 +85,6 @@ export class ComputerStretches {
     await this.records.close(record.computerId, "reconciled", this.clock());
   }
 
-  /**
-   * The reconciler found the record's machine running with no open stretch
-   * (its start was never recorded): opens one from now.
-   */
-  async openUnrecorded(record: ComputerRecord): Promise<boolean> {
-    if (record.providerRef === null || (await this.records.isOpen(record.computerId))) return false;
-    await this.open(record, { providerKind: record.providerKind, ref: record.providerRef }, "reconciled");
-    return true;
-  }
-
   /** `runs` with the last one ended now for `reason`. */
   private ended(runs: ComputerRecord["runs"], reason: StretchEnd): ComputerRecord["runs"][number][] {
     const last = runs.at(-1);
