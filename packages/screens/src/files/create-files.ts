@@ -217,7 +217,22 @@ class FilesHost implements Files {
             "Cache-Control": "no-store",
             "X-Content-Type-Options": "nosniff",
           }),
-        (chunk) => response.write(chunk),
+        (chunk) =>
+          new Promise<void>((resolve, reject) => {
+            if (response.destroyed) return reject(new AgentComputerError("ABORTED", "The browser went away."));
+            if (response.write(chunk)) return resolve();
+            // Wait for the browser: the next chunk is read only then.
+            const gone = () => {
+              response.off("drain", drained);
+              reject(new AgentComputerError("ABORTED", "The browser went away."));
+            };
+            const drained = () => {
+              response.off("close", gone);
+              resolve();
+            };
+            response.once("drain", drained);
+            response.once("close", gone);
+          }),
       )
       .then(
         () => response.end(),

@@ -7,6 +7,9 @@ import type { FilesPolicy } from "./files-policy.js";
 import { DISCARD_SCRIPT, DOWNLOAD_SCRIPT, PUBLISH_SCRIPT, SCRIPT_EXIT } from "./home-file-scripts.js";
 import { previewText } from "./preview-text.js";
 
+/** How much of a download one read in the machine moves (and the host holds). */
+const DOWNLOAD_CHUNK_BYTES = 4 * 1024 * 1024;
+
 /** One listed entry, as the page shows it. */
 interface ListedEntry {
   readonly name: string;
@@ -67,29 +70,42 @@ export class FilesOperations {
   }
 
   /**
-   * Streams a file of the running computer to `sink`, as the machine reads
-   * it. The path is checked first through the provider's own read (links
-   * out of the home refused), so a refusal is an HTTP status, not a cut.
+   * Streams a file of the running computer to `sink`, `DOWNLOAD_CHUNK_BYTES`
+   * at a time, each chunk read by position in the machine and the next only
+   * once `sink` has taken it: host memory stays one chunk, however slow the
+   * browser. The path is checked first through the provider's own read
+   * (links out of the home refused), so a refusal is a status, not a cut.
    */
   async download(
     policy: FilesPolicy,
     path: string,
     begin: (name: string) => void,
-    sink: (chunk: Uint8Array) => void,
+    sink: (chunk: Uint8Array) => Promise<void>,
   ): Promise<void> {
     const rel = normalizeHomePath(path);
     const machine = await this.machineOf(policy, "download");
     await machine.files.read(rel, undefined, { length: 0 });
     begin(rel.split("/").at(-1) ?? "download");
-    const result = await machine.exec({
-      argv: ["sh", "-c", DOWNLOAD_SCRIPT, "sh", machine.workspacePath, rel],
-      maxOutputBytes: 1024,
-      onOutput: (stream, chunk) => {
-        if (stream === "stdout") sink(chunk);
-      },
-    });
-    if (result.exitCode !== 0)
-      throw new AgentComputerError("UNAVAILABLE", `Reading "${rel}" stopped part way (exit ${result.exitCode}).`);
+    for (let offset = 0; ; ) {
+      const result = await machine.exec({
+        argv: [
+          "sh",
+          "-c",
+          DOWNLOAD_SCRIPT,
+          "sh",
+          machine.workspacePath,
+          rel,
+          String(DOWNLOAD_CHUNK_BYTES),
+          String(offset),
+        ],
+        maxOutputBytes: DOWNLOAD_CHUNK_BYTES,
+      });
+      if (result.exitCode !== 0)
+        throw new AgentComputerError("UNAVAILABLE", `Reading "${rel}" stopped part way (exit ${result.exitCode}).`);
+      if (result.stdout.length > 0) await sink(result.stdout);
+      if (result.stdout.length < DOWNLOAD_CHUNK_BYTES) return;
+      offset += result.stdout.length;
+    }
   }
 
   /**

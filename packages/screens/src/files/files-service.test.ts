@@ -101,6 +101,13 @@ describe("files service", () => {
     expect(got.status).toBe(200);
     expect(got.headers.get("content-disposition")).toContain("data.bin");
     expect(Buffer.from(await got.arrayBuffer()).equals(bytes)).toBe(true);
+    // Read in 4 MiB chunks: exactly two of them, and one more than two.
+    for (const size of [8 * 1024 * 1024, 8 * 1024 * 1024 + 5]) {
+      const big = randomBytes(size);
+      await machine.files.write("bots/alice/big.bin", big);
+      const whole = Buffer.from(await (await api(view.token, "download", "bots/alice/big.bin")).arrayBuffer());
+      expect(whole.equals(big), `${size} bytes`).toBe(true);
+    }
     for (const [op, path] of [
       ["download", "bots/alice/passwd"],
       ["download", "bots/alice/etc/hostname"],

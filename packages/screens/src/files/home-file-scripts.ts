@@ -12,10 +12,10 @@ inside() {
 }
 `;
 
-/** `$2`: a regular file inside the home, streamed to stdout. */
+/** `$2`: a regular file inside the home; `$3` bytes of it from byte `$4`, to stdout. */
 export const DOWNLOAD_SCRIPT = `${RESOLVE}inside "$2"
 [ -f "$t" ] || exit 65
-exec cat -- "$t"`;
+exec dd if="$t" bs=1M iflag=skip_bytes,count_bytes count="$3" skip="$4" status=none`;
 
 /** `$2`: the finished upload beside its target; `$3`: the target. One rename: the target is the old file or the whole new one. */
 export const PUBLISH_SCRIPT = `${RESOLVE}inside "$2"; from=$t
