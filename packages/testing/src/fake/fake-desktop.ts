@@ -75,13 +75,13 @@ export class FakeDesktop implements DesktopSession {
         this.assertUsable(ctx);
         return browser().navigate(url, ctx);
       },
-      snapshot: (ctx) => {
+      snapshot: (ctx, request) => {
         this.assertUsable(ctx);
-        return browser().snapshot(ctx);
+        return browser().snapshot(ctx, request);
       },
-      act: (action, ctx) => {
+      act: (action, ctx, after) => {
         this.assertUsable(ctx);
-        return browser().act(action, ctx);
+        return browser().act(action, ctx, after);
       },
     };
   }
