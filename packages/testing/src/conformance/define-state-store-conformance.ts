@@ -161,6 +161,19 @@ export function defineStateStoreConformance(options: StateStoreConformanceOption
         expect(await guarded(null, k("guard-missing"), k("g-target-5"))).toBe(false);
       });
 
+      it("a read after a commit returned sees it, also on another handle", async () => {
+        // The fencing checker orders a grant by the revision read once the grant
+        // returned (docs/architecture.md §12): a stale read there would hide a
+        // fenced-out action, so a store must never serve one.
+        const key = k("read-your-commit");
+        expect(await create(key, { n: 0 })).toBe(true);
+        for (let n = 1; n <= 40; n++) {
+          const ok = await handle(n).commit([{ key, version: n }], [{ key, version: n + 1, value: { n } }]);
+          expect(ok).toBe(true);
+          expect(await readOne(key, handle(n + 1))).toEqual({ key, version: n + 1, value: { n } });
+        }
+      });
+
       it("refuses malformed commits with INVALID_ARGUMENT (checkCommit)", async () => {
         const key = k("malformed");
         const cases: [CommitExpectation[], VersionedRecord[]][] = [
