@@ -13,6 +13,7 @@ import {
   TAG_BYTES,
 } from "./checkpoint-format.js";
 import type { CheckpointKey } from "./checkpoint-key.js";
+import { lengthOf, SegmentCutter, splitTag } from "./segment-cutter.js";
 
 /**
  * Opens a sealed checkpoint into the plain tar stream. The header is checked
@@ -21,6 +22,7 @@ import type { CheckpointKey } from "./checkpoint-key.js";
  * verified. Any tampering (a flipped bit, a dropped, repeated or reordered
  * segment, truncation anywhere, bytes appended) fails the stream with
  * CHECKPOINT_CORRUPT, and `restoreHome` then leaves the previous home as it was.
+ * Like the sealer, an object-mode Readable of Buffers: iterate or pipe it.
  */
 export function openCheckpoint(sealed: AsyncIterable<Uint8Array>, key: CheckpointKey): Readable {
   const checked = parseCheckpointKey(key);
@@ -35,52 +37,35 @@ export function openCheckpoint(sealed: AsyncIterable<Uint8Array>, key: Checkpoin
 }
 
 class OpenStream extends Transform {
-  /** A full sealed segment held until more data shows it is not the last; often a view into the input. */
-  private held: Buffer | undefined;
-  private partial = Buffer.allocUnsafe(SEALED_SEGMENT_BYTES);
-  private filled = 0;
+  /** Gathers the header; after it, segments are cut as views into the input (SegmentCutter). */
+  private headerBytes = Buffer.allocUnsafe(HEADER_BYTES);
+  private headerFilled = 0;
+  private readonly cutter = new SegmentCutter(SEALED_SEGMENT_BYTES);
   private index = 0;
   private header: { keys: SegmentKeys; noncePrefix: Buffer } | undefined;
+  private readonly openOne = (pieces: Buffer[]) => this.openSegment(pieces, false);
 
   constructor(private readonly key: CheckpointKey) {
-    super({ readableHighWaterMark: 4 * SEALED_SEGMENT_BYTES });
+    // Object mode, the plaintext pushed as the decipher made it: a byte-mode
+    // reader's read() would concatenate (copy) what is buffered.
+    super({ readableObjectMode: true, readableHighWaterMark: 32 });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     try {
-      let offset = 0;
+      let rest = chunk;
       if (this.header === undefined) {
-        const count = Math.min(HEADER_BYTES - this.filled, chunk.length);
-        chunk.copy(this.partial, this.filled, 0, count);
-        this.filled += count;
-        offset = count;
-        if (this.filled < HEADER_BYTES) {
+        const count = Math.min(HEADER_BYTES - this.headerFilled, chunk.length);
+        chunk.copy(this.headerBytes, this.headerFilled, 0, count);
+        this.headerFilled += count;
+        if (this.headerFilled < HEADER_BYTES) {
           callback();
           return;
         }
-        this.header = openHeader(this.key, this.partial.subarray(0, HEADER_BYTES));
-        this.filled = 0;
+        this.header = openHeader(this.key, this.headerBytes);
+        rest = chunk.subarray(count);
       }
-      while (offset < chunk.length) {
-        if (this.held !== undefined) {
-          this.openSegment(this.held, false);
-          this.held = undefined;
-        }
-        if (this.filled === 0 && chunk.length - offset >= SEALED_SEGMENT_BYTES) {
-          this.held = chunk.subarray(offset, offset + SEALED_SEGMENT_BYTES);
-          offset += SEALED_SEGMENT_BYTES;
-          continue;
-        }
-        const count = Math.min(SEALED_SEGMENT_BYTES - this.filled, chunk.length - offset);
-        chunk.copy(this.partial, this.filled, offset, offset + count);
-        this.filled += count;
-        offset += count;
-        if (this.filled === SEALED_SEGMENT_BYTES) {
-          this.held = this.partial;
-          this.partial = Buffer.allocUnsafe(SEALED_SEGMENT_BYTES);
-          this.filled = 0;
-        }
-      }
+      this.cutter.push(rest, this.openOne);
       callback();
     } catch (error) {
       callback(error as Error);
@@ -91,18 +76,17 @@ class OpenStream extends Transform {
     try {
       if (this.header === undefined) throw corrupt("it is shorter than its header (truncated)");
       // The last segment is what remains: the partial one, or else the held full one.
-      if (this.held !== undefined && this.filled > 0) {
-        this.openSegment(this.held, false);
-        this.held = undefined;
-      }
-      const last = this.held ?? this.partial.subarray(0, this.filled);
-      if (this.index === 0 && last.length === 0) throw corrupt("it has a header but no segments (truncated)");
-      if (last.length < TAG_BYTES)
-        throw corrupt(`its final segment is ${last.length} bytes, shorter than a tag (truncated)`, {
+      const rest = this.cutter.finish();
+      for (let i = 0; i < rest.length - 1; i++) this.openSegment(rest[i] as Buffer[], false);
+      const last = rest[rest.length - 1] as Buffer[];
+      const length = lengthOf(last);
+      if (this.index === 0 && length === 0) throw corrupt("it has a header but no segments (truncated)");
+      if (length < TAG_BYTES)
+        throw corrupt(`its final segment is ${length} bytes, shorter than a tag (truncated)`, {
           segment: this.index,
         });
       // Only an empty home seals to an empty segment, and then as the first one.
-      if (last.length === TAG_BYTES && this.index > 0)
+      if (length === TAG_BYTES && this.index > 0)
         throw corrupt("it ends with an empty segment after data (truncated or spliced)", { segment: this.index });
       this.openSegment(last, true);
       callback();
@@ -111,10 +95,10 @@ class OpenStream extends Transform {
     }
   }
 
-  private openSegment(sealed: Buffer, last: boolean): void {
+  private openSegment(pieces: Buffer[], last: boolean): void {
     const header = this.header as { keys: SegmentKeys; noncePrefix: Buffer };
     if (this.index >= MAX_SEGMENTS) throw corrupt("it has more than 2^32 segments");
-    const bodyLength = sealed.length - TAG_BYTES;
+    const { body, tag } = splitTag(pieces, TAG_BYTES);
     // authTagLength pins the tag to 16 bytes: without it Node accepts tags as short as 4.
     const decipher = createDecipheriv(
       "aes-256-gcm",
@@ -122,8 +106,9 @@ class OpenStream extends Transform {
       nonceFor(header.noncePrefix, this.index, last),
       { authTagLength: TAG_BYTES },
     );
-    decipher.setAuthTag(sealed.subarray(bodyLength));
-    const plain = decipher.update(sealed.subarray(0, bodyLength));
+    decipher.setAuthTag(tag);
+    const plain =
+      body.length === 1 ? [decipher.update(body[0] as Buffer)] : body.map((piece) => decipher.update(piece));
     try {
       decipher.final();
     } catch {
@@ -135,7 +120,7 @@ class OpenStream extends Transform {
       );
     }
     // Released only now, after final() verified the tag.
-    if (plain.length > 0) this.push(plain);
+    for (const piece of plain) if (piece.length > 0) this.push(piece);
     this.index++;
   }
 }

@@ -67,24 +67,65 @@ describe("sealCheckpoint / openCheckpoint", () => {
     }
   });
 
+  it("round-trips under chunkings that mix whole views, gathered small pieces and straddled tags", async () => {
+    const plain = randomBytes(5 * SEGMENT_BYTES + 333);
+    const sizes = [1, 7, 15, 16, 17, 8191, 8192, 8193, 65_535, SEALED_SEGMENT_BYTES, 100_000];
+    const cut = (bytes: Buffer, seed: number) => {
+      const pieces: Buffer[] = [];
+      let n = seed;
+      for (let i = 0; i < bytes.length; ) {
+        n = (n * 1103515245 + 12345) % 2147483648;
+        const size = sizes[n % sizes.length] as number;
+        pieces.push(bytes.subarray(i, i + size));
+        i += size;
+      }
+      return pieces;
+    };
+    for (let seed = 1; seed <= 6; seed++) {
+      const sealed = await collect(sealCheckpoint(Readable.from(cut(plain, seed)), key));
+      expect(sealed.length).toBe(HEADER_BYTES + 6 * 16 + plain.length);
+      expect(await collect(openCheckpoint(Readable.from(cut(sealed, seed + 100)), key))).toEqual(plain);
+      // A flipped bit in a tag that straddles pieces still fails.
+      const tampered = Buffer.from(sealed);
+      const tagByte = HEADER_BYTES + 2 * SEALED_SEGMENT_BYTES - 3;
+      tampered[tagByte] = (tampered[tagByte] as number) ^ 0x40;
+      const pieces = [
+        tampered.subarray(0, tagByte - 7),
+        tampered.subarray(tagByte - 7, tagByte + 1),
+        tampered.subarray(tagByte + 1),
+      ];
+      const error = await collect(openCheckpoint(Readable.from(pieces), key)).catch((e: unknown) => e);
+      expect(AgentComputerError.is(error, "CHECKPOINT_CORRUPT")).toBe(true);
+    }
+  });
+
   it("seals twice to different bytes (fresh salt and nonce prefix)", async () => {
     const plain = randomBytes(1000);
     expect((await seal(plain)).equals(await seal(plain))).toBe(false);
   });
 
-  it("emits one buffer per segment, ciphertext and tag together", async () => {
-    // 'data' events show the pushes; for-await's read() would concatenate what is buffered.
+  it("emits each ciphertext and tag as cipher.update and getAuthTag made them (no copy), in object mode", async () => {
+    // 'data' events show the pushes; object mode keeps a reader's read() from concatenating them.
     const chunks: Buffer[] = [];
     const sealed = sealCheckpoint(Readable.from([randomBytes(3 * SEGMENT_BYTES + 5)]), key);
     sealed.on("data", (chunk: Buffer) => chunks.push(chunk));
     await new Promise((resolve) => sealed.on("end", resolve));
+    expect(sealed.readableObjectMode).toBe(true);
     expect(chunks.map((c) => c.length)).toEqual([
       HEADER_BYTES,
-      SEALED_SEGMENT_BYTES,
-      SEALED_SEGMENT_BYTES,
-      SEALED_SEGMENT_BYTES,
-      5 + 16,
+      SEGMENT_BYTES,
+      16,
+      SEGMENT_BYTES,
+      16,
+      SEGMENT_BYTES,
+      16,
+      5,
+      16,
     ]);
+    // An empty home: the header and one empty segment's tag.
+    const empty: Buffer[] = [];
+    for await (const chunk of sealCheckpoint(Readable.from([]), key)) empty.push(chunk);
+    expect(empty.map((c) => c.length)).toEqual([HEADER_BYTES, 16]);
   });
 
   describe("every tampering fails with CHECKPOINT_CORRUPT", () => {
