@@ -450,11 +450,17 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     };
     if (staged) await staged.swapIn();
     await this.writeMarker(checkpoint);
-    // Older revisions and losing attempts of this one; a failure here leaves work for the reconciler, not a wrong home.
-    const leftovers = (await this.listObjects(`${this.homesPrefix()}${storageId}/`)).filter(
-      (o) => o.revision < next || (o.revision === next && o.name !== attempt && o.name !== COMMITTED),
-    );
-    await this.deleteKeys(leftovers.map((o) => o.key)).catch(() => {});
+    // Older revisions and losing attempts of this one; a failure here leaves work for the reconciler, not a wrong
+    // home, and must not report the committed checkpoint as failed (the fault storm found both listing and deleting fail).
+    await this.listObjects(`${this.homesPrefix()}${storageId}/`)
+      .then((objects) =>
+        this.deleteKeys(
+          objects
+            .filter((o) => o.revision < next || (o.revision === next && o.name !== attempt && o.name !== COMMITTED))
+            .map((o) => o.key),
+        ),
+      )
+      .catch(() => {});
     return publicOf(checkpoint) as HomeCheckpoint;
   }
 
@@ -572,7 +578,16 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
       const manifest: HomeManifest = { format: 2, storageId, revision: next, entries: snapshot.entries };
       const sealed = sealManifest(keys, manifest);
       digest = sealed.digest;
-      const bytes = await this.uploadMissingChunks(keys, staged.stagingDir, snapshot.places, homeKey, next, ctx);
+      const committed = await this.readChunkIndex(homeKey, storageId, record.revision);
+      const bytes = await this.uploadMissingChunks(
+        keys,
+        staged.stagingDir,
+        snapshot.places,
+        committed,
+        homeKey,
+        next,
+        ctx,
+      );
       await this.putBytes(objectKey, sealed.sealed, "writing a manifest");
       await this.emit({ stage: "uploaded", homeKey, revision: next, objectKey, bytes: bytes + sealed.sealed.length });
       throwIfDone(ctx, "checkpoint");
@@ -598,14 +613,27 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     };
     if (swap) await staged.swapIn();
     else await staged.discard();
-    await this.writeChunkIndex(homeKey, storageId, snapshot.places);
+    await this.writeChunkIndex(homeKey, storageId, next, snapshot.places);
     await this.writeMarker(checkpoint);
-    const leftovers = (await this.listObjects(`${this.homesPrefix()}${storageId}/`)).filter(
-      (o) => o.revision < next || (o.revision === next && o.name !== attempt && o.name !== COMMITTED),
-    );
     // Chunks stay: the reconciler removes the unreferenced ones under its grace rule (chunk-collection.ts).
-    await this.deleteKeys(leftovers.map((o) => o.key)).catch(() => {});
+    // Best effort, as in v1: a committed checkpoint is never reported failed for its clean-up.
+    await this.deleteLeftovers(storageId, [record.revision, next], next, attempt).catch(() => {});
     return publicOf(checkpoint) as HomeCheckpoint;
+  }
+
+  /**
+   * Deletes the previous revision's objects and the losing attempts of `next`,
+   * listing only those revisions' folders (a format-2 home's folder also
+   * holds every chunk). Older leftovers of a crash are the reconciler's.
+   */
+  private async deleteLeftovers(storageId: string, revisions: number[], next: number, attempt: string): Promise<void> {
+    const listed = await Promise.all(
+      revisions.filter((r) => r > 0).map((r) => this.listObjects(`${this.homesPrefix()}${storageId}/${r}/`)),
+    );
+    const leftovers = listed
+      .flat()
+      .filter((o) => o.revision < next || (o.revision === next && o.name !== attempt && o.name !== COMMITTED));
+    await this.deleteKeys(leftovers.map((o) => o.key));
   }
 
   /** Checks the source into a staging folder: beside the cache (swapped in after the commit), or, for a mounted home, a scratch one. */
@@ -649,13 +677,19 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     keys: ChunkKeys,
     root: string,
     places: ReadonlyMap<string, ChunkPlace>,
+    committed: ReadonlyMap<string, ChunkPlace>,
     homeKey: string,
     revision: number,
     ctx: OpContext,
   ): Promise<number> {
     const bucket = this.chunkBucket(keys.storageId);
     const listedAt = Date.now();
-    const [stored, marks] = await Promise.all([bucket.listChunks(), bucket.listMarks()]);
+    // The committed revision's chunks are in the bucket (the reconciler never deletes a referenced
+    // one), so with this host's index of that revision only the marks need listing; else the chunks too.
+    const [stored, marks] = await Promise.all([
+      committed.size > 0 ? [...committed.keys()].map((name) => ({ name })) : bucket.listChunks(),
+      bucket.listMarks(),
+    ]);
     const marked = new Set((await Promise.all(marks.map((m) => bucket.readMark(m)))).flat());
     const present = new Set(stored.map((o) => o.name).filter((name) => !marked.has(name)));
     const missing = new Map([...places].filter(([name]) => !present.has(name)));
@@ -700,7 +734,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
       return bucket.fetch(keys, name, size, signal);
     };
     const stats = await restoreHome(manifestArchive(manifest, source, this.chunkConcurrency), home, this.limits);
-    await this.writeChunkIndex(homeKey, storageId, placesOf(manifest));
+    await this.writeChunkIndex(homeKey, storageId, revision, placesOf(manifest));
     const synced: CacheMarker = {
       homeKey,
       storageId,
@@ -803,13 +837,18 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
   }
 
   /** Where the cache holds each chunk of the revision it last took; only a hint (restores check every byte). */
-  private async readChunkIndex(homeKey: string, storageId: string): Promise<Map<string, ChunkPlace>> {
+  private async readChunkIndex(
+    homeKey: string,
+    storageId: string,
+    revision?: number,
+  ): Promise<Map<string, ChunkPlace>> {
     try {
       const saved = JSON.parse(await readFile(this.chunkIndexPath(homeKey), "utf8")) as {
         storageId: string;
+        revision: number;
         places: [string, string, number, number][];
       };
-      if (saved.storageId !== storageId) return new Map();
+      if (saved.storageId !== storageId || (revision !== undefined && saved.revision !== revision)) return new Map();
       return new Map(saved.places.map(([name, path, offset, size]) => [name, { path, offset, size }]));
     } catch {
       return new Map();
@@ -819,13 +858,14 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
   private async writeChunkIndex(
     homeKey: string,
     storageId: string,
+    revision: number,
     places: ReadonlyMap<string, ChunkPlace>,
   ): Promise<void> {
     const path = this.chunkIndexPath(homeKey);
     await mkdir(join(this.dataDir, "home-revisions"), { recursive: true });
     const list = [...places].map(([name, p]) => [name, p.path, p.offset, p.size]);
     const temporary = `${path}.${process.pid}.tmp`;
-    await writeFile(temporary, JSON.stringify({ storageId, places: list }));
+    await writeFile(temporary, JSON.stringify({ storageId, revision, places: list }));
     await rename(temporary, path);
   }
 
