@@ -294,6 +294,8 @@ export class ComputerOperations {
     const runs = this.lifecycle.activeRuns(computerId);
     if (runs > 0)
       throw new AgentComputerError("BOT_BUSY", `Stop the bots first: ${runs} run(s) use computer "${computerId}".`);
+    // Runs of other workers too: their execution leases are in the store.
+    await this.lifecycle.refuseWhileBotsRun(computerId, kind === "update" ? "update" : "recover");
     const operation = await this.ledger.createOperation({
       id: `op-${randomUUID()}`,
       computerId,

@@ -250,7 +250,7 @@ export class ComputerRuntime {
    * Deletes a computer for good: destroys its machine, closes its stretch
    * as `deleted`, deletes its record and its home (`homeStore.delete`).
    * Runs under a computer-wide reservation: LEASE_HELD while an operation
-   * holds the computer, BOT_BUSY while runs of this process use it.
+   * holds the computer, BOT_BUSY while runs use it (on any worker).
    * Returns false when there was no such computer.
    */
   async deleteComputer(computerId: string): Promise<boolean> {
@@ -259,6 +259,7 @@ export class ComputerRuntime {
     if (!record) return false;
     const slot = this.lifecycle.slotOf(id);
     refuseWhileRunsUse(slot);
+    await this.lifecycle.refuseWhileBotsRun(id, "delete");
     await this.lifecycle.remove(slot, record);
     return true;
   }

@@ -76,12 +76,16 @@ describe("runtime decisions across workers", () => {
     expect((await b.leases.getComputer("team-w2"))?.runs.map((r) => r.endReason)).toEqual(["idle"]);
   });
 
-  it("a worker that never served the computer suspends it once idle (its worker died), and refuses to stop it while a bot runs elsewhere", async () => {
+  it("a worker that never served the computer suspends it once idle (its worker died), and refuses to stop, delete or update it while a bot runs elsewhere", async () => {
     const { runtimes, time } = await workers(2);
     const [a, b] = runtimes as [(typeof runtimes)[0], (typeof runtimes)[0]];
     const run = a.startRun({ workspaceId: "w3", botId: "alpha" });
     await run.machine();
     await expect(b.stopComputer("team-w3")).rejects.toMatchObject({ code: "BOT_BUSY" });
+    await expect(b.deleteComputer("team-w3")).rejects.toMatchObject({ code: "BOT_BUSY" });
+    await expect(b.operations.requestUpdate({ computerId: "team-w3", owner: "op" })).rejects.toMatchObject({
+      code: "BOT_BUSY",
+    });
     await run.end("completed");
     time.now += 16 * MINUTE;
     expect(await b.suspendIdle()).toEqual(["team-w3"]);
