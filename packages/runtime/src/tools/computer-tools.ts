@@ -3,6 +3,7 @@ import { AgentComputerError, desktopActionBatchSchema } from "@agent-computer/co
 import { z } from "zod";
 import { browserTools } from "./browser-tools.js";
 import type { ComputerToolSession } from "./computer-tool-session.js";
+import { frameForModel, runComputerUseBatch } from "./computer-use-batch.js";
 import { type ComputerTool, computerTool, recorded, textResult } from "./recorded-call.js";
 import type { ToolContent } from "./tool-result.js";
 
@@ -12,21 +13,7 @@ const ATTACH_MAX_BYTES = 10 * 1024 * 1024;
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
 /** Frame metadata, and the image only when it differs from the last one the model saw. */
-function frameContent(session: ComputerToolSession, frame: Observation): ToolContent[] {
-  const meta = `Screen ${frame.width}x${frame.height}, cursor at (${frame.cursor.x}, ${frame.cursor.y})${
-    frame.windowTitle ? `, active window "${frame.windowTitle}"` : ""
-  }, frame ${frame.frameHash.slice(0, 12)}.`;
-  if (frame.frameHash === session.lastFrameHash) {
-    return [{ type: "text", text: `${meta} Unchanged since your last screenshot: that screenshot still holds.` }];
-  }
-  session.lastFrameHash = frame.frameHash;
-  return frame.image
-    ? [
-        { type: "text", text: meta },
-        { type: "image", data: frame.image, mimeType: "image/png" },
-      ]
-    : [{ type: "text", text: meta }];
-}
+const frameContent = (session: ComputerToolSession, frame: Observation): ToolContent[] => frameForModel(session, frame);
 
 const shell = computerTool({
   name: "shell",
@@ -185,18 +172,8 @@ const observe = computerTool({
   },
 });
 
-const VISUAL = new Set([
-  "move",
-  "click",
-  "mouse_down",
-  "mouse_up",
-  "drag",
-  "scroll",
-  "type",
-  "key",
-  "key_down",
-  "key_up",
-]);
+const REFUSED_ACT =
+  "Refused: you repeated exactly the same action, and last time it changed nothing on the screen. Do something different: use the page tools (browser_snapshot, then browser_act with a ref) for web pages, keyboard navigation, or look again with computer_observe.";
 
 const act = computerTool({
   name: "computer_act",
@@ -204,48 +181,7 @@ const act = computerTool({
     "Act on your desktop with an ordered batch of mouse and keyboard actions (move, click with button and count, drag along a path, scroll, type, key combos like ctrl+l, key_down/key_up, wait, zoom into a region). Batch what you can: one call runs them all and returns the screen after. Stops at the first failing action. Coordinates are screen pixels of your last screenshot. For web pages, prefer the page tools when they are offered: they click elements by ref instead of by pixel.",
   inputSchema: z.object({ actions: desktopActionBatchSchema }),
   mutating: true,
-  handler: async (input, session) => {
-    const key = JSON.stringify(input.actions);
-    const visual = input.actions.some((a) => VISUAL.has(a.type));
-    const summary = `desktop: ${input.actions.map((a) => a.type).join(", ")}`;
-    if (visual && session.lastAct?.key === key && !session.lastAct.changed) {
-      return {
-        isError: true,
-        content: [
-          {
-            type: "text",
-            text: "Refused: you repeated exactly the same action, and last time it changed nothing on the screen. Do something different: use the page tools (browser_snapshot, then browser_act with a ref) for web pages, keyboard navigation, or look again with computer_observe.",
-          },
-        ],
-      };
-    }
-    return recorded(session, "computer_act", summary, async () => {
-      const desktop = await session.desktop();
-      const before = session.lastFrameHash ?? (await desktop.observe(undefined, { includeImage: false })).frameHash;
-      const outcome = await desktop.act(input.actions);
-      const after = await desktop.observe();
-      session.lastAct = { key, changed: after.frameHash !== before };
-      const failed = outcome.results.find((r) => r.status === "failed");
-      const lines = [
-        outcome.ok
-          ? `All ${outcome.results.length} action(s) done.`
-          : `Action ${failed?.index} (${failed?.type}) failed: ${failed?.error?.message}${
-              failed?.uncertain ? " It may have taken effect: look before retrying." : ""
-            } Actions after it did not run.`,
-        session.lastAct.changed ? "The screen changed." : "The screen did not change.",
-      ];
-      const zooms: ToolContent[] = outcome.results.flatMap((r) =>
-        r.image ? [{ type: "image" as const, data: r.image, mimeType: "image/png" as const }] : [],
-      );
-      return {
-        result: {
-          ...(outcome.ok ? {} : { isError: true }),
-          content: [{ type: "text", text: lines.join(" ") }, ...zooms, ...frameContent(session, after)],
-        },
-        ok: outcome.ok,
-      };
-    });
-  },
+  handler: (input, session) => runComputerUseBatch(session, { actions: input.actions }, undefined, REFUSED_ACT),
 });
 
 const openPath = computerTool({

@@ -25,11 +25,12 @@ const VISUAL = new Set([
 /** A look at the desktop with the image at the model's size (the desktop scales it: `maxWidth`). */
 async function observeForModel(
   desktop: DesktopSession,
-  scaling: ComputerUseScaling,
+  scaling: ComputerUseScaling | undefined,
   includeImage = true,
 ): Promise<Observation> {
-  const scaled = scaling.model.width !== scaling.display.width;
-  if (!scaled || !includeImage) return desktop.observe(undefined, { includeImage });
+  if (!scaling || scaling.model.width === scaling.display.width || !includeImage) {
+    return desktop.observe(undefined, { includeImage });
+  }
   const frame = (await desktop.observe(undefined, { maxWidth: scaling.model.width } as {
     includeImage?: boolean;
   })) as Observation & { imageSize?: ScreenSize };
@@ -42,12 +43,21 @@ async function observeForModel(
   return frame;
 }
 
-/** The frame in the model's coordinates; the image only when this session has not seen that frame yet. */
-function frameForModel(session: ComputerToolSession, frame: Observation, scaling: ComputerUseScaling): ToolContent[] {
+/**
+ * Frame metadata in the model's coordinates (the display's without
+ * scaling), and the image only when this session has not seen that frame
+ * yet: the session's one frame de-duplication (docs/architecture.md §10).
+ */
+export function frameForModel(
+  session: ComputerToolSession,
+  frame: Observation,
+  scaling?: ComputerUseScaling,
+): ToolContent[] {
   const cursor = toModelPoint(frame.cursor, scaling);
-  const meta = `Screen ${scaling.model.width}x${scaling.model.height}, cursor at (${cursor.x}, ${cursor.y})${
+  const screen = scaling?.model ?? frame;
+  const meta = `Screen ${screen.width}x${screen.height}, cursor at (${cursor.x}, ${cursor.y})${
     frame.windowTitle ? `, active window "${frame.windowTitle}"` : ""
-  }.`;
+  }, frame ${frame.frameHash.slice(0, 12)}.`;
   if (frame.frameHash === session.lastFrameHash) {
     return [{ type: "text", text: `${meta} Unchanged since your last screenshot: that screenshot still holds.` }];
   }
@@ -64,18 +74,21 @@ const REFUSED_REPEAT =
   "Refused: you repeated exactly the same action, and last time it changed nothing on the screen. Do something different: another place or key, keyboard navigation, or take a screenshot to look again.";
 
 /**
- * Runs a vendor action mapped onto a desktop batch, as `computer_act` and
- * `computer_observe` do on the same session: the same guard against a
- * repeated no-op, the same activity event (`computer_act`), the same frame
- * de-duplication, the screen after in the model's coordinates.
+ * Runs a desktop batch for a model: `computer_act`'s batches, and a vendor
+ * action mapped onto one. Its guard refuses an identical visual batch that
+ * changed nothing last time (with `refusal`, what to do instead); it is a
+ * `computer_act` activity event; the screen after comes back in the
+ * model's coordinates, its image only if this session has not seen it.
+ * A batch of no actions is a look (`answer`), as `computer_observe`.
  */
 export async function runComputerUseBatch(
   session: ComputerToolSession,
   batch: ComputerUseBatch,
-  scaling: ComputerUseScaling,
+  scaling: ComputerUseScaling | undefined,
+  refusal = REFUSED_REPEAT,
 ): Promise<ToolResult> {
-  const desktop = await session.desktop();
   if (batch.actions.length === 0) {
+    const desktop = await session.desktop();
     if (batch.answer === "cursor_position") {
       const { cursor } = await desktop.observe(undefined, { includeImage: false });
       const at = toModelPoint(cursor, scaling);
@@ -86,10 +99,12 @@ export async function runComputerUseBatch(
   const key = JSON.stringify(batch.actions);
   const visual = batch.actions.some((a) => VISUAL.has(a.type));
   if (visual && session.lastAct?.key === key && !session.lastAct.changed) {
-    return { isError: true, content: [{ type: "text", text: REFUSED_REPEAT }] };
+    return { isError: true, content: [{ type: "text", text: refusal }] };
   }
   const summary = `desktop: ${batch.actions.map((a) => a.type).join(", ")}`;
   return recorded(session, "computer_act", summary, async () => {
+    // Inside the record: a desktop that cannot start is a failed call in the activity too.
+    const desktop = await session.desktop();
     const before = session.lastFrameHash ?? (await desktop.observe(undefined, { includeImage: false })).frameHash;
     const outcome = await desktop.act(batch.actions);
     const after = await observeForModel(desktop, scaling);
