@@ -274,6 +274,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
       await rm(this.homeDir(key), { recursive: true, force: true });
       await recoverInterruptedRestore(this.homeDir(key));
       await rm(this.markerPath(key), { force: true });
+      // The index would claim the deleted chunks are stored: the next checkpoint must upload them.
+      await rm(this.chunkIndexPath(key), { force: true });
+      if (record !== undefined) this.browsed.delete(record.storageId);
     });
   }
 

@@ -412,12 +412,17 @@ describe("ObjectAgentHomeStore format 2", () => {
       expect(treeOf(target)).toEqual(treeOf(source));
     });
 
-    it("removes every chunk of a deleted home", async () => {
-      const { records, writer, storageId } = await homeWithCheckpoint("gone");
+    it("removes every chunk of a deleted home, and the next checkpoint uploads them all again", async () => {
+      const { records, writer, storageId, source } = await homeWithCheckpoint("gone");
+      const before = (await s3.keys(`homes/${storageId}/chunks/`)).length;
       await writer.delete("gone");
       expect(await s3.keys(`homes/${storageId}/`)).toEqual([]);
       expect(existsSync(writer.homeDir("gone"))).toBe(false);
-      expect(records).toBeDefined();
+      await writer.checkpoint({ homeKey: "gone", source: { dir: source } });
+      expect((await s3.keys(`homes/${storageId}/chunks/`)).length).toBe(before);
+      const target = fresh("restored");
+      await storeWith(records).restore({ homeKey: "gone", target: { dir: target } });
+      expect(treeOf(target)).toEqual(treeOf(source));
     });
   });
 });
