@@ -20,6 +20,7 @@ export type { PackedHome } from "./codec/packed-home.js";
 export { recoverInterruptedRestore, restoreHome, stageHome } from "./codec/restore-home.js";
 export { DEFAULT_RESTORE_LIMITS, type RestoreLimits, restoreLimitsSchema } from "./codec/restore-limits.js";
 export type { RestoreStats } from "./codec/restore-stats.js";
+export { listArchivedFolder, readArchivedFile } from "./codec/scan-home-archive.js";
 export { sealCheckpoint } from "./codec/seal-checkpoint.js";
 export type { StagedHome } from "./codec/staged-home.js";
 export type { AgentHomeStore } from "./home-store/agent-home-store.js";
