@@ -11,9 +11,11 @@ import {
   type HomeSource,
   type HomeTarget,
   homeKeySchema,
+  listArchivedFolder,
   openCheckpoint,
   packHome,
   type RestoreLimits,
+  readArchivedFile,
   recoverInterruptedRestore,
   restoreHome,
   restoreLimitsSchema,
@@ -119,6 +121,14 @@ interface CacheMarker extends HomeCheckpoint {
   readonly storageId: string;
 }
 
+/** A format-1 revision to browse by a streamed scan of its sealed archive. */
+interface ArchiveToScan {
+  readonly objectKey: string;
+  readonly dataKey: Uint8Array;
+  readonly storageId: string;
+  readonly revision: number;
+}
+
 /** One object under `homes/`, as the key names it. */
 interface StoredObject {
   readonly key: string;
@@ -219,17 +229,29 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
   /**
    * Lists a folder of the committed revision without restoring it: a
    * format-2 revision from its manifest (one download, then kept in memory
-   * for that revision). Format-1 revisions are refused UNSUPPORTED until
-   * their streamed scan is built (README "Browsing").
+   * for that revision), a format-1 one by a streamed scan of its archive
+   * (the codec's listArchivedFolder: the whole object is read and
+   * authenticated, nothing is written; README "Browsing").
    */
   async list(homeKey: string, dir: string): Promise<StoredHomeEntry[]> {
-    const { manifest } = await this.browsedManifest(homeKey);
-    return listManifest(manifest, dir);
+    const browsed = await this.browsedManifest(homeKey);
+    if ("archive" in browsed) return listArchivedFolder(await this.openArchive(browsed.archive), dir);
+    return listManifest(browsed.manifest, dir);
   }
 
-  /** Reads a file (or a range) of the committed revision, fetching only the chunks that hold it, each authenticated. */
+  /**
+   * Reads a file (or a range) of the committed revision: on format 2 only
+   * the chunks that hold it, each authenticated; on format 1 a streamed
+   * scan of the archive that stops once the range was read (each segment
+   * authenticated before its bytes are used).
+   */
   async read(homeKey: string, path: string, options?: { range?: StoredHomeRange }): Promise<StoredHomeFile> {
-    const { manifest, keys } = await this.browsedManifest(homeKey);
+    const browsed = await this.browsedManifest(homeKey);
+    if ("archive" in browsed) {
+      const file = await readArchivedFile(await this.openArchive(browsed.archive), path, options?.range);
+      return { path: file.path, size: file.size, revision: browsed.archive.revision, bytes: file.bytes };
+    }
+    const { manifest, keys } = browsed;
     const plan = planRead(manifest, path, options?.range);
     const bucket = this.chunkBucket(keys.storageId);
     const signal = new AbortController().signal;
@@ -243,7 +265,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
   }
 
   /** The committed revision's checked manifest; a small per-store memory of the last ones opened. */
-  private async browsedManifest(homeKey: string): Promise<{ manifest: HomeManifest; keys: ChunkKeys }> {
+  private async browsedManifest(
+    homeKey: string,
+  ): Promise<{ manifest: HomeManifest; keys: ChunkKeys } | { archive: ArchiveToScan }> {
     const record = await this.recordOf(parseInput(homeKeySchema, homeKey, "home key"));
     if (record.revision === 0) throw new AgentComputerError("NOT_FOUND", `Home "${homeKey}" has no checkpoint yet.`);
     const storageId = checkedStorageId(record);
@@ -252,15 +276,20 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     const object = await this.currentObject(storageId, record.revision);
     if (object === undefined) throw new AgentComputerError("NOT_FOUND", `Home "${homeKey}" has no checkpoint yet.`);
     if (!isManifest(await this.getBytes(object.key, "bytes=0-7")))
-      throw new AgentComputerError(
-        "UNSUPPORTED",
-        `Revision ${record.revision} of home "${homeKey}" is a format-1 archive; browsing it is not built yet (checkpoint with format 2 to browse it).`,
-      );
+      return {
+        archive: { objectKey: object.key, dataKey: await this.dataKeyOf(record), storageId, revision: record.revision },
+      };
     const keys = chunkKeysOf(await this.dataKeyOf(record), storageId);
     const { manifest } = openManifest(keys, record.revision, await this.getBytes(object.key), this.limits);
     if (this.browsed.size >= 16) this.browsed.delete(this.browsed.keys().next().value as string);
     this.browsed.set(storageId, { manifest, keys });
     return { manifest, keys };
+  }
+
+  /** A format-1 revision's archive, opened (each segment authenticated before it is handed on). */
+  private async openArchive(archive: ArchiveToScan): Promise<Readable> {
+    const body = await this.get(archive.objectKey, new AbortController().signal);
+    return openCheckpoint(body, { dataKey: archive.dataKey, storageId: archive.storageId, revision: archive.revision });
   }
 
   delete(homeKey: string): Promise<void> {

@@ -27,7 +27,8 @@ import { type LocalS3, s3ConfigFor, startLocalS3 } from "./local-s3.js";
 // list/read of the object store (issue 29) on a format-2 home stored in a
 // real S3 server: a 1 KiB file of a ~40 MiB home is listed and read with
 // under 1 MiB moved from the server (counted by a TCP relay), tampered
-// bytes are CHECKPOINT_CORRUPT, paths are checked like the tools' paths.
+// bytes are CHECKPOINT_CORRUPT, paths are checked like the tools' paths;
+// a format-1 revision is browsed by a streamed scan of its archive.
 
 const MIB = 1024 * 1024;
 let s3: LocalS3;
@@ -176,15 +177,37 @@ describe("ObjectAgentHomeStore list/read (format 2)", () => {
     expect((await storeWith().list("browse", "")).length).toBe(2);
   });
 
-  it("refuses browsing a format-1 revision UNSUPPORTED, and a home without a checkpoint NOT_FOUND", async () => {
+  it("browses a format-1 revision by a streamed scan of its archive, and a home without a checkpoint is NOT_FOUND", async () => {
     records.create({ homeKey: "old", storageId: "st-old" });
     const store = storeWith({ format: 1 });
     expect((await rejection(store.list("old", ""))).code).toBe("NOT_FOUND");
     const small = join(base, "small");
-    mkdirSync(small);
+    mkdirSync(join(small, "notes"), { recursive: true });
     writeFileSync(join(small, "a.txt"), "a");
+    writeFileSync(join(small, "notes", "b.md"), "bee");
+    symlinkSync("/etc", join(small, "notes", "etc"));
     await store.checkpoint({ homeKey: "old", source: { dir: small } });
-    expect((await rejection(store.list("old", ""))).code).toBe("UNSUPPORTED");
-    expect((await rejection(store.read("old", "a.txt"))).code).toBe("UNSUPPORTED");
+    // The link was never packed, so it is neither listed nor readable.
+    expect((await storeWith().list("old", "")).map((e) => [e.name, e.kind])).toEqual([
+      ["a.txt", "file"],
+      ["notes", "directory"],
+    ]);
+    expect((await store.list("old", "notes")).map((e) => e.name)).toEqual(["b.md"]);
+    const read = await storeWith().read("old", "notes/b.md", { range: { start: 1, end: 3 } });
+    expect(read).toMatchObject({ path: "notes/b.md", size: 3, revision: 1 });
+    expect(Buffer.from(read.bytes).toString()).toBe("ee");
+    expect((await rejection(store.read("old", "notes/etc"))).code).toBe("NOT_FOUND");
+    expect((await rejection(store.read("old", "../etc/passwd"))).code).toBe("INVALID_ARGUMENT");
+    expect((await rejection(store.list("old", "/etc"))).code).toBe("INVALID_ARGUMENT");
+    // A flipped byte in the stored archive: CHECKPOINT_CORRUPT, never wrong bytes.
+    const [objectKey] = (await s3.keys("homes/st-old/1/")).filter((k) => !k.endsWith("committed"));
+    const got = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: objectKey }));
+    const archive = Buffer.from(
+      await (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
+    );
+    archive[100] = (archive[100] as number) ^ 1;
+    await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: objectKey, Body: archive }));
+    expect((await rejection(storeWith().read("old", "a.txt"))).code).toBe("CHECKPOINT_CORRUPT");
+    expect((await rejection(storeWith().list("old", ""))).code).toBe("CHECKPOINT_CORRUPT");
   });
 });
