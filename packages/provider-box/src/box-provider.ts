@@ -163,11 +163,12 @@ export function boxProvider(options: BoxProviderOptions): SandboxProvider {
       return machineOf(id, labels);
     },
 
-    async list({ labels, signal }) {
+    async list({ labels, running, signal }) {
       const boxes = await client.list(signal);
       const wanted = { ...labels, [COMPUTER_LABELS.managed]: "true" };
       return boxes
         .filter((box) => !BOX_GONE_STATES.has(box.state))
+        .filter((box) => !running || BOX_READY_STATES.has(box.state))
         .filter((box) => {
           const own = labelsOfBox(box);
           return own !== undefined && Object.entries(wanted).every(([k, v]) => own[k] === v);

@@ -192,11 +192,12 @@ export function daytonaProvider(options: DaytonaProviderOptions): SandboxProvide
       return machineOf(sandbox);
     },
 
-    async list({ labels, signal }) {
+    async list({ labels, running, signal }) {
       try {
         const found = await findByLabels({ ...labels, [COMPUTER_LABELS.managed]: "true" }, signal);
         return found
           .filter((sandbox) => sandbox.state !== "destroyed" && sandbox.state !== "destroying")
+          .filter((sandbox) => !running || sandbox.state === "started")
           .sort(
             (a, b) => String(a.createdAt ?? "").localeCompare(String(b.createdAt ?? "")) || a.id.localeCompare(b.id),
           )

@@ -182,12 +182,13 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       return machineOf(info);
     },
 
-    async list({ labels, signal }) {
+    async list({ labels, running, signal }) {
       try {
         const found = await docker.listContainers({
           all: true,
           filters: JSON.stringify({
             label: [`${COMPUTER_LABELS.managed}=true`, ...Object.entries(labels).map(([k, v]) => `${k}=${v}`)],
+            ...(running ? { status: ["running"] } : {}),
           }),
           abortSignal: signal,
         });

@@ -207,11 +207,11 @@ function sandboxProviderOn(
       return new E2bMachine(host, sandbox, Number.isInteger(screenLimit) ? screenLimit : 0);
     },
 
-    async list({ labels, signal }) {
+    async list({ labels, running, signal }) {
       const opts = connection();
       const query = {
         metadata: { ...labels, [E2B_METADATA.managed]: "true" },
-        state: ["running", "paused"] as ("running" | "paused")[],
+        state: (running ? ["running"] : ["running", "paused"]) as ("running" | "paused")[],
       };
       const found: { id: string; startedAt: number }[] = [];
       try {

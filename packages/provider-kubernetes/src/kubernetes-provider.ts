@@ -239,7 +239,7 @@ export function kubernetesProvider(
       return machineOf(pod);
     },
 
-    async list({ labels, signal }) {
+    async list({ labels, running, signal }) {
       // No pod can carry a label Kubernetes would refuse, so such a filter matches nothing.
       if (Object.entries(labels).some(([k, v]) => !isLabelKey(k) || !isLabelValue(v))) return [];
       const selector = Object.entries({ ...labels, [COMPUTER_POD_LABELS.name]: COMPUTER_APP_NAME })
@@ -247,8 +247,11 @@ export function kubernetesProvider(
         .join(",");
       try {
         const found = await abortable(core.listNamespacedPod({ namespace, labelSelector: selector }), signal);
-        return found.items
-          .filter((pod) => !pod.metadata?.deletionTimestamp)
+        // A stopped computer has no pod; a pending one does not run yet.
+        const listed = found.items.filter(
+          (pod) => !pod.metadata?.deletionTimestamp && (!running || pod.status?.phase === "Running"),
+        );
+        return listed
           .sort(
             (a, b) =>
               (a.metadata?.creationTimestamp?.valueOf() ?? 0) - (b.metadata?.creationTimestamp?.valueOf() ?? 0) ||

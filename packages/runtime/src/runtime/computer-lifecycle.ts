@@ -460,6 +460,16 @@ export class ComputerLifecycle {
   }
 
   /** The reconciler found the record's machine gone: forgets its ref and closes the stretch as `reconciled`. */
+  /** Whether the record shows the running stretch of its machine, in the record and in the run records. */
+  async startIsRecorded(record: ComputerRecord): Promise<boolean> {
+    return this.stretches.isRecorded(record);
+  }
+
+  /** Opens the stretch of a machine found running unrecorded, from `noticedAt` (the reconciler, §9). */
+  async recordNoticedStart(record: ComputerRecord, noticedAt: number): Promise<void> {
+    await this.stretches.openNoticed(record, noticedAt);
+  }
+
   async forgetGoneMachine(record: ComputerRecord): Promise<void> {
     await this.stretches.forgetMachine(record);
     const slot = this.slots.get(record.computerId);

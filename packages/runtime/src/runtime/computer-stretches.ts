@@ -32,7 +32,7 @@ export class ComputerStretches {
     machine: { providerKind: string; ref: string },
     previousEnd: StretchEnd | undefined,
   ): Promise<ComputerRecord> {
-    const open = record.runs.at(-1)?.endedAt === undefined && record.runs.length > 0;
+    const open = isOpenStretch(record);
     if (open && !previousEnd && record.providerRef === machine.ref) return record;
     const runs = open ? this.ended(record.runs, previousEnd ?? "replaced") : [...record.runs];
     const stretch = { runId: `stretch-${randomUUID()}`, startedAt: this.clock() };
@@ -74,9 +74,43 @@ export class ComputerStretches {
     await this.records.close(computerId, reason, this.clock());
   }
 
+  /** Whether the record's stretch on its machine is open, in the record and in the run records. */
+  async isRecorded(record: ComputerRecord): Promise<boolean> {
+    return isOpenStretch(record) && (await this.records.isOpen(record.computerId));
+  }
+
+  /**
+   * A machine runs whose start was not recorded (a worker died between
+   * bringing it up and writing the start): the stretch opens from
+   * `noticedAt`, when the reconciler first saw it so, or only its run
+   * record when the record's stretch was written and the run record not.
+   */
+  async openNoticed(record: ComputerRecord, noticedAt: number): Promise<void> {
+    let stretch = isOpenStretch(record) ? record.runs.at(-1) : undefined;
+    if (!stretch) {
+      stretch = { runId: `stretch-${randomUUID()}`, startedAt: noticedAt };
+      await this.leases.updateComputer({
+        computerId: record.computerId,
+        expectedVersion: record.version,
+        changes: { runs: [...record.runs, stretch].slice(-MAX_STRETCH_RECORDS) },
+      });
+    }
+    await this.records.open(
+      {
+        recordId: stretch.runId,
+        computerId: record.computerId,
+        providerKind: record.providerKind,
+        userId: record.owner?.userId ?? null,
+        spaceId: record.owner?.spaceId ?? null,
+        startedAt: stretch.startedAt,
+      },
+      "reconciled",
+    );
+  }
+
   /** The record's machine is gone: forgets its ref and closes the open stretch as `reconciled`. */
   async forgetMachine(record: ComputerRecord): Promise<void> {
-    const open = record.runs.at(-1)?.endedAt === undefined && record.runs.length > 0;
+    const open = isOpenStretch(record);
     await this.leases.updateComputer({
       computerId: record.computerId,
       expectedVersion: record.version,
@@ -91,4 +125,9 @@ export class ComputerStretches {
     if (!last) return [];
     return [...runs.slice(0, -1), { ...last, endedAt: this.clock(), endReason: reason }];
   }
+}
+
+/** The record's last stretch has not ended. */
+function isOpenStretch(record: ComputerRecord): boolean {
+  return record.runs.length > 0 && record.runs.at(-1)?.endedAt === undefined;
 }

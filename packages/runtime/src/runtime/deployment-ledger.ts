@@ -20,9 +20,10 @@ interface OperationIndex {
   /** Finished ones, newest last, so an app can show failures after a restart. */
   readonly recent: OperationEntry[];
 }
-interface OrphanSightings {
-  readonly type: "orphan-sightings";
-  /** Provider ref -> when the reconciler first saw it owned by no record (store clock). */
+interface Sightings {
+  /** `orphan-sightings`: machines no record owns; `unrecorded-sightings`: running machines whose stretch no record shows. */
+  readonly type: "orphan-sightings" | "unrecorded-sightings";
+  /** Provider ref -> when the reconciler first saw it so (store clock). */
   readonly firstSeen: Record<string, number>;
 }
 type StoredOperation = Omit<ComputerOperation, "version"> & { readonly type: "operation" };
@@ -39,6 +40,7 @@ export class DeploymentLedger {
   private readonly computersKey: string;
   private readonly operationsKey: string;
   private readonly orphansKey: string;
+  private readonly unrecordedKey: string;
 
   constructor(
     private readonly store: StateStore,
@@ -48,6 +50,7 @@ export class DeploymentLedger {
     this.computersKey = `${base}/computers`;
     this.operationsKey = `${base}/operations`;
     this.orphansKey = `${base}/orphans`;
+    this.unrecordedKey = `${base}/unrecorded-starts`;
   }
 
   now(): Promise<number> {
@@ -163,16 +166,28 @@ export class DeploymentLedger {
    * orphaned, and returns each one's first sighting.
    */
   async sightOrphans(orphans: readonly string[]): Promise<Map<string, number>> {
-    return this.transact([this.orphansKey], async (records, now) => {
-      const previous = (records.get(this.orphansKey)?.value as OrphanSightings | undefined)?.firstSeen ?? {};
+    return this.sight(this.orphansKey, "orphan-sightings", orphans);
+  }
+
+  /**
+   * Records the running machines whose stretch no record shows, and returns
+   * when each was first seen so; a machine no longer in the list is
+   * forgotten (a worker recorded its start meanwhile).
+   */
+  async sightUnrecordedStarts(refs: readonly string[]): Promise<Map<string, number>> {
+    return this.sight(this.unrecordedKey, "unrecorded-sightings", refs);
+  }
+
+  private async sight(key: string, type: Sightings["type"], refs: readonly string[]): Promise<Map<string, number>> {
+    return this.transact([key], async (records, now) => {
+      const previous = (records.get(key)?.value as Sightings | undefined)?.firstSeen ?? {};
       const firstSeen: Record<string, number> = {};
-      for (const ref of orphans) firstSeen[ref] = previous[ref] ?? now;
-      const same =
-        Object.keys(previous).length === orphans.length && orphans.every((ref) => previous[ref] !== undefined);
+      for (const ref of refs) firstSeen[ref] = previous[ref] ?? now;
+      const same = Object.keys(previous).length === refs.length && refs.every((ref) => previous[ref] !== undefined);
       const result = new Map(Object.entries(firstSeen));
       if (same) return { result };
-      const next: OrphanSightings = { type: "orphan-sightings", firstSeen };
-      return { result, write: [bump(records, this.orphansKey, next)] };
+      const next: Sightings = { type, firstSeen };
+      return { result, write: [bump(records, key, next)] };
     });
   }
 

@@ -89,6 +89,45 @@ describe("reconciler on the fake provider", () => {
     ]);
   });
 
+  it("opens the stretch of a machine found running with no recorded start, after the grace period, from when it was first seen", async () => {
+    const { runtime, provider, time } = await setup();
+    const run = runtime.startRun({ workspaceId: "w4", botId: "alpha" });
+    const machine = await run.machine();
+    await run.end("completed");
+    await runtime.stopComputer("team-w4");
+    const stopped = await runtime.runRecords.list();
+    expect(stopped.records.map((r) => r.endReason)).toEqual(["stopped"]);
+    // Started behind the runtime's back: a worker died between bringing the
+    // machine up and recording its start.
+    expect(await provider.reconnect(machine.ref)).not.toBe("gone");
+    const noticedAt = time.now;
+
+    expect((await runtime.reconcile({ unrecordedGraceMs: MINUTE })).recordedStarts).toEqual([]);
+    time.now += 2 * MINUTE;
+    expect((await runtime.reconcile({ unrecordedGraceMs: MINUTE })).recordedStarts).toEqual(["team-w4"]);
+    const { records } = await runtime.runRecords.list();
+    expect(records).toHaveLength(2);
+    expect(records[1]).toMatchObject({ computerId: "team-w4", startedAt: noticedAt });
+    expect(records[1]?.endedAt).toBeUndefined();
+    const record = await runtime.leases.getComputer("team-w4");
+    expect(record?.runs.at(-1)).toMatchObject({ runId: records[1]?.recordId, startedAt: noticedAt });
+    expect(record?.runs.at(-1)?.endedAt).toBeUndefined();
+    // Recorded now: later passes leave it, and the run hours count it to now.
+    expect((await runtime.reconcile({ unrecordedGraceMs: 0 })).recordedStarts).toEqual([]);
+    expect((await runtime.runRecords.list()).records).toHaveLength(2);
+  });
+
+  it("leaves a stopped machine and a recorded running one alone", async () => {
+    const { runtime } = await setup();
+    const run = runtime.startRun({ workspaceId: "w5", botId: "alpha" });
+    await run.machine();
+    await run.end("completed");
+    expect((await runtime.reconcile({ unrecordedGraceMs: 0 })).recordedStarts).toEqual([]);
+    await runtime.stopComputer("team-w5");
+    expect((await runtime.reconcile({ unrecordedGraceMs: 0 })).recordedStarts).toEqual([]);
+    expect((await runtime.runRecords.list()).records.map((r) => r.endReason)).toEqual(["stopped"]);
+  });
+
   it("refuses bad options", async () => {
     const { runtime } = await setup();
     await expect(runtime.reconcile({ orphanGraceMs: -1 })).rejects.toMatchObject({

@@ -14,6 +14,7 @@ const optionsSchema = z.object({
     .nonnegative()
     .default(10 * 60_000),
   republishAfterMs: z.number().int().nonnegative().default(60_000),
+  unrecordedGraceMs: z.number().int().nonnegative().default(60_000),
 });
 
 /**
@@ -21,20 +22,16 @@ const optionsSchema = z.object({
  * interrupted operations are marked, missed enqueues republished, machines
  * of this deployment that no record owns destroyed after a grace period
  * (never while a reservation holds their computer), and records whose
- * machine is gone get their open stretch closed as `reconciled`.
- *
- * Not done: opening a stretch for a running machine whose start was not
- * recorded. The contract's `list` returns refs only and cannot tell a
- * running machine from a stopped one, and `reconnect` would resume a
- * stopped one, so the reconciler cannot tell without changing what it
- * observes.
+ * machine is gone get their open stretch closed as `reconciled`, and a
+ * running machine whose start no record shows (`list`'s `running` filter)
+ * gets its stretch and run record opened (docs/architecture.md §9).
  */
 export async function reconcileComputers(
   lifecycle: ComputerLifecycle,
   operations: ComputerOperations,
   options: ReconcileOptions = {},
 ): Promise<ReconcileReport> {
-  const { orphanGraceMs, republishAfterMs } = parseInput(optionsSchema, options, "ReconcileOptions");
+  const { orphanGraceMs, republishAfterMs, unrecordedGraceMs } = parseInput(optionsSchema, options, "ReconcileOptions");
   const interrupted = await operations.markInterrupted();
   const republished = await operations.republishQueued(republishAfterMs);
   // List first, then read reservations: a machine in this list was made
@@ -48,7 +45,46 @@ export async function reconcileComputers(
     orphanGraceMs,
   );
   const reconciled = await forgetGoneMachines(lifecycle, records, new Set(listed), held);
-  return { interrupted, republished, ...orphans, reconciled };
+  const running = await lifecycle.provider.list({ labels: lifecycle.deploymentLabels, running: true });
+  const recordedStarts = await recordUnrecordedStarts(lifecycle, records, new Set(running), held, unrecordedGraceMs);
+  return { interrupted, republished, ...orphans, reconciled, recordedStarts };
+}
+
+/**
+ * Opens the stretch of each computer whose machine runs although its record
+ * shows no open stretch on it, or whose open stretch has no run record
+ * (the two writes of a start, cut between them). Only after the machine was
+ * seen so for `graceMs`: a worker bringing it up now writes the start
+ * itself, and a record that moved meanwhile is left for the next pass.
+ */
+async function recordUnrecordedStarts(
+  lifecycle: ComputerLifecycle,
+  records: ComputerRecord[],
+  running: Set<string>,
+  held: Set<string>,
+  graceMs: number,
+): Promise<string[]> {
+  const unrecorded: ComputerRecord[] = [];
+  for (const record of records) {
+    const ref = record.providerRef;
+    if (!ref || record.providerKind !== lifecycle.providerKind || !running.has(ref) || held.has(record.computerId))
+      continue;
+    if (!(await lifecycle.startIsRecorded(record))) unrecorded.push(record);
+  }
+  const firstSeen = await lifecycle.ledger.sightUnrecordedStarts(unrecorded.map((r) => r.providerRef as string));
+  const now = await lifecycle.ledger.now();
+  const opened: string[] = [];
+  for (const record of unrecorded) {
+    const seen = firstSeen.get(record.providerRef as string) ?? now;
+    if (now - seen < graceMs) continue;
+    try {
+      await lifecycle.recordNoticedStart(record, seen);
+      opened.push(record.computerId);
+    } catch (error) {
+      if (!AgentComputerError.is(error, "CONFLICT")) throw error;
+    }
+  }
+  return opened;
 }
 
 /** The deployment's records, and the computers a reservation or an open operation holds. */

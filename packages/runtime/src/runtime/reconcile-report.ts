@@ -10,4 +10,11 @@ export interface ReconcileReport {
   readonly awaitingGrace: readonly string[];
   /** Computers whose machine was gone: the open stretch closed as `reconciled` and the ref cleared. */
   readonly reconciled: readonly string[];
+  /**
+   * Computers whose machine ran although no record showed its start (a
+   * worker died between bringing it up and recording it), seen so for the
+   * grace period: a stretch and its run record are now open from when it
+   * was first noticed.
+   */
+  readonly recordedStarts: readonly string[];
 }

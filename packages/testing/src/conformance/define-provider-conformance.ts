@@ -372,15 +372,21 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
 
     describe("lifecycle", () => {
       it(
-        "stop then reconnect keeps the home, or gives gone where stop does not keep machines",
+        "stop then reconnect keeps the home, or gives gone where stop does not keep machines; list's running filter follows",
         async () => {
           const m = await provision("stop");
+          const running = () =>
+            provider.list({ labels: { "conformance-run": runId, "conformance-role": "stop" }, running: true });
+          expect(await running()).toEqual([m.ref]);
           await m.files.write("marker.txt", new TextEncoder().encode("still here"));
           await m.stop();
+          // The reconciler opens a run record for what this lists (docs/architecture.md §9).
+          expect(await running()).toEqual([]);
           const again = await provider.reconnect(m.ref);
           if (caps.stopKeepsMachine) {
             expect(again).not.toBe("gone");
             expect(text(await (again as Machine).files.read("marker.txt"))).toBe("still here");
+            expect(await running()).toEqual([m.ref]);
           } else {
             expect(again).toBe("gone");
           }

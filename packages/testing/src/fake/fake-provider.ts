@@ -153,12 +153,13 @@ export function createFakeProvider(
     },
 
     async list(filter: ListFilter, ctx?: OpContext): Promise<ProviderRef[]> {
-      const { labels } = parseInput(listFilterSchema, filter, "ListFilter");
+      const { labels, running } = parseInput(listFilterSchema, filter, "ListFilter");
       throwIfDone(checkOpContext(ctx), "list");
       const refs: ProviderRef[] = [];
       for (const file of (await readdir(join(await root, "machines"))).sort()) {
         if (!file.endsWith(".json")) continue;
         const state = await load(file.slice(0, -".json".length));
+        if (running && state?.status !== "running") continue;
         if (state && Object.entries(labels).every(([k, v]) => state.spec.labels[k] === v))
           refs.push(`fake:${state.id}`);
       }
