@@ -1203,8 +1203,8 @@ async function* partsOf(source: AsyncIterable<Uint8Array>, size: number): AsyncG
       filled = 0;
     }
     if (rest.length > 0) {
-      // Copied: the sealer reuses its slabs once a chunk is consumed.
-      chunks.push(Buffer.from(rest));
+      // A view, not a copy: the sealer hands on node:crypto's own buffers and never reuses one.
+      chunks.push(rest);
       filled += rest.length;
     }
   }
