@@ -162,7 +162,8 @@ describe("format-2 checkpointing process killed with SIGKILL", () => {
       expect(restored?.revision).toBe((await state.leases.getComputer("crash"))?.revision);
       const found = generationOf(join(target, "gen"), 8 * 1024);
       expect([committed, generation]).toContain(found);
-      fixed.forEach((bytes, i) => expect(readFileSync(join(target, "static", `s${i}.bin`)).equals(bytes)).toBe(true));
+      for (const [i, bytes] of fixed.entries())
+        expect(readFileSync(join(target, "static", `s${i}.bin`)).equals(bytes)).toBe(true);
       await rm(target, { recursive: true, force: true });
       await rm(join(base, "fresh-host"), { recursive: true, force: true });
       await state.store.reconcile();
