@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { ComputerRecord, LeaseEngine } from "@agent-computer/leases";
+import type { RunRecord } from "./run-record.js";
 import type { RunRecords } from "./run-records.js";
 
 /** Why a stretch of running ended (docs/architecture.md §9). */
@@ -46,17 +47,7 @@ export class ComputerStretches {
         runs: runs.slice(-MAX_STRETCH_RECORDS),
       },
     });
-    await this.records.open(
-      {
-        recordId: stretch.runId,
-        computerId: record.computerId,
-        providerKind: machine.providerKind,
-        userId: record.owner?.userId ?? null,
-        spaceId: record.owner?.spaceId ?? null,
-        startedAt: stretch.startedAt,
-      },
-      previousEnd ?? "replaced",
-    );
+    await this.records.open(runRecordOf(record, stretch, machine.providerKind), previousEnd ?? "replaced");
     return updated;
   }
 
@@ -95,17 +86,7 @@ export class ComputerStretches {
         changes: { runs: [...record.runs, stretch].slice(-MAX_STRETCH_RECORDS) },
       });
     }
-    await this.records.open(
-      {
-        recordId: stretch.runId,
-        computerId: record.computerId,
-        providerKind: record.providerKind,
-        userId: record.owner?.userId ?? null,
-        spaceId: record.owner?.spaceId ?? null,
-        startedAt: stretch.startedAt,
-      },
-      "reconciled",
-    );
+    await this.records.open(runRecordOf(record, stretch, record.providerKind), "reconciled");
   }
 
   /** The record's machine is gone: forgets its ref and closes the open stretch as `reconciled`. */
@@ -125,6 +106,22 @@ export class ComputerStretches {
     if (!last) return [];
     return [...runs.slice(0, -1), { ...last, endedAt: this.clock(), endReason: reason }];
   }
+}
+
+/** The run record of `stretch`, attributed to the computer's owner. */
+function runRecordOf(
+  record: ComputerRecord,
+  stretch: { runId: string; startedAt: number },
+  providerKind: string,
+): Omit<RunRecord, "endedAt" | "endReason"> {
+  return {
+    recordId: stretch.runId,
+    computerId: record.computerId,
+    providerKind,
+    userId: record.owner?.userId ?? null,
+    spaceId: record.owner?.spaceId ?? null,
+    startedAt: stretch.startedAt,
+  };
 }
 
 /** The record's last stretch has not ended. */
