@@ -39,7 +39,6 @@ import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
-  DeleteObjectsCommand,
   GetObjectCommand,
   ListMultipartUploadsCommand,
   type ListMultipartUploadsCommandOutput,
@@ -59,6 +58,7 @@ import { manifestArchive } from "./chunked/manifest-archive.js";
 import { listManifest, planRead } from "./chunked/manifest-browser.js";
 import { isChunk } from "./chunked/sealed-chunk.js";
 import { isManifest, MAX_MANIFEST_BYTES, openManifest, sealManifest } from "./chunked/sealed-manifest.js";
+import { deleteBucketKeys } from "./delete-bucket-keys.js";
 import type { HomeKeyring } from "./home-keyring.js";
 import type { HomeReconcileResult } from "./home-reconcile-result.js";
 import type { HomeRecord } from "./home-record.js";
@@ -1064,23 +1064,8 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     return (await this.listAll(prefix)).revisions;
   }
 
-  private async deleteKeys(keys: readonly string[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += 1000) {
-      const batch = keys.slice(i, i + 1000);
-      const result = await this.call("deleting objects", () =>
-        this.s3.send(
-          new DeleteObjectsCommand({
-            Bucket: this.bucket,
-            Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
-          }),
-        ),
-      );
-      if (result.Errors?.length)
-        throw new AgentComputerError(
-          "UNAVAILABLE",
-          `The bucket "${this.bucket}" refused to delete ${result.Errors.length} object(s) (${result.Errors[0]?.Code}); run the reconciler again later.`,
-        );
-    }
+  private deleteKeys(keys: readonly string[]): Promise<void> {
+    return deleteBucketKeys(this.s3, this.bucket, keys, (what, send) => this.call(what, send), "objects");
   }
 
   /** Multipart uploads left by a killed checkpoint hold storage until aborted; not every server can list them. */

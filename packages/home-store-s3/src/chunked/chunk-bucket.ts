@@ -1,12 +1,7 @@
 import { AgentComputerError } from "@agent-computer/core";
-import {
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  type S3Client,
-} from "@aws-sdk/client-s3";
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import PQueue from "p-queue";
+import { deleteBucketKeys } from "../delete-bucket-keys.js";
 import type { ChunkKeys } from "./chunk-keys.js";
 import { type ChunkPlace, readPlace } from "./home-snapshot.js";
 import { chunkNamePattern, openChunk, sealChunk } from "./sealed-chunk.js";
@@ -142,23 +137,8 @@ export class ChunkBucket {
     return openChunk(keys, name, size, body);
   }
 
-  async deleteKeys(keys: readonly string[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += 1000) {
-      const batch = keys.slice(i, i + 1000);
-      const result = await this.call("deleting chunks", () =>
-        this.s3.send(
-          new DeleteObjectsCommand({
-            Bucket: this.bucket,
-            Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
-          }),
-        ),
-      );
-      if (result.Errors?.length)
-        throw new AgentComputerError(
-          "UNAVAILABLE",
-          `The bucket refused to delete ${result.Errors.length} chunk(s); run the reconciler again later.`,
-        );
-    }
+  deleteKeys(keys: readonly string[]): Promise<void> {
+    return deleteBucketKeys(this.s3, this.bucket, keys, this.call, "chunks");
   }
 
   private async listUnder(folder: string): Promise<ListedObject[]> {
