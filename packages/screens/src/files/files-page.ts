@@ -1,4 +1,4 @@
-import { pageSecurityPolicy } from "../viewer/page-security-policy.js";
+import { inlineScriptJson, pageSecurityPolicy } from "../viewer/page-security-policy.js";
 
 /** The `type` of the Files page's messages to `window.parent`: `{ type, state, path }`. */
 export const FILES_PAGE_MESSAGE = "agent-computer-files";
@@ -15,11 +15,11 @@ export function filesPage(options: { publicPath: string; refreshMs: number; fram
   html: string;
   contentSecurityPolicy: string;
 } {
-  const config = JSON.stringify({
+  const config = inlineScriptJson({
     publicPath: options.publicPath,
     refreshMs: options.refreshMs,
     message: FILES_PAGE_MESSAGE,
-  }).replace(/</g, "\\u003c");
+  });
   const script = FILES_SCRIPT.replace("__CONFIG__", config);
   return {
     html: `<!doctype html>

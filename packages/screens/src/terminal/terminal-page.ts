@@ -1,4 +1,4 @@
-import { pageSecurityPolicy } from "../viewer/page-security-policy.js";
+import { inlineScriptJson, pageSecurityPolicy } from "../viewer/page-security-policy.js";
 
 /** How long the terminal page waits to get to `connected` before it reports `failed`. */
 export const TERMINAL_FAIL_AFTER_MS = 15_000;
@@ -21,10 +21,7 @@ export function terminalPage(options: {
   files: { script: string; stylesheet: string; fit: string };
   frameAncestors: string;
 }): { html: string; contentSecurityPolicy: string } {
-  const config = JSON.stringify({ publicPath: options.publicPath, failAfterMs: TERMINAL_FAIL_AFTER_MS }).replace(
-    /</g,
-    "\\u003c",
-  );
+  const config = inlineScriptJson({ publicPath: options.publicPath, failAfterMs: TERMINAL_FAIL_AFTER_MS });
   const script = TERMINAL_SCRIPT.replace("__CONFIG__", config)
     .replace("__MESSAGE__", JSON.stringify(TERMINAL_PAGE_MESSAGE))
     .replace("__RETRY_MESSAGE__", JSON.stringify(TERMINAL_PAGE_RETRY_MESSAGE));

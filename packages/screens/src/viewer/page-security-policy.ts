@@ -26,3 +26,11 @@ export function pageSecurityPolicy(options: {
     `frame-ancestors ${options.frameAncestors}`,
   ].join("; ");
 }
+
+/**
+ * `value` as JSON to paste into a page's inline script: every `<` escaped,
+ * so a configured string can never close the script element early.
+ */
+export function inlineScriptJson(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, "\\u003c");
+}

@@ -1,4 +1,4 @@
-import { pageSecurityPolicy } from "./page-security-policy.js";
+import { inlineScriptJson, pageSecurityPolicy } from "./page-security-policy.js";
 
 /** How long the viewer waits to get to `connected` before it reports `failed`. */
 export const VIEWER_FAIL_AFTER_MS = 15_000;
@@ -20,11 +20,11 @@ export function viewerPage(options: { publicPath: string; rfbModule: string; fra
   html: string;
   contentSecurityPolicy: string;
 } {
-  const config = JSON.stringify({
+  const config = inlineScriptJson({
     publicPath: options.publicPath,
     rfbModule: options.rfbModule,
     failAfterMs: VIEWER_FAIL_AFTER_MS,
-  }).replace(/</g, "\\u003c");
+  });
   const script = VIEWER_SCRIPT.replace("__CONFIG__", config)
     .replace("__MESSAGE__", JSON.stringify(SCREEN_VIEWER_MESSAGE))
     .replace("__RETRY_MESSAGE__", JSON.stringify(SCREEN_VIEWER_RETRY_MESSAGE));
