@@ -27,11 +27,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# 2. The engine: start dockerd only when none answers. iptables stays off
-#    because these machines have no netfilter; builds use --network host.
+# 2. The engine: start dockerd only when none answers. iptables stays on (the
+#    engine's default): it is what keeps computers on the provider's network
+#    from reaching each other (docs/architecture.md §9). IPv6 is off, as no
+#    computer network has it. Builds use --network host all the same.
 if ! docker version >/dev/null 2>&1; then
   log "starting dockerd"
-  as_root sh -c 'nohup dockerd --iptables=false --ip6tables=false >/tmp/dockerd.log 2>&1 &'
+  as_root sh -c 'nohup dockerd --ip6tables=false >/tmp/dockerd.log 2>&1 &'
   for _ in $(seq 1 60); do
     docker version >/dev/null 2>&1 && break
     sleep 1

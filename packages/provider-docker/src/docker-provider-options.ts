@@ -1,6 +1,7 @@
 import { COMPUTER_SHM_BYTES } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
 import { z } from "zod";
+import { ISOLATED_NETWORK } from "./computer-network.js";
 
 /** The limits a computer gets when neither the provider options nor its spec set them. */
 export const DEFAULT_RESOURCES = Object.freeze({ cpus: 2, memoryMb: 6144, pidsLimit: 4096 });
@@ -25,9 +26,13 @@ export const dockerProviderOptionsSchema = z.object({
    */
   dataDir: z.string().min(1),
   /**
-   * The Docker network computers join (default "bridge"; "none" cuts them
-   * off). Host networking and joining another container's namespace are
-   * refused: a computer never shares the host's network.
+   * The Docker network computers join. The default, "agent-computer", is a
+   * bridge this provider makes with inter-container traffic off, so
+   * computers cannot reach each other (it needs the engine's iptables, on by
+   * default). Any other name is used as it is ("bridge" is Docker's shared
+   * one; "none" cuts computers off). Host networking and joining another
+   * container's namespace are refused: a computer never shares the host's
+   * network.
    */
   network: z
     .string()
@@ -35,7 +40,7 @@ export const dockerProviderOptionsSchema = z.object({
     .refine((n) => n !== "host" && !n.startsWith("container:"), {
       message: 'host networking and "container:" networks are refused',
     })
-    .default("bridge"),
+    .default(ISOLATED_NETWORK),
   /** Most desktops active at once per computer when the spec does not say (0 = no limit). */
   screenLimit: z.number().int().nonnegative().default(0),
   /**

@@ -14,6 +14,7 @@ import { computerImageRef, computerSeccompProfile, SCREEN_GATEWAY_PORT } from "@
 import Docker from "dockerode";
 import { COMPUTER_GID, COMPUTER_UID, giveHomeToComputer } from "./computer-home-owner.js";
 import { COMPUTER_LABELS } from "./computer-labels.js";
+import { networkPreparer } from "./computer-network.js";
 import { DockerMachine } from "./docker-machine.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docker-provider-options.js";
@@ -52,6 +53,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
   };
   // Load lazily: a caller passing its own profile never reads the file.
   const seccomp = () => parsed.seccompProfile ?? computerSeccompProfile();
+  const prepareNetwork = networkPreparer(docker, parsed.network);
 
   const machineOf = (info: Docker.ContainerInspectInfo): DockerMachine => {
     const workspacePath = info.Config.Labels?.[COMPUTER_LABELS.workspacePath] ?? parsed.workspacePath;
@@ -95,6 +97,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       const published = [...new Set([SCREEN_GATEWAY_PORT, ...parsed.ports])];
       const ports = Object.fromEntries(published.map((p) => [`${p}/tcp`, {}]));
       const bindings = Object.fromEntries(published.map((p) => [`${p}/tcp`, [{ HostIp: "127.0.0.1", HostPort: "" }]]));
+      const network = await prepareNetwork();
       let container: Docker.Container;
       try {
         container = await docker.createContainer({
@@ -117,7 +120,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           ExposedPorts: ports,
           HostConfig: {
             Mounts: [{ Type: "bind", Source: homeDir, Target: parsed.workspacePath }],
-            NetworkMode: parsed.network,
+            NetworkMode: network,
             PortBindings: bindings,
             Privileged: false,
             // A real init reaps the orphans that commands leave behind.

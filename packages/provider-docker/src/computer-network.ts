@@ -1,0 +1,100 @@
+import { AgentComputerError } from "@agent-computer/core";
+import type Docker from "dockerode";
+import { COMPUTER_LABELS } from "./computer-labels.js";
+import { engineFailure, engineStatus } from "./engine-failure.js";
+
+/**
+ * The network computers join unless the options name another: a bridge of
+ * this project's with inter-container traffic off, so one computer cannot
+ * reach another's screen gateway or servers (docs/architecture.md §9), while
+ * the host still reaches every computer and every computer the internet.
+ */
+export const ISOLATED_NETWORK = "agent-computer";
+
+/** Docker's bridge option that, when "false", drops traffic between containers of one bridge. */
+const ICC_OPTION = "com.docker.network.bridge.enable_icc";
+
+/**
+ * Makes sure the isolated network is there before a computer joins it, once
+ * per provider (a failed attempt is tried again on the next provision), and
+ * gives the network a container should name. Other networks are the
+ * operator's: they are used as they are.
+ */
+export function networkPreparer(docker: Docker, network: string): () => Promise<string> {
+  if (network !== ISOLATED_NETWORK) return async () => network;
+  let ready: Promise<string> | undefined;
+  return () => {
+    ready ??= ensureIsolatedNetwork(docker, ISOLATED_NETWORK).catch((error: unknown) => {
+      ready = undefined;
+      throw error;
+    });
+    return ready;
+  };
+}
+
+/**
+ * Makes the bridge `name` with inter-container traffic off, or checks that
+ * the one there is so; gives its id. Docker's duplicate check is best
+ * effort: two workers creating at once can make two networks of one name
+ * (seen on the engine: the name is then "ambiguous"). Every caller keeps
+ * the oldest, which any later listing also sees, and removes the others.
+ */
+export async function ensureIsolatedNetwork(docker: Docker, name: string): Promise<string> {
+  let found = await networksNamed(docker, name);
+  if (found.length === 0) {
+    try {
+      await docker.createNetwork({
+        Name: name,
+        Driver: "bridge",
+        CheckDuplicate: true,
+        Options: { [ICC_OPTION]: "false" },
+        Labels: { [COMPUTER_LABELS.managed]: "true" },
+      });
+    } catch (error) {
+      // 409: another worker made it first; it is checked below like any other.
+      if (engineStatus(error) !== 409) throw engineFailure(error, `create the network ${name}`);
+    }
+    found = await networksNamed(docker, name);
+  }
+  const [kept, ...extra] = found.sort(
+    (a, b) => createdOrder(a.Created).localeCompare(createdOrder(b.Created)) || a.Id.localeCompare(b.Id),
+  );
+  for (const twin of extra) {
+    if (twin.Labels?.[COMPUTER_LABELS.managed] !== "true") continue;
+    await docker
+      .getNetwork(twin.Id)
+      .remove()
+      .catch(() => {});
+  }
+  if (!kept) throw new AgentComputerError("UNAVAILABLE", `The Docker network ${name} could not be made.`);
+  if (kept.Options?.[ICC_OPTION] !== "false") {
+    throw new AgentComputerError(
+      "UNAVAILABLE",
+      `The Docker network ${name} exists but lets containers reach each other (${ICC_OPTION} is not "false"), so computers on it would reach one another. Remove it (docker network rm ${name}) and it is made again isolated, or pass your own \`network\`.`,
+      { retryable: false },
+    );
+  }
+  return kept.Id;
+}
+
+/**
+ * The engine's creation time as a string that sorts in time order: it
+ * writes RFC 3339 with its nanoseconds' trailing zeros cut (".12Z" is
+ * later than ".119Z"), so the fraction is padded to nine digits.
+ */
+export function createdOrder(created: string): string {
+  const parts = /^(.*?)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/.exec(created);
+  if (!parts) return created;
+  const [, seconds, fraction = "", zone] = parts;
+  return `${String(Date.parse(`${seconds}${zone}`)).padStart(15, "0")}.${fraction.padEnd(9, "0")}`;
+}
+
+async function networksNamed(docker: Docker, name: string): Promise<Docker.NetworkInspectInfo[]> {
+  try {
+    // The engine's name filter matches parts of names too.
+    const listed = await docker.listNetworks({ filters: JSON.stringify({ name: [name] }) });
+    return listed.filter((n) => n.Name === name);
+  } catch (error) {
+    throw engineFailure(error, `list the networks named ${name}`);
+  }
+}
