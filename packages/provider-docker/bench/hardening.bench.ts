@@ -16,6 +16,7 @@ import type { DesktopSession, Machine } from "@agent-computer/core";
 import { benchOptionsFromArgv, runBench } from "@agent-computer/testing/bench";
 import { chooseTestProvider } from "@agent-computer/testing/provider-test";
 import Docker from "dockerode";
+import { giveHomeToComputer } from "../src/computer-home-owner.js";
 import { checkDockerHost, dockerProvider } from "../src/index.js";
 
 const chosen = await chooseTestProvider({ kind: "docker", check: checkDockerHost, create: dockerProvider });
@@ -33,6 +34,7 @@ async function unhardenedTwin(of: Machine): Promise<Machine> {
   const info = await docker.getContainer(of.ref.slice("docker:".length)).inspect();
   const home = join(dataDir, "homes", `unhardened-${Date.now()}`);
   await mkdir(home, { recursive: true });
+  await giveHomeToComputer(home, false);
   const {
     CapDrop: _drop,
     CapAdd: _add,
