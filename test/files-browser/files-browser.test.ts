@@ -89,7 +89,7 @@ else {
             ["list", "bots/alice/etc"],
             ["preview", "bots/alice/etc/hostname"],
             ["preview", "bots/alice/../../../etc/passwd"],
-          ])
+          ] as const)
             statuses.push(
               (
                 await fetch(`/files/api/${op}?path=${encodeURIComponent(path)}`, {
