@@ -1,5 +1,10 @@
 import type { Machine } from "@agent-computer/core";
-import { checkDockerHost, dockerProvider, ISOLATED_NETWORK } from "@agent-computer/provider-docker";
+import {
+  checkDockerHost,
+  dockerProvider,
+  ISOLATED_BRIDGE_INTERFACE,
+  ISOLATED_NETWORK,
+} from "@agent-computer/provider-docker";
 import { chooseTestProvider, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
 import { afterAll, describe, expect, it } from "vitest";
@@ -77,6 +82,8 @@ if (!env.missing) {
       for (const answer of answers) expect(answer).not.toBe("open");
       const network = await env.docker.getNetwork(ISOLATED_NETWORK).inspect();
       expect(network.Options?.["com.docker.network.bridge.enable_icc"]).toBe("false");
+      // Named on the host, for the operator's rule that keeps computers from the host (provider README).
+      expect(network.Options?.["com.docker.network.bridge.name"]).toBe(ISOLATED_BRIDGE_INTERFACE);
     }, 180_000);
 
     it("on Docker's shared bridge the same probe reaches A (the probe can tell)", async () => {

@@ -130,7 +130,11 @@ for i in $(seq 1 50); do curl -fs http://127.0.0.1:${PORT}/ >/dev/null && exit 0
         )) as Box & { sx: number; sy: number; dx: number; dy: number };
         return { x: Math.round(at.sx + at.dx / 2 + at.x + at.w / 2), y: Math.round(at.sy + at.dy + at.y + at.h / 2) };
       };
-      end = () => run.end("completed");
+      // End the run, then delete its computer: a computer outlives its run, and this one would keep running.
+      end = async () => {
+        await run.end("completed");
+        await runtime.deleteComputer(run.computerId);
+      };
     }, 180_000);
     afterAll(async () => {
       await end?.();

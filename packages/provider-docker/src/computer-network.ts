@@ -15,6 +15,13 @@ export const ISOLATED_NETWORK = "agent-computer";
 const ICC_OPTION = "com.docker.network.bridge.enable_icc";
 
 /**
+ * The host's name for the bridge's interface (at most 15 characters), so an
+ * operator's firewall rule can keep computers from the host's own services
+ * (packages/provider-docker/README.md, "Network").
+ */
+export const ISOLATED_BRIDGE_INTERFACE = "ac-computers";
+
+/**
  * Makes sure the isolated network is there before a computer joins it, once
  * per provider (a failed attempt is tried again on the next provision), and
  * gives the network a container should name. Other networks are the
@@ -47,7 +54,10 @@ export async function ensureIsolatedNetwork(docker: Docker, name: string): Promi
         Name: name,
         Driver: "bridge",
         CheckDuplicate: true,
-        Options: { [ICC_OPTION]: "false" },
+        Options: {
+          [ICC_OPTION]: "false",
+          ...(name === ISOLATED_NETWORK ? { "com.docker.network.bridge.name": ISOLATED_BRIDGE_INTERFACE } : {}),
+        },
         Labels: { [COMPUTER_LABELS.managed]: "true" },
       });
     } catch (error) {

@@ -1,6 +1,6 @@
 export { checkDockerHost } from "./check-docker-host.js";
 export { COMPUTER_LABELS } from "./computer-labels.js";
-export { ISOLATED_NETWORK } from "./computer-network.js";
+export { ISOLATED_BRIDGE_INTERFACE, ISOLATED_NETWORK } from "./computer-network.js";
 export type { DockerHostCheck } from "./docker-host-check.js";
 export { DockerMachine } from "./docker-machine.js";
 export { DOCKER_CAPABILITIES, dockerProvider } from "./docker-provider.js";
