@@ -129,11 +129,17 @@ export class ComputerRuntime {
 
   /**
    * The computer id a bot of a workspace works on. Only a name: what the
-   * computer is (team or private, whose) lives in its record.
+   * computer is (team or private, whose) lives in its record. A Private
+   * computer's id joins the two ids with one `-` and doubles every `-` in
+   * them, so no two (workspace, bot) pairs share a computer: joined plainly,
+   * `a-b` with bot `c` and `a` with bot `b-c` were both `private-a-b-c`, one
+   * computer and one home for two tenants. Ids without a `-` read as before.
    */
   computerIdFor(input: { workspaceId: string; botId: string; private?: boolean }): string {
     const { workspaceId, botId, private: own } = parseInput(computerAddressSchema, input, "computer address");
-    return own ? `private-${workspaceId}-${botId}` : `team-${workspaceId}`;
+    // Unambiguous because a bot id never starts with "-": the first dash not of a pair is the join.
+    const escaped = (id: string) => id.replaceAll("-", "--");
+    return own ? `private-${escaped(workspaceId)}-${escaped(botId)}` : `team-${workspaceId}`;
   }
 
   /**

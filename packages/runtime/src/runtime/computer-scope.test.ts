@@ -49,6 +49,37 @@ async function setup() {
   return { runtime, provisioned, appComputer, lastSpec };
 }
 
+describe("private computers of two tenants whose ids join alike", () => {
+  // Joined plainly, workspace "a-b" with bot "c" and workspace "a" with bot
+  // "b-c" were one computer, "private-a-b-c": the second tenant's bot read
+  // the first one's files.
+  it("are two computers, and neither bot sees the other's home", async () => {
+    const { runtime } = await setup();
+    const first = runtime.startRun({ workspaceId: "a-b", botId: "c", private: true });
+    const firstMachine = await first.machine();
+    await firstMachine.files.write(`${first.workdir}/secret.txt`, new TextEncoder().encode("a-b's secret"));
+    await first.end("completed");
+    const second = runtime.startRun({ workspaceId: "a", botId: "b-c", private: true });
+    const secondMachine = await second.machine();
+    const found = await secondMachine.exec({ shell: "find . -name secret.txt" });
+    await second.end("completed");
+    expect(Buffer.from(found.stdout).toString()).toBe("");
+    expect(first.computerId).toBe("private-a--b-c");
+    expect(second.computerId).toBe("private-a-b--c");
+    // Ids without a dash keep their old form; a trailing dash still joins unambiguously.
+    expect(runtime.computerIdFor({ workspaceId: "ws1", botId: "alpha", private: true })).toBe("private-ws1-alpha");
+    const ids = [
+      ["a-", "b"],
+      ["a", "b"],
+      ["a--", "b"],
+      ["a", "b--c"],
+      ["a-b", "c"],
+      ["a", "b-c"],
+    ].map(([workspaceId, botId]) => runtime.computerIdFor({ workspaceId: workspaceId!, botId: botId!, private: true }));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
 describe("a computer's scope comes from its record, not its id", () => {
   it("is stored when a run makes the computer: team with the screen cap, private with its bot's label", async () => {
     const { runtime, lastSpec } = await setup();
