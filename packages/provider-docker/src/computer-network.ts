@@ -1,7 +1,7 @@
 import { AgentComputerError } from "@agent-computer/core";
 import type Docker from "dockerode";
 import { COMPUTER_LABELS } from "./computer-labels.js";
-import { engineFailure, engineStatus } from "./engine-failure.js";
+import { engineFailure } from "./engine-failure.js";
 
 /**
  * The network computers join unless the options name another: a bridge of
@@ -31,7 +31,7 @@ export function networkPreparer(docker: Docker, network: string): () => Promise<
   if (network !== ISOLATED_NETWORK) return async () => network;
   let ready: Promise<string> | undefined;
   return () => {
-    ready ??= ensureIsolatedNetwork(docker, ISOLATED_NETWORK).catch((error: unknown) => {
+    ready ??= ensureIsolatedNetwork(docker, ISOLATED_NETWORK, ISOLATED_BRIDGE_INTERFACE).catch((error: unknown) => {
       ready = undefined;
       throw error;
     });
@@ -40,31 +40,32 @@ export function networkPreparer(docker: Docker, network: string): () => Promise<
 }
 
 /**
- * Makes the bridge `name` with inter-container traffic off, or checks that
- * the one there is so; gives its id. Docker's duplicate check is best
- * effort: two workers creating at once can make two networks of one name
- * (seen on the engine: the name is then "ambiguous"). Every caller keeps
- * the oldest, which any later listing also sees, and removes the others.
+ * Makes the bridge `name` (its host interface named `bridgeInterface`) with
+ * inter-container traffic off, or checks that the one there is so; gives
+ * its id. Docker's duplicate check is best effort: two workers creating at
+ * once can make two networks of one name (seen on the engine: the name is
+ * then "ambiguous"). Every caller keeps the oldest, which any later listing
+ * also sees, and removes the others.
  */
-export async function ensureIsolatedNetwork(docker: Docker, name: string): Promise<string> {
+export async function ensureIsolatedNetwork(docker: Docker, name: string, bridgeInterface: string): Promise<string> {
   let found = await networksNamed(docker, name);
   if (found.length === 0) {
+    let refused: unknown;
     try {
       await docker.createNetwork({
         Name: name,
         Driver: "bridge",
         CheckDuplicate: true,
-        Options: {
-          [ICC_OPTION]: "false",
-          ...(name === ISOLATED_NETWORK ? { "com.docker.network.bridge.name": ISOLATED_BRIDGE_INTERFACE } : {}),
-        },
+        Options: { [ICC_OPTION]: "false", "com.docker.network.bridge.name": bridgeInterface },
         Labels: { [COMPUTER_LABELS.managed]: "true" },
       });
     } catch (error) {
-      // 409: another worker made it first; it is checked below like any other.
-      if (engineStatus(error) !== 409) throw engineFailure(error, `create the network ${name}`);
+      // Another worker may have made it first (409, or its interface name
+      // clashed): a network found below is checked like any other.
+      refused = error;
     }
     found = await networksNamed(docker, name);
+    if (found.length === 0 && refused !== undefined) throw engineFailure(refused, `create the network ${name}`);
   }
   const [kept, ...extra] = found.sort(
     (a, b) => createdOrder(a.Created).localeCompare(createdOrder(b.Created)) || a.Id.localeCompare(b.Id),

@@ -13,9 +13,10 @@ if (!env.missing) {
   const docker = new Docker();
   const made: string[] = [];
   const fresh = () => {
-    const name = `agent-computer-test-${randomBytes(4).toString("hex")}`;
-    made.push(name);
-    return name;
+    const suffix = randomBytes(4).toString("hex");
+    made.push(`agent-computer-test-${suffix}`);
+    // The network and its host interface (at most 15 characters).
+    return [`agent-computer-test-${suffix}`, `act-${suffix}`] as const;
   };
   afterAll(async () => {
     for (const name of made)
@@ -42,8 +43,8 @@ if (!env.missing) {
     });
 
     it("makes the bridge with inter-container traffic off, once, when three workers ask at once", async () => {
-      const name = fresh();
-      const ids = await Promise.all([0, 1, 2].map(() => ensureIsolatedNetwork(docker, name)));
+      const [name, bridge] = fresh();
+      const ids = await Promise.all([0, 1, 2].map(() => ensureIsolatedNetwork(docker, name, bridge)));
       // Both callers name the one network that is left.
       expect(new Set(ids).size).toBe(1);
       const networks = await docker.listNetworks({ filters: JSON.stringify({ name: [name] }) });
@@ -51,14 +52,15 @@ if (!env.missing) {
       const info = await docker.getNetwork(name).inspect();
       expect(info.Driver).toBe("bridge");
       expect(info.Options?.["com.docker.network.bridge.enable_icc"]).toBe("false");
+      expect(info.Options?.["com.docker.network.bridge.name"]).toBe(bridge);
       // A second call finds it and leaves it.
-      expect(await ensureIsolatedNetwork(docker, name)).toBe(info.Id);
+      expect(await ensureIsolatedNetwork(docker, name, bridge)).toBe(info.Id);
     });
 
     it("refuses a network of that name on which containers reach each other, naming the fix", async () => {
-      const name = fresh();
+      const [name, bridge] = fresh();
       await docker.createNetwork({ Name: name, Driver: "bridge" });
-      const error = await failureOf(ensureIsolatedNetwork(docker, name));
+      const error = await failureOf(ensureIsolatedNetwork(docker, name, bridge));
       expect(error.code).toBe("UNAVAILABLE");
       expect(error.retryable).toBe(false);
       expect(error.message).toContain(`docker network rm ${name}`);
