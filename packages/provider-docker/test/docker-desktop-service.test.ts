@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { createHash, createHmac, randomBytes } from "node:crypto";
+import { readdirSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import type { ExecRequest, Logger, Machine, OpContext } from "@agent-computer/core";
 import { LinuxDesktopRuntime, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
@@ -147,6 +148,29 @@ if (!env.missing) {
       expect(text((webp.image as Uint8Array).subarray(8, 12))).toBe("WEBP");
       for (const o of [png, jpeg, webp]) expect(o.imageSize).toEqual({ width: 640, height: 400 });
     }, 60_000);
+
+    it("keeps no file of the programs it starts: its open files do not grow as desktops start and stop", async () => {
+      // Counted from the host: the gateway is non-dumpable, so nothing in the computer may list its fds.
+      const gatewayFds = () => {
+        const top = spawnSync("docker", ["top", idOf(machine), "-eo", "pid,args"], { encoding: "utf8" }).stdout;
+        const pid = top
+          .split("\n")
+          .find((line) => /desktop[.]mjs gateway/.test(line))
+          ?.trim()
+          .split(/\s+/)[0];
+        return readdirSync(`/proc/${pid}/fd`).length;
+      };
+      const startAndStop = async () => {
+        const other = (await machine.openDesktop?.("fd-bot", ctx)) as LinuxDesktopSession;
+        await other.release(ctx);
+      };
+      // The first start opens what the service keeps for good; each later one must leave nothing behind.
+      await startAndStop();
+      const before = gatewayFds();
+      for (let i = 0; i < 3; i++) await startAndStop();
+      // Before the fix each start kept its X server's, window manager's and browser's log open: +9.
+      expect(gatewayFds() - before).toBeLessThan(3);
+    }, 180_000);
 
     it("runs consecutive pointer actions as one chain, each reported done, and refuses an off-screen one before sending it", async () => {
       const moves = Array.from({ length: 10 }, (_, i) => ({ type: "move" as const, x: 100 + i * 10, y: 120 + i }));

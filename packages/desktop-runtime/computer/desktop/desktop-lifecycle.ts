@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CdpConnection, cdpJson } from "./cdp-connection.js";
 import { CliError } from "./cli-error.js";
@@ -356,6 +356,8 @@ export function launch(
   const log = openSync(join(dir, `${name}.log`), "w", 0o600);
   const { AGENT_COMPUTER_EXEC: _marker, ...inherited } = process.env;
   const child = spawn(program, args, { detached: true, stdio: ["ignore", log, log], env: { ...inherited, ...env } });
+  // The child has its own copy; the resident service lives for days and must not keep one per start.
+  closeSync(log);
   child.unref();
   const pid = child.pid;
   const id = pid === undefined ? undefined : identify(pid);
