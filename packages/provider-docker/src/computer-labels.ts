@@ -6,3 +6,14 @@
  * they are.
  */
 export { COMPUTER_LABELS } from "@agent-computer/core";
+
+/**
+ * A computer with its display in a container of its own
+ * (`displayContainer`) names that container in `displayContainer`; the
+ * display's container names the computer it serves in `displayOf` and is
+ * never `managed`, so `list` and `reconnect` never take it for a computer.
+ */
+export const DISPLAY_LABELS = {
+  displayContainer: "agent-computer.org/display-container",
+  displayOf: "agent-computer.org/display-of",
+} as const;

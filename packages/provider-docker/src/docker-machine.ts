@@ -5,6 +5,7 @@ import {
   AgentComputerError,
   type ExecResult,
   loggerOf,
+  type Machine,
   type OpContext,
   type ProviderRef,
   signalOf,
@@ -22,6 +23,14 @@ import { runContainerCommand } from "./container-command.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
 
+export interface DockerMachineOptions {
+  /** Active desktops allowed at once (0 = no cap), from the spec. */
+  readonly screenLimit?: number;
+  readonly desktopTransport?: DesktopTransport;
+  /** The container the computer's display stack runs in (`displayContainer`), when it has one. */
+  readonly displayContainerId?: string;
+}
+
 /**
  * One computer container. Commands and file calls go through the Engine
  * exec API as uid 1000; the home is a host folder bind-mounted at
@@ -31,6 +40,11 @@ import { engineFailure, engineStatus } from "./engine-failure.js";
 export class DockerMachine extends CommandChannelMachine {
   readonly ref: ProviderRef;
   private readonly container: Docker.Container;
+  /**
+   * The display's container, driven like a machine of its own (exec and
+   * the gateway's port), never exposed: the bot's calls all go to this one.
+   */
+  private readonly display?: DockerMachine;
 
   constructor(
     private readonly host: DockerMachineHost,
@@ -38,14 +52,37 @@ export class DockerMachine extends CommandChannelMachine {
     workspacePath: string,
     /** The home's folder on the engine's host. */
     readonly homeDir: string,
-    /** Active desktops allowed at once (0 = no cap), from the spec. */
-    screenLimit = 0,
-    desktopTransport: DesktopTransport = "service",
+    options: DockerMachineOptions = {},
   ) {
-    // Desktops come from the shared Linux runtime: its resident service through the gateway's published port, or exec.
-    super(workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit, transport: desktopTransport }));
+    // Desktops come from the shared Linux runtime: its resident service through the gateway's published port,
+    // or exec; in the display's container when the computer has one.
+    super(
+      workspacePath,
+      (machine) =>
+        new LinuxDesktopRuntime(
+          forwardingTo(() => (machine as DockerMachine).display ?? machine),
+          {
+            screenLimit: options.screenLimit ?? 0,
+            transport: options.desktopTransport ?? "service",
+            launchPrograms: options.displayContainerId === undefined,
+          },
+        ),
+    );
     this.ref = `docker:${containerId}`;
     this.container = host.docker.getContainer(containerId);
+    if (options.displayContainerId) {
+      this.display = new DockerMachine(host, options.displayContainerId, workspacePath, homeDir);
+    }
+  }
+
+  /** Starts the display's container again where it stopped (reconnect); one that is gone leaves the computer without desktops. */
+  async resumeDisplay(signal: AbortSignal): Promise<void> {
+    await this.display?.container.start({ abortSignal: signal }).catch((error: unknown) => {
+      const status = engineStatus(error);
+      if (status === 304) return;
+      if (status === 404) return;
+      throw engineFailure(error, `resume the display of ${this.ref}`);
+    });
   }
 
   /** Ports listed in `dockerProvider({ ports })` are published on the host's loopback. */
@@ -65,6 +102,8 @@ export class DockerMachine extends CommandChannelMachine {
 
   async stop(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "stop");
+    // A display container someone removed leaves a computer without desktops, not one that cannot stop.
+    await this.display?.stop(context).catch(unlessGone);
     try {
       await this.container.stop({ t: this.host.stopTimeoutSeconds, abortSignal: signalOf(context, "stop") });
     } catch (error) {
@@ -78,6 +117,7 @@ export class DockerMachine extends CommandChannelMachine {
 
   async destroy(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "destroy");
+    await this.display?.destroy(context);
     try {
       await this.container.remove({ force: true, v: true, abortSignal: signalOf(context, "destroy") });
     } catch (error) {
@@ -158,4 +198,27 @@ export class DockerMachine extends CommandChannelMachine {
       `The machine ${this.ref} no longer exists; provision a replacement and restore its home.`,
     );
   }
+}
+
+const unlessGone = (error: unknown) => {
+  if (!(AgentComputerError.is(error) && error.code === "PROVIDER_GONE")) throw error;
+};
+
+/**
+ * A target whose calls go to the machine `pick` names when they are made:
+ * the desktop runtime is built while the constructor runs, before the
+ * display container's machine exists.
+ */
+function forwardingTo(pick: () => Machine): Pick<Machine, "exec" | "workspacePath" | "portUrl"> {
+  return {
+    exec: (request, ctx) => pick().exec(request, ctx),
+    get workspacePath() {
+      return pick().workspacePath;
+    },
+    portUrl: (port, options, ctx) => {
+      const machine = pick();
+      if (!machine.portUrl) throw new AgentComputerError("UNSUPPORTED", `${machine.ref} publishes no ports.`);
+      return machine.portUrl(port, options, ctx);
+    },
+  };
 }

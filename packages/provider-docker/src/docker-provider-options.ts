@@ -50,6 +50,20 @@ export const dockerProviderOptionsSchema = z.object({
    * for every call (docs/architecture.md §4).
    */
   desktopTransport: z.enum(["service", "exec"]).default("service"),
+  /**
+   * Runs each computer's display stack (the X server, window manager,
+   * Chromium, screen servers, proxy relay and the screen gateway with the
+   * resident service) in a second container beside the computer's, from
+   * the same image, sharing only the home: the bot's processes can then
+   * neither see, signal or trace them, nor reach the display, DevTools, the
+   * screen servers or the gateway's control socket, so a person's takeover
+   * gets input no bot process can touch (docs/architecture.md §4, "Whose
+   * input a display takes"). Off by default for now: the browser does not
+   * reach servers the bot runs in its computer, `launch` and the
+   * `open_path` tool are then UNSUPPORTED, a person's terminal opens in the
+   * display's container, and each computer takes two containers' limits.
+   */
+  displayContainer: z.boolean().default(false),
   /** Container ports published on 127.0.0.1 (random host ports) so `portUrl` can reach them. */
   ports: z.array(z.number().int().min(1).max(65535)).default([]),
   /** Where the home is mounted inside the machine (the image's user home). */

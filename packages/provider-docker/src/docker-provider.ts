@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdir } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import {
   AgentComputerError,
   loggerOf,
@@ -10,10 +10,16 @@ import {
   type SandboxProvider,
 } from "@agent-computer/core";
 import { defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
-import { computerImageRef, computerSeccompProfile, SCREEN_GATEWAY_PORT } from "@agent-computer/desktop-runtime";
+import {
+  CHROMIUM_MANAGED_POLICY_FILE,
+  computerImageRef,
+  computerSeccompProfile,
+  DISPLAY_APART_CHROMIUM_POLICY,
+  SCREEN_GATEWAY_PORT,
+} from "@agent-computer/desktop-runtime";
 import Docker from "dockerode";
 import { COMPUTER_GID, COMPUTER_UID, giveHomeToComputer } from "./computer-home-owner.js";
-import { COMPUTER_LABELS } from "./computer-labels.js";
+import { COMPUTER_LABELS, DISPLAY_LABELS } from "./computer-labels.js";
 import { networkPreparer } from "./computer-network.js";
 import { DockerMachine } from "./docker-machine.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
@@ -55,6 +61,14 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
   const seccomp = () => parsed.seccompProfile ?? computerSeccompProfile();
   const prepareNetwork = networkPreparer(docker, parsed.network);
 
+  // Written once per data folder, mounted read-only into each display container.
+  const displayPolicyFile = async () => {
+    const file = join(dataDir, "display", "chromium-policy.json");
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(file, JSON.stringify(DISPLAY_APART_CHROMIUM_POLICY), { mode: 0o644 });
+    return file;
+  };
+
   const machineOf = (info: Docker.ContainerInspectInfo): DockerMachine => {
     const workspacePath = info.Config.Labels?.[COMPUTER_LABELS.workspacePath] ?? parsed.workspacePath;
     const mount = info.Mounts.find((m) => m.Destination === workspacePath);
@@ -64,14 +78,12 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       });
     }
     const screenLimit = Number(info.Config.Labels?.[COMPUTER_LABELS.screenLimit] ?? parsed.screenLimit);
-    return new DockerMachine(
-      host,
-      info.Id,
-      workspacePath,
-      mount.Source,
-      Number.isInteger(screenLimit) ? screenLimit : 0,
-      parsed.desktopTransport,
-    );
+    const displayContainerId = info.Config.Labels?.[DISPLAY_LABELS.displayContainer];
+    return new DockerMachine(host, info.Id, workspacePath, mount.Source, {
+      screenLimit: Number.isInteger(screenLimit) ? screenLimit : 0,
+      desktopTransport: parsed.desktopTransport,
+      ...(displayContainerId ? { displayContainerId } : {}),
+    });
   };
 
   return defineSandboxProvider({
@@ -93,15 +105,22 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       });
       const resources = { ...parsed.resources, ...resolved.resources };
       const screenLimit = resolved.screenLimit;
-      // The screen gateway's port is always published (loopback only; its websockets need a token).
-      const published = [...new Set([SCREEN_GATEWAY_PORT, ...parsed.ports])];
-      const ports = Object.fromEntries(published.map((p) => [`${p}/tcp`, {}]));
-      const bindings = Object.fromEntries(published.map((p) => [`${p}/tcp`, [{ HostIp: "127.0.0.1", HostPort: "" }]]));
       const network = await prepareNetwork();
-      let container: Docker.Container;
-      try {
-        container = await docker.createContainer({
-          name: `agent-computer-${resolved.homeKey.slice(0, 48)}-${randomBytes(4).toString("hex")}`,
+      const labels = {
+        ...resolved.labels,
+        [COMPUTER_LABELS.computerId]: resolved.computerId,
+        [COMPUTER_LABELS.homeKey]: resolved.homeKey,
+        [COMPUTER_LABELS.screenLimit]: String(screenLimit),
+        [COMPUTER_LABELS.workspacePath]: parsed.workspacePath,
+      };
+      const create = (
+        role: "computer" | "display",
+        published: number[],
+        roleLabels: Record<string, string>,
+        mounts: Docker.MountSettings[] = [],
+      ) =>
+        createStartedContainer(docker, signal, role, {
+          name: `agent-computer-${resolved.homeKey.slice(0, 48)}-${role === "display" ? "display-" : ""}${randomBytes(4).toString("hex")}`,
           Image: image,
           Cmd: ["sleep", "infinity"],
           User: host.user,
@@ -109,19 +128,14 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           // The screen gateway takes connections from the host's end of the
           // computer's network only, never from another computer on it.
           Env: [`HOME=${parsed.workspacePath}`, "LANG=C.UTF-8", "AGENT_COMPUTER_GATEWAY_SOURCES=default-gateway"],
-          Labels: {
-            ...resolved.labels,
-            [COMPUTER_LABELS.managed]: "true",
-            [COMPUTER_LABELS.computerId]: resolved.computerId,
-            [COMPUTER_LABELS.homeKey]: resolved.homeKey,
-            [COMPUTER_LABELS.screenLimit]: String(screenLimit),
-            [COMPUTER_LABELS.workspacePath]: parsed.workspacePath,
-          },
-          ExposedPorts: ports,
+          Labels: { ...labels, ...roleLabels },
+          ExposedPorts: Object.fromEntries(published.map((p) => [`${p}/tcp`, {}])),
           HostConfig: {
-            Mounts: [{ Type: "bind", Source: homeDir, Target: parsed.workspacePath }],
+            Mounts: [{ Type: "bind", Source: homeDir, Target: parsed.workspacePath }, ...mounts],
             NetworkMode: network,
-            PortBindings: bindings,
+            PortBindings: Object.fromEntries(
+              published.map((p) => [`${p}/tcp`, [{ HostIp: "127.0.0.1", HostPort: "" }]]),
+            ),
             Privileged: false,
             // A real init reaps the orphans that commands leave behind.
             Init: true,
@@ -139,27 +153,34 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
             MemorySwap: resources.memoryMb * 1024 * 1024,
             PidsLimit: resources.pidsLimit,
           },
-          abortSignal: signal,
         });
-      } catch (error) {
-        if (engineStatus(error) === 404) {
-          throw new AgentComputerError(
-            "NOT_FOUND",
-            `The image ${image} is not on the engine; build it with \`npx agent-computer-image build\` or set AGENT_COMPUTER_IMAGE.`,
-            { cause: error },
-          );
-        }
-        throw engineFailure(error, "create the computer's container");
-      }
+      // The screen gateway's port is published where the gateway runs (loopback only; its websockets need a token).
+      const ports = [...new Set([SCREEN_GATEWAY_PORT, ...parsed.ports])];
+      const display = parsed.displayContainer
+        ? await create("display", [SCREEN_GATEWAY_PORT], { [DISPLAY_LABELS.displayOf]: resolved.computerId }, [
+            { Type: "bind", Source: await displayPolicyFile(), Target: CHROMIUM_MANAGED_POLICY_FILE, ReadOnly: true },
+          ])
+        : undefined;
+      let container: Docker.Container;
       try {
-        await container.start({ abortSignal: signal });
+        container = await create(
+          "computer",
+          display ? parsed.ports : ports,
+          display
+            ? { [COMPUTER_LABELS.managed]: "true", [DISPLAY_LABELS.displayContainer]: display.id }
+            : { [COMPUTER_LABELS.managed]: "true" },
+        );
       } catch (error) {
-        await container.remove({ force: true }).catch(() => {});
-        throw engineFailure(error, "start the computer's container");
+        await display?.remove({ force: true }).catch(() => {});
+        throw error;
       }
       const ref: ProviderRef = `docker:${container.id}`;
       loggerOf(context).info("docker machine provisioned", { ref, homeKey: resolved.homeKey, image });
-      return new DockerMachine(host, container.id, parsed.workspacePath, homeDir, screenLimit, parsed.desktopTransport);
+      return new DockerMachine(host, container.id, parsed.workspacePath, homeDir, {
+        screenLimit,
+        desktopTransport: parsed.desktopTransport,
+        ...(display ? { displayContainerId: display.id } : {}),
+      });
     },
 
     async reconnect(id, { ref, signal }) {
@@ -182,7 +203,9 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         if (status === 404) return "gone";
         if (status !== 304) throw engineFailure(error, `resume ${ref}`);
       }
-      return machineOf(info);
+      const machine = machineOf(info);
+      await machine.resumeDisplay(signal);
+      return machine;
     },
 
     async list({ labels, running, signal }) {
@@ -203,4 +226,33 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       }
     },
   });
+}
+
+/** Creates and starts one container; a container that does not start is removed. */
+async function createStartedContainer(
+  docker: Docker,
+  signal: AbortSignal,
+  role: "computer" | "display",
+  spec: Docker.ContainerCreateOptions,
+): Promise<Docker.Container> {
+  let container: Docker.Container;
+  try {
+    container = await docker.createContainer({ ...spec, abortSignal: signal });
+  } catch (error) {
+    if (engineStatus(error) === 404) {
+      throw new AgentComputerError(
+        "NOT_FOUND",
+        `The image ${spec.Image} is not on the engine; build it with \`npx agent-computer-image build\` or set AGENT_COMPUTER_IMAGE.`,
+        { cause: error },
+      );
+    }
+    throw engineFailure(error, `create the computer's ${role === "display" ? "display container" : "container"}`);
+  }
+  try {
+    await container.start({ abortSignal: signal });
+  } catch (error) {
+    await container.remove({ force: true }).catch(() => {});
+    throw engineFailure(error, `start the computer's ${role === "display" ? "display container" : "container"}`);
+  }
+  return container;
 }

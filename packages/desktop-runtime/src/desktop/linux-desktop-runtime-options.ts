@@ -21,6 +21,14 @@ export const linuxDesktopRuntimeOptionsSchema = z.object({
    * `desktop` command through exec (one Node start per call).
    */
   transport: z.enum(["service", "exec"]).default("service"),
+  /**
+   * Whether `launch` may start programs on a desktop (the default). A
+   * provider whose display runs apart from the bot's processes
+   * (`dockerProvider({ displayContainer: true })`) turns it off: a program
+   * started there from a file the bot wrote would run the bot's code beside
+   * the display, so `launch` (and the `open_path` tool) is UNSUPPORTED.
+   */
+  launchPrograms: z.boolean().default(true),
   /** The screen size when `openDesktop` gives none (default 1280x800, a size models handle well). */
   defaultScreen: z
     .object({ width: z.number().int().min(64).max(7680), height: z.number().int().min(64).max(4320) })

@@ -73,7 +73,8 @@ export class LinuxDesktopRuntime {
     const { summary } = await this.run(args, context, START_TIMEOUT_MS, stdin);
     const started = summary as { display: string; width: number; height: number };
     loggerOf(context).info("desktop open", { bot, display: started.display });
-    return new LinuxDesktopSession({ machine: this.machine, channel: this.channel }, bot, started.display, {
+    const target = { machine: this.machine, channel: this.channel, launchPrograms: this.options.launchPrograms };
+    return new LinuxDesktopSession(target, bot, started.display, {
       width: started.width,
       height: started.height,
     });

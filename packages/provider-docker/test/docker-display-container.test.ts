@@ -1,0 +1,147 @@
+import { spawnSync } from "node:child_process";
+import type { Machine } from "@agent-computer/core";
+import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { RfbTestClient, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DISPLAY_LABELS } from "../src/computer-labels.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
+
+// dockerProvider({ displayContainer: true }) on the real engine and image:
+// the display stack runs in a container of its own, and a bot steered by a
+// prompt injection, with every command the computer's shell allows, finds
+// none of the ways to a person's takeover that a shared container gives
+// (docs/architecture.md §4, "Whose input a display takes"): no X server,
+// no DevTools, no screen server, no gateway process or control socket, and
+// the display's container cannot be reached over the network. The person's
+// control capability still moves the pointer, and the bot's own calls still
+// observe, act and read pages.
+const env = await dockerTestEnvironment("docker display container");
+if (!env.missing) {
+  const dataDir = await temporaryDataDir();
+  const provider = env.provider({ dataDir, displayContainer: true });
+  let machine: Machine;
+  let desktop: LinuxDesktopSession;
+  const idOf = (m: Machine) => m.ref.slice("docker:".length);
+  /** As the bot: a shell in the computer's container, as its user. */
+  const asBot = (script: string) =>
+    spawnSync("docker", ["exec", "-u", "1000", idOf(machine), "bash", "-c", script], { encoding: "utf8" });
+  const displayContainerId = async () =>
+    (await env.docker.getContainer(idOf(machine)).inspect()).Config.Labels?.[DISPLAY_LABELS.displayContainer] ?? "";
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  describe("docker display container", () => {
+    beforeAll(async () => {
+      machine = await provider.provision({ computerId: "display-apart", homeKey: `display-apart-${Date.now()}` });
+      desktop = (await machine.openDesktop?.("apart-bot")) as LinuxDesktopSession;
+    }, 180_000);
+    afterAll(async () => {
+      await machine?.destroy();
+    });
+
+    it("runs the bot's desktop in the display's container, and the bot's calls still observe, act and read pages", async () => {
+      expect(await displayContainerId()).toMatch(/^[0-9a-f]{64}$/);
+      expect((await desktop.act([{ type: "move", x: 33, y: 44 }])).ok).toBe(true);
+      expect((await desktop.observe(undefined, { includeImage: false })).cursor).toEqual({ x: 33, y: 44 });
+      expect(await desktop.evaluateInPage("6 * 7")).toBe(42);
+      // The profile lives in the shared home, so checkpoints carry it as before.
+      const listed = asBot("ls -d ~/.browser-profiles/apart-bot/Default");
+      expect(listed.status).toBe(0);
+      // Nothing started there runs the bot's files beside the display.
+      await expect(desktop.launch(["xdg-open", "/etc/hostname"])).rejects.toMatchObject({ code: "UNSUPPORTED" });
+    }, 120_000);
+
+    it("leaves a bot no way to the display during a takeover: no X, DevTools, screen server, gateway or control socket", async () => {
+      // A person holds control, so the control screen server runs too.
+      const control = await RfbTestClient.open(await desktop.screenEndpoint("control"));
+      await control.handshake();
+      const probe = [
+        `DISPLAY=${desktop.display} xdotool mousemove 1 1 >/dev/null 2>&1 && echo x-input`,
+        `DISPLAY=${desktop.display} xdotool getmouselocation >/dev/null 2>&1 && echo x-read`,
+        "ls /tmp/.X11-unix 2>/dev/null | grep -q . && echo x-socket",
+        "curl -s --max-time 2 http://127.0.0.1:9300/json/version >/dev/null && echo devtools",
+        "for p in 5700 5701; do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && echo vnc-$p; done",
+        "pgrep -f 'X[v]fb|x11[v]nc|chromi[u]m|desktop[.]mjs gatewa[y]' >/dev/null && echo processes",
+        "ls /tmp/agent-computer-desktops/gateway 2>/dev/null | grep -q . && echo control-socket",
+        "true",
+      ].join("; ");
+      try {
+        const attack = asBot(probe);
+        expect(attack.status).toBe(0);
+        expect(attack.stdout.trim()).toBe("");
+        // The same probe in the display's container finds all of it: a probe that found nothing anywhere would prove nothing.
+        const there = spawnSync("docker", ["exec", "-u", "1000", await displayContainerId(), "bash", "-c", probe], {
+          encoding: "utf8",
+        });
+        expect(there.stdout.trim().split("\n").sort()).toEqual(
+          ["control-socket", "devtools", "processes", "vnc-5701", "x-input", "x-read", "x-socket"].sort(),
+        );
+      } finally {
+        control.close();
+      }
+    }, 60_000);
+
+    it("refuses a javascript: URL a bot types into the address bar, which would put its script in the page", async () => {
+      await desktop.evaluateInPage("document.title = 'before'");
+      const typed = await desktop.act([
+        { type: "key", keys: "ctrl+l" },
+        { type: "type", text: "javascript:document.title='planted'" },
+        { type: "key", keys: "Return" },
+        { type: "wait", ms: 1000 },
+      ]);
+      expect(typed.ok).toBe(true);
+      expect(await desktop.evaluateInPage("document.title")).toBe("before");
+      // Nor through the console of a DevTools window opened with a key.
+      const consoled = await desktop.act([
+        { type: "key", keys: "ctrl+shift+j" },
+        { type: "wait", ms: 1500 },
+        { type: "type", text: "document.title='planted'" },
+        { type: "key", keys: "Return" },
+        { type: "wait", ms: 500 },
+      ]);
+      expect(consoled.ok).toBe(true);
+      expect(await desktop.evaluateInPage("document.title")).toBe("before");
+    }, 60_000);
+
+    it("keeps the display's container off the bot's network path", async () => {
+      const info = await env.docker.getContainer(await displayContainerId()).inspect();
+      const address = Object.values(info.NetworkSettings.Networks ?? {})[0]?.IPAddress;
+      expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      const probe = asBot(
+        `curl -s --max-time 3 -o /dev/null -w '%{http_code}' http://${address}:6080/ || echo unreachable`,
+      );
+      expect(probe.stdout).toContain("unreachable");
+    }, 60_000);
+
+    it("gives a person's control capability the pointer", async () => {
+      const control = await RfbTestClient.open(await desktop.screenEndpoint("control"));
+      try {
+        await control.handshake();
+        control.pointer(101, 202);
+        const until = Date.now() + 5000;
+        let cursor = (await desktop.observe(undefined, { includeImage: false })).cursor;
+        while (Date.now() < until && cursor.x !== 101) {
+          await sleep(100);
+          cursor = (await desktop.observe(undefined, { includeImage: false })).cursor;
+        }
+        expect(cursor).toEqual({ x: 101, y: 202 });
+      } finally {
+        control.close();
+      }
+    }, 60_000);
+
+    it("stops, resumes and destroys both containers together", async () => {
+      const displayId = await displayContainerId();
+      await machine.stop();
+      expect((await env.docker.getContainer(displayId).inspect()).State.Running).toBe(false);
+      const again = await provider.reconnect(machine.ref);
+      expect(again).not.toBe("gone");
+      expect((await env.docker.getContainer(displayId).inspect()).State.Running).toBe(true);
+      // list never takes the display's container for a computer.
+      const refs = await provider.list({ labels: {} });
+      expect(refs).toContain(machine.ref);
+      expect(refs).not.toContain(`docker:${displayId}`);
+      await machine.destroy();
+      await expect(env.docker.getContainer(displayId).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    }, 120_000);
+  });
+}
