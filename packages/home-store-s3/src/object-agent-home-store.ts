@@ -45,6 +45,7 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  type S3ClientConfig,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import PQueue from "p-queue";
@@ -67,6 +68,16 @@ import type { HomeStoreStage } from "./home-store-stage.js";
 import type { ObjectAgentHomeStoreOptions } from "./object-agent-home-store-options.js";
 
 const MIB = 1024 * 1024;
+/** A clean-up request after a failure (aborting an upload) gets this long of its own. */
+const CLEAN_UP_TIMEOUT_MS = 10_000;
+/**
+ * How long a bucket request's socket may sit idle before the SDK gives it up
+ * and retries, for clients the store builds from a config: the SDK's own
+ * default is no limit (its requestTimeout only logs a warning), so one
+ * stalled connection would hold a checkpoint until its deadline, or forever.
+ */
+const IDLE_SOCKET_MS = 60_000;
+const CONNECT_TIMEOUT_MS = 10_000;
 /** Names the pointer object that says which attempt won a revision. */
 const COMMITTED = "committed";
 
@@ -180,7 +191,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
 
   constructor(options: ObjectAgentHomeStoreOptions) {
     const parsed = parseInput(optionsSchema, options, "ObjectAgentHomeStoreOptions");
-    this.s3 = options.s3 instanceof S3Client ? options.s3 : new S3Client(options.s3);
+    this.s3 = options.s3 instanceof S3Client ? options.s3 : new S3Client(withIdleTimeout(options.s3));
     this.bucket = parsed.bucket;
     this.prefix = parsed.prefix ?? "";
     this.dataDir = resolve(parsed.dataDir);
@@ -422,7 +433,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     let uploadedBytes: number;
     let feeding: Promise<StagedHome | undefined> | undefined;
     try {
-      const uploading = this.upload(objectKey, sealed, homeKey, next);
+      const uploading = this.upload(objectKey, sealed, homeKey, next, signal);
       // A mounted home is the cache itself: nothing to stage, its pack stats describe it.
       feeding =
         "mounted" in source
@@ -620,7 +631,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
         next,
         ctx,
       );
-      await this.putBytes(objectKey, sealed.sealed, "writing a manifest");
+      await this.putBytes(objectKey, sealed.sealed, "writing a manifest", signalOf(ctx, "checkpoint"));
       await this.emit({ stage: "uploaded", homeKey, revision: next, objectKey, bytes: bytes + sealed.sealed.length });
       throwIfDone(ctx, "checkpoint");
       await this.emit({ stage: "committing", homeKey, revision: next });
@@ -858,9 +869,11 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     return Buffer.from((await result.Body?.transformToByteArray()) ?? []);
   }
 
-  private async putBytes(key: string, body: Buffer, what: string): Promise<void> {
+  private async putBytes(key: string, body: Buffer, what: string, signal: AbortSignal): Promise<void> {
     await this.call(what, () =>
-      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length })),
+      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }), {
+        abortSignal: signal,
+      }),
     );
   }
 
@@ -980,9 +993,17 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
    * so memory stays near `partBytes` x (`partConcurrency` + 1) whatever the
    * home's size. On any failure the upload is aborted and no object appears.
    */
-  private async upload(key: string, body: Readable, homeKey: string, revision: number): Promise<number> {
+  /** A multipart upload of `body`; `signal` (the operation's deadline or abort) ends every request of it at once. */
+  private async upload(
+    key: string,
+    body: Readable,
+    homeKey: string,
+    revision: number,
+    signal: AbortSignal,
+  ): Promise<number> {
+    const sent = { abortSignal: signal };
     const created = await this.call("starting an upload", () =>
-      this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key })),
+      this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key }), sent),
     );
     const uploadId = created.UploadId as string;
     const parts: { ETag: string; PartNumber: number }[] = [];
@@ -1005,6 +1026,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
               Body: part,
               ContentLength: part.length,
             }),
+            sent,
           ),
         ).then((result) => {
           parts[number - 1] = { ETag: result.ETag as string, PartNumber: number };
@@ -1024,14 +1046,18 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
             UploadId: uploadId,
             MultipartUpload: { Parts: parts },
           }),
+          sent,
         ),
       );
       return bytes;
     } catch (error) {
       body.destroy();
       await Promise.allSettled(inFlight);
+      // Its own bound: the operation's signal may be what ended it, and a stalled abort must not hold the error.
       await this.s3
-        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }))
+        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), {
+          abortSignal: AbortSignal.timeout(CLEAN_UP_TIMEOUT_MS),
+        })
         .catch(() => {});
       throw error;
     }
@@ -1151,6 +1177,12 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     await writeFile(temporary, `${JSON.stringify(marker)}\n`);
     await rename(temporary, path);
   }
+}
+
+/** `config` with an idle-socket limit, unless the caller chose its own request handler. */
+function withIdleTimeout(config: S3ClientConfig): S3ClientConfig {
+  if (config.requestHandler !== undefined) return config;
+  return { ...config, requestHandler: { socketTimeout: IDLE_SOCKET_MS, connectionTimeout: CONNECT_TIMEOUT_MS } };
 }
 
 function checkedStorageId(record: HomeRecord): string {
