@@ -27,7 +27,7 @@ export interface DockerMachineOptions {
   /** Active desktops allowed at once (0 = no cap), from the spec. */
   readonly screenLimit?: number;
   readonly desktopTransport?: DesktopTransport;
-  /** The container the computer's display stack runs in (`displayContainer`), when it has one. */
+  /** The container the computer's display stack runs in (`displayContainer`), by name or id, when it has one. */
   readonly displayContainerId?: string;
 }
 
@@ -117,13 +117,15 @@ export class DockerMachine extends CommandChannelMachine {
 
   async destroy(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "destroy");
-    await this.display?.destroy(context);
     try {
       await this.container.remove({ force: true, v: true, abortSignal: signalOf(context, "destroy") });
     } catch (error) {
-      if (engineStatus(error) === 404) return; // destroying twice is fine
-      throw engineFailure(error, `destroy ${this.ref}`);
+      // Destroying twice is fine.
+      if (engineStatus(error) !== 404) throw engineFailure(error, `destroy ${this.ref}`);
     }
+    // The display after its computer: a crash in between leaves a display the next provision removes
+    // (display-containers.ts), never a computer whose desktops point at nothing.
+    await this.display?.destroy(context);
     loggerOf(context).info("docker machine destroyed; its home stays in the data folder", { ref: this.ref });
   }
 

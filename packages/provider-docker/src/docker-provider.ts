@@ -5,7 +5,6 @@ import {
   AgentComputerError,
   loggerOf,
   type ProviderCapabilities,
-  type ProviderRef,
   parseInput,
   type SandboxProvider,
 } from "@agent-computer/core";
@@ -21,6 +20,7 @@ import Docker from "dockerode";
 import { COMPUTER_GID, COMPUTER_UID, giveHomeToComputer } from "./computer-home-owner.js";
 import { COMPUTER_LABELS, DISPLAY_LABELS } from "./computer-labels.js";
 import { networkPreparer } from "./computer-network.js";
+import { removeOrphanDisplays } from "./display-containers.js";
 import { DockerMachine } from "./docker-machine.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docker-provider-options.js";
@@ -61,7 +61,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
   const seccomp = () => parsed.seccompProfile ?? computerSeccompProfile();
   const prepareNetwork = networkPreparer(docker, parsed.network);
 
-  // Written once per data folder, mounted read-only into each display container.
+  // Rewritten at each provision (the policy may have changed with the package), mounted read-only into each display container.
   const displayPolicyFile = async () => {
     const file = join(dataDir, "display", "chromium-policy.json");
     await mkdir(dirname(file), { recursive: true });
@@ -113,14 +113,17 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         [COMPUTER_LABELS.screenLimit]: String(screenLimit),
         [COMPUTER_LABELS.workspacePath]: parsed.workspacePath,
       };
+      const nameOf = (role: ContainerRole) =>
+        `agent-computer-${resolved.homeKey.slice(0, 48)}-${role === "display" ? "display-" : ""}${randomBytes(4).toString("hex")}`;
       const create = (
-        role: "computer" | "display",
+        role: ContainerRole,
+        name: string,
         published: number[],
         roleLabels: Record<string, string>,
         mounts: Docker.MountSettings[] = [],
       ) =>
-        createStartedContainer(docker, signal, role, {
-          name: `agent-computer-${resolved.homeKey.slice(0, 48)}-${role === "display" ? "display-" : ""}${randomBytes(4).toString("hex")}`,
+        createContainer(docker, signal, role, {
+          name,
           Image: image,
           Cmd: ["sleep", "infinity"],
           User: host.user,
@@ -154,33 +157,55 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
             PidsLimit: resources.pidsLimit,
           },
         });
+      const provisioned = (containerId: string, displayContainerId?: string) => {
+        loggerOf(context).info("docker machine provisioned", {
+          ref: `docker:${containerId}`,
+          homeKey: resolved.homeKey,
+          image,
+        });
+        return new DockerMachine(host, containerId, parsed.workspacePath, homeDir, {
+          screenLimit,
+          desktopTransport: parsed.desktopTransport,
+          ...(displayContainerId ? { displayContainerId } : {}),
+        });
+      };
       // The screen gateway's port is published where the gateway runs (loopback only; its websockets need a token).
       const ports = [...new Set([SCREEN_GATEWAY_PORT, ...parsed.ports])];
-      const display = parsed.displayContainer
-        ? await create("display", [SCREEN_GATEWAY_PORT], { [DISPLAY_LABELS.displayOf]: resolved.computerId }, [
-            { Type: "bind", Source: await displayPolicyFile(), Target: CHROMIUM_MANAGED_POLICY_FILE, ReadOnly: true },
-          ])
-        : undefined;
-      let container: Docker.Container;
+      if (!parsed.displayContainer) {
+        const container = await create("computer", nameOf("computer"), ports, { [COMPUTER_LABELS.managed]: "true" });
+        await startContainer(container, "computer", signal);
+        return provisioned(container.id);
+      }
+      // The computer first, naming its display; then the display, naming the computer's id
+      // (display-containers.ts: no display ever exists without its computer).
+      await removeOrphanDisplays(docker, signal);
+      const displayName = nameOf("display");
+      const container = await create("computer", nameOf("computer"), parsed.ports, {
+        [COMPUTER_LABELS.managed]: "true",
+        [DISPLAY_LABELS.displayContainer]: displayName,
+      });
       try {
-        container = await create(
-          "computer",
-          display ? parsed.ports : ports,
-          display
-            ? { [COMPUTER_LABELS.managed]: "true", [DISPLAY_LABELS.displayContainer]: display.id }
-            : { [COMPUTER_LABELS.managed]: "true" },
+        const policy = await displayPolicyFile();
+        const display = await create(
+          "display",
+          displayName,
+          [SCREEN_GATEWAY_PORT],
+          {
+            [DISPLAY_LABELS.displayOf]: container.id,
+          },
+          [{ Type: "bind", Source: policy, Target: CHROMIUM_MANAGED_POLICY_FILE, ReadOnly: true }],
         );
+        await startContainer(display, "display", signal);
+        await startContainer(container, "computer", signal);
       } catch (error) {
-        await display?.remove({ force: true }).catch(() => {});
+        await container.remove({ force: true }).catch(() => {});
+        await docker
+          .getContainer(displayName)
+          .remove({ force: true })
+          .catch(() => {});
         throw error;
       }
-      const ref: ProviderRef = `docker:${container.id}`;
-      loggerOf(context).info("docker machine provisioned", { ref, homeKey: resolved.homeKey, image });
-      return new DockerMachine(host, container.id, parsed.workspacePath, homeDir, {
-        screenLimit,
-        desktopTransport: parsed.desktopTransport,
-        ...(display ? { displayContainerId: display.id } : {}),
-      });
+      return provisioned(container.id, displayName);
     },
 
     async reconnect(id, { ref, signal }) {
@@ -228,16 +253,18 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
   });
 }
 
-/** Creates and starts one container; a container that does not start is removed. */
-async function createStartedContainer(
+type ContainerRole = "computer" | "display";
+const containerNoun = (role: ContainerRole) => (role === "display" ? "display container" : "container");
+
+/** Creates one container of a computer (not started). */
+async function createContainer(
   docker: Docker,
   signal: AbortSignal,
-  role: "computer" | "display",
+  role: ContainerRole,
   spec: Docker.ContainerCreateOptions,
 ): Promise<Docker.Container> {
-  let container: Docker.Container;
   try {
-    container = await docker.createContainer({ ...spec, abortSignal: signal });
+    return await docker.createContainer({ ...spec, abortSignal: signal });
   } catch (error) {
     if (engineStatus(error) === 404) {
       throw new AgentComputerError(
@@ -246,13 +273,16 @@ async function createStartedContainer(
         { cause: error },
       );
     }
-    throw engineFailure(error, `create the computer's ${role === "display" ? "display container" : "container"}`);
+    throw engineFailure(error, `create the computer's ${containerNoun(role)}`);
   }
+}
+
+/** Starts a created container; one that does not start is removed. */
+async function startContainer(container: Docker.Container, role: ContainerRole, signal: AbortSignal): Promise<void> {
   try {
     await container.start({ abortSignal: signal });
   } catch (error) {
     await container.remove({ force: true }).catch(() => {});
-    throw engineFailure(error, `start the computer's ${role === "display" ? "display container" : "container"}`);
+    throw engineFailure(error, `start the computer's ${containerNoun(role)}`);
   }
-  return container;
 }

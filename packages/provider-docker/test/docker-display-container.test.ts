@@ -25,8 +25,13 @@ if (!env.missing) {
   /** As the bot: a shell in the computer's container, as its user. */
   const asBot = (script: string) =>
     spawnSync("docker", ["exec", "-u", "1000", idOf(machine), "bash", "-c", script], { encoding: "utf8" });
-  const displayContainerId = async () =>
-    (await env.docker.getContainer(idOf(machine)).inspect()).Config.Labels?.[DISPLAY_LABELS.displayContainer] ?? "";
+  /** The display's container id: the computer's label names it, the display's label names the computer back. */
+  const displayContainerId = async (of = machine) => {
+    const name = (await env.docker.getContainer(idOf(of)).inspect()).Config.Labels?.[DISPLAY_LABELS.displayContainer];
+    const display = await env.docker.getContainer(name ?? "none").inspect();
+    expect(display.Config.Labels?.[DISPLAY_LABELS.displayOf]).toBe(idOf(of));
+    return display.Id;
+  };
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
   describe("docker display container", () => {
@@ -142,6 +147,25 @@ if (!env.missing) {
       expect(refs).not.toContain(`docker:${displayId}`);
       await machine.destroy();
       await expect(env.docker.getContainer(displayId).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    }, 120_000);
+
+    it("removes, at the next provision, a display whose computer's container was removed by hand", async () => {
+      const first = await provider.provision({ computerId: "display-left", homeKey: `display-left-${Date.now()}` });
+      const leftDisplay = await displayContainerId(first);
+      await env.docker.getContainer(idOf(first)).remove({ force: true });
+      expect((await env.docker.getContainer(leftDisplay).inspect()).State.Running).toBe(true);
+      const next = await provider.provision({ computerId: "display-next", homeKey: `display-next-${Date.now()}` });
+      try {
+        await expect(env.docker.getContainer(leftDisplay).inspect()).rejects.toMatchObject({ statusCode: 404 });
+        // A live pair is never taken for one: the new computer keeps its display.
+        expect((await env.docker.getContainer(await displayContainerId(next)).inspect()).State.Running).toBe(true);
+      } finally {
+        await next.destroy();
+        await env.docker
+          .getContainer(leftDisplay)
+          .remove({ force: true })
+          .catch(() => {});
+      }
     }, 120_000);
   });
 }
