@@ -348,7 +348,12 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
       const owner = owners.get(o.storageId);
       if (owner !== undefined && o.revision === owner.revision && o.name === COMMITTED) {
         const attempt = await this.readPointer(o.key);
-        if (attempt !== undefined) winners.set(o.storageId, attempt);
+        // A pointer naming no listed attempt (empty, torn, or written by hand) names no winner: deleting
+        // every other candidate on its word would delete the committed revision itself.
+        const named = objects.some(
+          (x) => x.storageId === o.storageId && x.revision === o.revision && x.name === attempt,
+        );
+        if (attempt !== COMMITTED && named) winners.set(o.storageId, attempt as string);
       }
     }
     const removed: { key: string; reason: "unowned" | "superseded" | "abandoned" }[] = [];

@@ -169,7 +169,15 @@ describe("format-2 checkpointing process killed with SIGKILL", () => {
       // A fresh host (no cache): every chunk of the committed revision must be in the bucket and authentic.
       const target = join(base, `restored-${run}`);
       const restored = await state.store.restore({ homeKey: "crash", target: { dir: target } });
-      expect(restored?.revision).toBe((await state.leases.getComputer("crash"))?.revision);
+      const record = await state.leases.getComputer("crash");
+      // On a miss, what the bucket held and how the run ended say which step lost the revision.
+      const seen = async () =>
+        JSON.stringify({
+          run,
+          result,
+          keys: (await s3.keys("homes/st-crash/")).filter((k) => !k.includes("/chunks/")),
+        });
+      expect(restored?.revision, restored === undefined ? await seen() : "").toBe(record?.revision);
       const found = generationOf(join(target, "gen"), 8 * 1024);
       expect([committed, generation]).toContain(found);
       for (const [i, bytes] of fixed.entries())

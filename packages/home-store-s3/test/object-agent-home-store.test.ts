@@ -310,6 +310,25 @@ describe("ObjectAgentHomeStore", () => {
     expect(generationOf(target)).toBe(1);
   });
 
+  it("keeps the committed revision when its pointer names no attempt (empty, as a torn write leaves it)", async () => {
+    const records = new MemoryHomeRecords();
+    records.create({ homeKey: "torn", storageId: "st-torn" });
+    const store = storeWith({ records, prefix: "space-4/" });
+    const source = fresh("torn-src");
+    writeGeneration(source, 1);
+    await store.checkpoint({ homeKey: "torn", source: { dir: source } });
+    const pointer = "space-4/homes/st-torn/1/committed";
+    expect(await s3.keys("space-4/")).toContain(pointer);
+    for (const body of ["", "0".repeat(24), "committed"]) {
+      await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: pointer, Body: body }));
+      const report = await store.reconcile();
+      expect(report.removed, JSON.stringify(body)).toEqual([]);
+      const target = fresh(`torn-restored-${body.length}`);
+      await storeWith({ records, prefix: "space-4/" }).restore({ homeKey: "torn", target: { dir: target } });
+      expect(generationOf(target)).toBe(1);
+    }
+  });
+
   it("keeps an object above the committed revision while it may still be a checkpoint in flight", async () => {
     const records = new MemoryHomeRecords();
     records.create({ homeKey: "young", storageId: "st-young" });
