@@ -64,7 +64,8 @@ export class DockerMachine extends CommandChannelMachine {
           {
             screenLimit: options.screenLimit ?? 0,
             transport: options.desktopTransport ?? "service",
-            launchPrograms: options.displayContainerId === undefined,
+            // Beside the display, only its own browser (desktop-runtime README, launchPrograms).
+            launchPrograms: options.displayContainerId === undefined ? true : ["chromium"],
           },
         ),
     );

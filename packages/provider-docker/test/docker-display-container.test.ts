@@ -134,6 +134,34 @@ if (!env.missing) {
       }
     }, 60_000);
 
+    // Last but the lifecycle cases: the new window takes the focus the earlier cases type into.
+    it("starts the display's own browser, and nothing else, on the bot's desktop", async () => {
+      await expect(desktop.launch(["sh", "-c", "touch /tmp/ran"])).rejects.toMatchObject({ code: "UNSUPPORTED" });
+      const windows = async () => {
+        const found = spawnSync(
+          "docker",
+          ["exec", "-u", "1000", "-e", `DISPLAY=${desktop.display}`, await displayContainerId()].concat([
+            "xdotool",
+            "search",
+            "--onlyvisible",
+            "--classname",
+            "chromium",
+          ]),
+          { encoding: "utf8" },
+        );
+        return found.stdout.trim().split("\n").filter(Boolean).length;
+      };
+      const before = await windows();
+      await desktop.launch([
+        "chromium",
+        `--user-data-dir=${machine.workspacePath}/.browser-profiles/apart-bot`,
+        "--new-window",
+      ]);
+      const until = Date.now() + 15_000;
+      while (Date.now() < until && (await windows()) <= before) await sleep(250);
+      expect(await windows()).toBeGreaterThan(before);
+    }, 60_000);
+
     it("stops, resumes and destroys both containers together", async () => {
       const displayId = await displayContainerId();
       await machine.stop();

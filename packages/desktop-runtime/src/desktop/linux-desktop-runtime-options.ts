@@ -22,13 +22,15 @@ export const linuxDesktopRuntimeOptionsSchema = z.object({
    */
   transport: z.enum(["service", "exec"]).default("service"),
   /**
-   * Whether `launch` may start programs on a desktop (the default). A
-   * provider whose display runs apart from the bot's processes
-   * (`dockerProvider({ displayContainer: true })`) turns it off: a program
-   * started there from a file the bot wrote would run the bot's code beside
-   * the display, so `launch` (and the `open_path` tool) is UNSUPPORTED.
+   * What `launch` may start on a desktop: any program (`true`, the
+   * default), nothing (`false`), or only the programs named (by their
+   * argv[0], as given). A provider whose display runs apart from the bot's
+   * processes (`dockerProvider({ displayContainer: true })`) names only the
+   * browser: a program started there from a file the bot wrote (`xdg-open`,
+   * so the `open_path` tool) would run the bot's code beside the display,
+   * while the browser a `launch_app` entry starts is the display's own.
    */
-  launchPrograms: z.boolean().default(true),
+  launchPrograms: z.union([z.boolean(), z.array(z.string().min(1)).max(32)]).default(true),
   /** The screen size when `openDesktop` gives none (default 1280x800, a size models handle well). */
   defaultScreen: z
     .object({ width: z.number().int().min(64).max(7680), height: z.number().int().min(64).max(4320) })

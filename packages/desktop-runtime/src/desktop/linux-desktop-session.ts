@@ -29,8 +29,8 @@ export interface LinuxDesktopTarget {
   readonly machine: Pick<Machine, "exec" | "workspacePath" | "portUrl">;
   /** Where the desktop verbs go: the resident service, or exec per call. */
   readonly channel: DesktopChannel;
-  /** False where the display runs apart from the bot: `launch` is then UNSUPPORTED (LinuxDesktopRuntimeOptions). */
-  readonly launchPrograms?: boolean;
+  /** What `launch` may start (LinuxDesktopRuntimeOptions): any program, none, or only those named. */
+  readonly launchPrograms?: boolean | readonly string[];
 }
 
 const OBSERVE_TIMEOUT_MS = 30_000;
@@ -172,10 +172,12 @@ export class LinuxDesktopSession implements DesktopSession {
   async launch(argv: string[], ctx?: OpContext): Promise<void> {
     const program = parseInput(z.array(z.string().min(1)).min(1).max(64), argv, "launch argv");
     const context = this.usable(ctx);
-    if (this.target.launchPrograms === false) {
+    const allowed = this.target.launchPrograms ?? true;
+    if (allowed === false || (Array.isArray(allowed) && !allowed.includes(program[0] as string))) {
+      const only = Array.isArray(allowed) && allowed.length > 0 ? ` (it starts only ${allowed.join(", ")})` : "";
       throw new AgentComputerError(
         "UNSUPPORTED",
-        `This computer's desktops run apart from its programs, so nothing is started on the desktop of ${this.botId}; open files in the browser, or read them with the file tools.`,
+        `This computer's desktops run apart from its programs, so ${program[0]} is not started on the desktop of ${this.botId}${only}; open files in the browser, or read them with the file tools.`,
       );
     }
     // Its own session and no inherited pipes, so the exec returns at once.
