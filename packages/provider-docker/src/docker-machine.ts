@@ -80,9 +80,8 @@ export class DockerMachine extends CommandChannelMachine {
   async resumeDisplay(signal: AbortSignal): Promise<void> {
     await this.display?.container.start({ abortSignal: signal }).catch((error: unknown) => {
       const status = engineStatus(error);
-      if (status === 304) return;
-      if (status === 404) return;
-      throw engineFailure(error, `resume the display of ${this.ref}`);
+      // Already running, or gone (its desktops then fail as gone).
+      if (status !== 304 && status !== 404) throw engineFailure(error, `resume the display of ${this.ref}`);
     });
   }
 
