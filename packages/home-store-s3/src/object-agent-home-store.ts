@@ -344,16 +344,18 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     const { revisions: objects, chunked } = await this.listAll(this.homesPrefix());
     const now = Date.now();
     const winners = new Map<string, string>();
+    const listed = new Set(objects.map((o) => o.key));
     for (const o of objects) {
       const owner = owners.get(o.storageId);
       if (owner !== undefined && o.revision === owner.revision && o.name === COMMITTED) {
         const attempt = await this.readPointer(o.key);
         // A pointer naming no listed attempt (empty, torn, or written by hand) names no winner: deleting
         // every other candidate on its word would delete the committed revision itself.
-        const named = objects.some(
-          (x) => x.storageId === o.storageId && x.revision === o.revision && x.name === attempt,
-        );
-        if (attempt !== COMMITTED && named) winners.set(o.storageId, attempt as string);
+        const named =
+          attempt !== undefined &&
+          attempt !== COMMITTED &&
+          listed.has(this.objectKey(o.storageId, o.revision, attempt));
+        if (named) winners.set(o.storageId, attempt);
       }
     }
     const removed: { key: string; reason: "unowned" | "superseded" | "abandoned" }[] = [];
@@ -627,6 +629,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
       const sealed = sealManifest(keys, manifest);
       digest = sealed.digest;
       const committed = await this.readChunkIndex(homeKey, storageId, record.revision);
+      const signal = signalOf(ctx, "checkpoint");
       const bytes = await this.uploadMissingChunks(
         keys,
         staged.stagingDir,
@@ -634,9 +637,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
         committed,
         homeKey,
         next,
-        ctx,
+        signal,
       );
-      await this.putBytes(objectKey, sealed.sealed, "writing a manifest", signalOf(ctx, "checkpoint"));
+      await this.putBytes(objectKey, sealed.sealed, "writing a manifest", signal);
       await this.emit({ stage: "uploaded", homeKey, revision: next, objectKey, bytes: bytes + sealed.sealed.length });
       throwIfDone(ctx, "checkpoint");
       await this.emit({ stage: "committing", homeKey, revision: next });
@@ -728,7 +731,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     committed: ReadonlyMap<string, ChunkPlace>,
     homeKey: string,
     revision: number,
-    ctx: OpContext,
+    signal: AbortSignal,
   ): Promise<number> {
     const bucket = this.chunkBucket(keys.storageId);
     const listedAt = Date.now();
@@ -742,7 +745,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     const present = new Set(stored.map((o) => o.name).filter((name) => !marked.has(name)));
     const missing = new Map([...places].filter(([name]) => !present.has(name)));
     await this.emit({ stage: "uploading", homeKey, revision, part: 1, bytes: 0 });
-    const bytes = await bucket.upload(keys, root, missing, this.chunkConcurrency, signalOf(ctx, "checkpoint"));
+    const bytes = await bucket.upload(keys, root, missing, this.chunkConcurrency, signal);
     if (Date.now() - listedAt >= this.chunkGraceMs / 2)
       throw new AgentComputerError(
         "UNAVAILABLE",
@@ -997,8 +1000,8 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
    * Streams `body` as a multipart upload, `partConcurrency` parts in flight,
    * so memory stays near `partBytes` x (`partConcurrency` + 1) whatever the
    * home's size. On any failure the upload is aborted and no object appears.
+   * `signal` (the operation's deadline or abort) ends every request of it at once.
    */
-  /** A multipart upload of `body`; `signal` (the operation's deadline or abort) ends every request of it at once. */
   private async upload(
     key: string,
     body: Readable,

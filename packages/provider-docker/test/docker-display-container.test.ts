@@ -138,16 +138,14 @@ if (!env.missing) {
     it("starts the display's own browser, and nothing else, on the bot's desktop", async () => {
       await expect(desktop.launch(["sh", "-c", "touch /tmp/ran"])).rejects.toMatchObject({ code: "UNSUPPORTED" });
       const windows = async () => {
+        const display = await displayContainerId();
+        const search = ["xdotool", "search", "--onlyvisible", "--classname", "chromium"];
         const found = spawnSync(
           "docker",
-          ["exec", "-u", "1000", "-e", `DISPLAY=${desktop.display}`, await displayContainerId()].concat([
-            "xdotool",
-            "search",
-            "--onlyvisible",
-            "--classname",
-            "chromium",
-          ]),
-          { encoding: "utf8" },
+          ["exec", "-u", "1000", "-e", `DISPLAY=${desktop.display}`, display, ...search],
+          {
+            encoding: "utf8",
+          },
         );
         return found.stdout.trim().split("\n").filter(Boolean).length;
       };
