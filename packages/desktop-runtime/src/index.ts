@@ -13,7 +13,13 @@ export {
 export { type BrowserProxy, browserProxyOf } from "./desktop/browser-proxy.js";
 export type { DesktopTransport } from "./desktop/desktop-channel.js";
 export type { DesktopCommandLine, DesktopCommandRun } from "./desktop/desktop-command.js";
-export { CHROMIUM_MANAGED_POLICY_FILE, DISPLAY_APART_CHROMIUM_POLICY } from "./desktop/display-apart-policy.js";
+export {
+  CHROMIUM_MANAGED_POLICY_FILE,
+  DISPLAY_APART_CHROMIUM_POLICY,
+  LOOPBACK_PROXY_COMMAND,
+  LOOPBACK_PROXY_ENV,
+  LOOPBACK_PROXY_PORT,
+} from "./desktop/display-apart-policy.js";
 export { botIdSchema, LinuxDesktopRuntime } from "./desktop/linux-desktop-runtime.js";
 export {
   type LinuxDesktopRuntimeOptions,

@@ -12,8 +12,12 @@ export { COMPUTER_LABELS } from "@agent-computer/core";
  * (`displayContainer`) names that container in `displayContainer`; the
  * display's container names the computer it serves in `displayOf` and is
  * never `managed`, so `list` and `reconnect` never take it for a computer.
+ * The computer names the network the two share in `displayNetwork`; that
+ * network carries `pairNetwork` (display-network.ts).
  */
 export const DISPLAY_LABELS = {
   displayContainer: "agent-computer.org/display-container",
   displayOf: "agent-computer.org/display-of",
+  displayNetwork: "agent-computer.org/display-network",
+  pairNetwork: "agent-computer.org/display-pair-network",
 } as const;

@@ -1,5 +1,6 @@
 import type Docker from "dockerode";
 import { COMPUTER_LABELS, DISPLAY_LABELS } from "./computer-labels.js";
+import { pairNetworkName, removePairNetwork } from "./display-network.js";
 import { engineFailure } from "./engine-failure.js";
 
 // A display container (`displayContainer: true`) is created after its
@@ -10,7 +11,8 @@ import { engineFailure } from "./engine-failure.js";
 /**
  * Removes display containers whose computer's container is gone (removed
  * by hand, or a crash between the two removals of `destroy`); returns
- * their ids. Displays are listed before computers: a display listed was
+ * their ids. Each one's pair network (display-network.ts) goes with it.
+ * Displays are listed before computers: a display listed was
  * created after its computer, so a live pair always shows its computer in
  * the second listing, even while another worker is provisioning it.
  */
@@ -28,16 +30,19 @@ export async function removeOrphanDisplays(docker: Docker, signal: AbortSignal):
       abortSignal: signal,
     });
     const live = new Set(computers.map((c) => c.Id));
-    const orphans = displays.filter((d) => !live.has(d.Labels[DISPLAY_LABELS.displayOf] ?? "")).map((d) => d.Id);
+    const orphans = displays.filter((d) => !live.has(d.Labels[DISPLAY_LABELS.displayOf] ?? ""));
     await Promise.all(
-      orphans.map((id) =>
-        docker
-          .getContainer(id)
+      orphans.map(async (display) => {
+        const removed = await docker
+          .getContainer(display.Id)
           .remove({ force: true })
-          .catch(() => {}),
-      ),
+          .then(() => true)
+          .catch(() => false);
+        const name = display.Names[0]?.replace(/^\//, "");
+        if (removed && name) await removePairNetwork(docker, pairNetworkName(name)).catch(() => {});
+      }),
     );
-    return orphans;
+    return orphans.map((d) => d.Id);
   } catch (error) {
     throw engineFailure(error, "remove display containers whose computer is gone");
   }

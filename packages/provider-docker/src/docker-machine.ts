@@ -20,6 +20,7 @@ import { type DesktopTransport, LinuxDesktopRuntime } from "@agent-computer/desk
 import type Docker from "dockerode";
 import { giveHomeToComputer } from "./computer-home-owner.js";
 import { runContainerCommand } from "./container-command.js";
+import { removePairNetwork } from "./display-network.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
 
@@ -29,6 +30,8 @@ export interface DockerMachineOptions {
   readonly desktopTransport?: DesktopTransport;
   /** The container the computer's display stack runs in (`displayContainer`), by name or id, when it has one. */
   readonly displayContainerId?: string;
+  /** The network the computer shares with its display container only (display-network.ts). */
+  readonly displayNetwork?: string;
 }
 
 /**
@@ -45,6 +48,7 @@ export class DockerMachine extends CommandChannelMachine {
    * the gateway's port), never exposed: the bot's calls all go to this one.
    */
   private readonly display?: DockerMachine;
+  private readonly displayNetwork?: string;
 
   constructor(
     private readonly host: DockerMachineHost,
@@ -74,6 +78,7 @@ export class DockerMachine extends CommandChannelMachine {
     if (options.displayContainerId) {
       this.display = new DockerMachine(host, options.displayContainerId, workspacePath, homeDir);
     }
+    this.displayNetwork = options.displayNetwork;
   }
 
   /** Starts the display's container again where it stopped (reconnect); one that is gone leaves the computer without desktops. */
@@ -126,6 +131,7 @@ export class DockerMachine extends CommandChannelMachine {
     // The display after its computer: a crash in between leaves a display the next provision removes
     // (display-containers.ts), never a computer whose desktops point at nothing.
     await this.display?.destroy(context);
+    if (this.displayNetwork) await removePairNetwork(this.host.docker, this.displayNetwork);
     loggerOf(context).info("docker machine destroyed; its home stays in the data folder", { ref: this.ref });
   }
 

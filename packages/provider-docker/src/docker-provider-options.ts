@@ -64,6 +64,13 @@ export const dockerProviderOptionsSchema = z.object({
    * display's container, and each computer takes two containers' limits.
    */
   displayContainer: z.boolean().default(false),
+  /**
+   * Where the networks a computer shares with its display container take
+   * their subnets from (a /29 each, at random; one another network holds
+   * is skipped). Docker's own address pools hold about 30 networks, too
+   * few for one per computer. Pick a range no network of the host uses.
+   */
+  displayNetworkPool: z.string().min(9).default("10.213.0.0/16"),
   /** Container ports published on 127.0.0.1 (random host ports) so `portUrl` can reach them. */
   ports: z.array(z.number().int().min(1).max(65535)).default([]),
   /** Where the home is mounted inside the machine (the image's user home). */

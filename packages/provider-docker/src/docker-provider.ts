@@ -14,6 +14,9 @@ import {
   computerImageRef,
   computerSeccompProfile,
   DISPLAY_APART_CHROMIUM_POLICY,
+  LOOPBACK_PROXY_COMMAND,
+  LOOPBACK_PROXY_ENV,
+  LOOPBACK_PROXY_PORT,
   SCREEN_GATEWAY_PORT,
 } from "@agent-computer/desktop-runtime";
 import Docker from "dockerode";
@@ -21,6 +24,14 @@ import { COMPUTER_GID, COMPUTER_UID, giveHomeToComputer } from "./computer-home-
 import { COMPUTER_LABELS, DISPLAY_LABELS } from "./computer-labels.js";
 import { networkPreparer } from "./computer-network.js";
 import { removeOrphanDisplays } from "./display-containers.js";
+import {
+  COMPUTER_ALIAS,
+  createPairNetwork,
+  joinPairNetwork,
+  pairNetworkName,
+  removeOrphanPairNetworks,
+  removePairNetwork,
+} from "./display-network.js";
 import { DockerMachine } from "./docker-machine.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docker-provider-options.js";
@@ -79,10 +90,12 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
     }
     const screenLimit = Number(info.Config.Labels?.[COMPUTER_LABELS.screenLimit] ?? parsed.screenLimit);
     const displayContainerId = info.Config.Labels?.[DISPLAY_LABELS.displayContainer];
+    const displayNetwork = info.Config.Labels?.[DISPLAY_LABELS.displayNetwork];
     return new DockerMachine(host, info.Id, workspacePath, mount.Source, {
       screenLimit: Number.isInteger(screenLimit) ? screenLimit : 0,
       desktopTransport: parsed.desktopTransport,
       ...(displayContainerId ? { displayContainerId } : {}),
+      ...(displayNetwork ? { displayNetwork } : {}),
     });
   };
 
@@ -120,17 +133,22 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         name: string,
         published: number[],
         roleLabels: Record<string, string>,
-        mounts: Docker.MountSettings[] = [],
+        { mounts = [], env = [], cmd = ["sleep", "infinity"] }: ContainerExtras = {},
       ) =>
         createContainer(docker, signal, role, {
           name,
           Image: image,
-          Cmd: ["sleep", "infinity"],
+          Cmd: cmd,
           User: host.user,
           WorkingDir: parsed.workspacePath,
           // The screen gateway takes connections from the host's end of the
           // computer's network only, never from another computer on it.
-          Env: [`HOME=${parsed.workspacePath}`, "LANG=C.UTF-8", "AGENT_COMPUTER_GATEWAY_SOURCES=default-gateway"],
+          Env: [
+            `HOME=${parsed.workspacePath}`,
+            "LANG=C.UTF-8",
+            "AGENT_COMPUTER_GATEWAY_SOURCES=default-gateway",
+            ...env,
+          ],
           Labels: { ...labels, ...roleLabels },
           ExposedPorts: Object.fromEntries(published.map((p) => [`${p}/tcp`, {}])),
           HostConfig: {
@@ -157,7 +175,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
             PidsLimit: resources.pidsLimit,
           },
         });
-      const provisioned = (containerId: string, displayContainerId?: string) => {
+      const provisioned = (containerId: string, display?: { containerId: string; network: string }) => {
         loggerOf(context).info("docker machine provisioned", {
           ref: `docker:${containerId}`,
           homeKey: resolved.homeKey,
@@ -166,7 +184,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         return new DockerMachine(host, containerId, parsed.workspacePath, homeDir, {
           screenLimit,
           desktopTransport: parsed.desktopTransport,
-          ...(displayContainerId ? { displayContainerId } : {}),
+          ...(display ? { displayContainerId: display.containerId, displayNetwork: display.network } : {}),
         });
       };
       // The screen gateway's port is published where the gateway runs (loopback only; its websockets need a token).
@@ -177,35 +195,56 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         return provisioned(container.id);
       }
       // The computer first, naming its display; then the display, naming the computer's id
-      // (display-containers.ts: no display ever exists without its computer).
+      // (display-containers.ts: no display ever exists without its computer). The two share a
+      // network of their own, on which the display's browser reaches the computer's loopback
+      // proxy (display-network.ts).
       await removeOrphanDisplays(docker, signal);
+      await removeOrphanPairNetworks(docker, signal);
       const displayName = nameOf("display");
-      const container = await create("computer", nameOf("computer"), parsed.ports, {
-        [COMPUTER_LABELS.managed]: "true",
-        [DISPLAY_LABELS.displayContainer]: displayName,
-      });
+      const pairNetwork = await createPairNetwork(
+        docker,
+        pairNetworkName(displayName),
+        parsed.displayNetworkPool,
+        signal,
+      );
+      let container: Docker.Container | undefined;
       try {
+        container = await create(
+          "computer",
+          nameOf("computer"),
+          parsed.ports,
+          {
+            [COMPUTER_LABELS.managed]: "true",
+            [DISPLAY_LABELS.displayContainer]: displayName,
+            [DISPLAY_LABELS.displayNetwork]: pairNetwork,
+          },
+          { cmd: [...LOOPBACK_PROXY_COMMAND] },
+        );
+        await joinPairNetwork(docker, pairNetwork, container.id, [COMPUTER_ALIAS], signal);
         const policy = await displayPolicyFile();
         const display = await create(
           "display",
           displayName,
           [SCREEN_GATEWAY_PORT],
+          { [DISPLAY_LABELS.displayOf]: container.id },
           {
-            [DISPLAY_LABELS.displayOf]: container.id,
+            mounts: [{ Type: "bind", Source: policy, Target: CHROMIUM_MANAGED_POLICY_FILE, ReadOnly: true }],
+            env: [`${LOOPBACK_PROXY_ENV}=socks5://${COMPUTER_ALIAS}:${LOOPBACK_PROXY_PORT}`],
           },
-          [{ Type: "bind", Source: policy, Target: CHROMIUM_MANAGED_POLICY_FILE, ReadOnly: true }],
         );
+        await joinPairNetwork(docker, pairNetwork, display.id, [], signal);
         await startContainer(display, "display", signal);
         await startContainer(container, "computer", signal);
       } catch (error) {
-        await container.remove({ force: true }).catch(() => {});
+        await container?.remove({ force: true }).catch(() => {});
         await docker
           .getContainer(displayName)
           .remove({ force: true })
           .catch(() => {});
+        await removePairNetwork(docker, pairNetwork).catch(() => {});
         throw error;
       }
-      return provisioned(container.id, displayName);
+      return provisioned(container.id, { containerId: displayName, network: pairNetwork });
     },
 
     async reconnect(id, { ref, signal }) {
@@ -254,6 +293,13 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
 }
 
 type ContainerRole = "computer" | "display";
+
+/** What one role's container adds to the shared settings. */
+interface ContainerExtras {
+  readonly mounts?: Docker.MountSettings[];
+  readonly env?: string[];
+  readonly cmd?: string[];
+}
 const containerNoun = (role: ContainerRole) => (role === "display" ? "display container" : "container");
 
 /** Creates one container of a computer (not started). */

@@ -107,14 +107,67 @@ if (!env.missing) {
       expect(await desktop.evaluateInPage("document.title")).toBe("before");
     }, 60_000);
 
-    it("keeps the display's container off the bot's network path", async () => {
+    it("keeps the display's container off the bot's network path, on both its networks", async () => {
       const info = await env.docker.getContainer(await displayContainerId()).inspect();
-      const address = Object.values(info.NetworkSettings.Networks ?? {})[0]?.IPAddress;
-      expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
-      const probe = asBot(
-        `curl -s --max-time 3 -o /dev/null -w '%{http_code}' http://${address}:6080/ || echo unreachable`,
+      const addresses = Object.values(info.NetworkSettings.Networks ?? {}).map((n) => n.IPAddress);
+      // The provider's network and the pair network the loopback proxy is reached on.
+      expect(addresses).toHaveLength(2);
+      for (const address of addresses) {
+        expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+        const gateway = asBot(
+          `curl -s --max-time 2 -o /dev/null -w '%{http_code}' http://${address}:6080/ || echo unreachable`,
+        );
+        expect(gateway.stdout, address).toContain("unreachable");
+        expect(gateway.stdout, address).not.toMatch(/[1-5]\d\d/);
+        // Nor any service of the display that listens on its loopback (X, DevTools, the screen servers).
+        const services = asBot(
+          `for p in 6000 6100 9300 5700 5701; do timeout 1 bash -c "echo > /dev/tcp/${address}/$p" 2>/dev/null && echo open-$p; done; true`,
+        );
+        expect(services.stdout.trim(), address).toBe("");
+      }
+    }, 60_000);
+
+    it("loads, in the display's browser, pages the bot serves on its computer's loopback", async () => {
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const served = asBot(
+        `mkdir -p ~/served && echo '<!doctype html><title>Served in the computer</title>' > ~/served/index.html
+        cd ~/served && setsid nohup python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &
+        for i in $(seq 1 100); do curl -fs http://127.0.0.1:${port}/ >/dev/null && exit 0; sleep 0.1; done; exit 1`,
       );
-      expect(probe.stdout).toContain("unreachable");
+      expect(served.status).toBe(0);
+      try {
+        for (const host of ["127.0.0.1", "localhost"]) {
+          const page = await desktop.pageBrowser?.navigate(`http://${host}:${port}/index.html`);
+          expect(page?.title, host).toBe("Served in the computer");
+        }
+        // The display's own loopback is not the one these URLs reach: nothing listens there on that port.
+        const display = await displayContainerId();
+        const direct = spawnSync("docker", ["exec", "-u", "1000", display, "curl", "-s", `http://127.0.0.1:${port}/`]);
+        expect(direct.status).not.toBe(0);
+      } finally {
+        asBot(`pkill -f 'http.server ${port}'`);
+      }
+    }, 60_000);
+
+    it("has a loopback proxy that opens the computer's loopback and nothing else", async () => {
+      const display = await displayContainerId();
+      const viaProxy = (url: string) =>
+        spawnSync(
+          "docker",
+          ["exec", "-u", "1000", display, "curl", "-s", "--max-time", "5", "--socks5-hostname", "computer:6090", url],
+          {
+            encoding: "utf8",
+          },
+        );
+      // The display's own gateway, the host's end of the provider's network, the computer by its name.
+      const info = await env.docker.getContainer(display).inspect();
+      const address = Object.values(info.NetworkSettings.Networks ?? {})[0]?.IPAddress;
+      for (const url of [`http://${address}:6080/`, "http://172.17.0.1/", "http://computer:6090/"]) {
+        const refused = viaProxy(url);
+        // curl's 97: the proxy refused the CONNECT (SOCKS reply 2, not allowed).
+        expect(refused.status, url).toBe(97);
+        expect(refused.stdout, url).toBe("");
+      }
     }, 60_000);
 
     it("gives a person's control capability the pointer", async () => {
@@ -171,18 +224,27 @@ if (!env.missing) {
       const refs = await provider.list({ labels: {} });
       expect(refs).toContain(machine.ref);
       expect(refs).not.toContain(`docker:${displayId}`);
+      const pairNetwork = (await env.docker.getContainer(idOf(machine)).inspect()).Config.Labels?.[
+        DISPLAY_LABELS.displayNetwork
+      ];
+      expect((await env.docker.getNetwork(pairNetwork ?? "none").inspect()).Internal).toBe(true);
       await machine.destroy();
       await expect(env.docker.getContainer(displayId).inspect()).rejects.toMatchObject({ statusCode: 404 });
+      await expect(env.docker.getNetwork(pairNetwork ?? "none").inspect()).rejects.toMatchObject({ statusCode: 404 });
     }, 120_000);
 
     it("removes, at the next provision, a display whose computer's container was removed by hand", async () => {
       const first = await provider.provision({ computerId: "display-left", homeKey: `display-left-${Date.now()}` });
       const leftDisplay = await displayContainerId(first);
+      const leftNetwork = (await env.docker.getContainer(idOf(first)).inspect()).Config.Labels?.[
+        DISPLAY_LABELS.displayNetwork
+      ];
       await env.docker.getContainer(idOf(first)).remove({ force: true });
       expect((await env.docker.getContainer(leftDisplay).inspect()).State.Running).toBe(true);
       const next = await provider.provision({ computerId: "display-next", homeKey: `display-next-${Date.now()}` });
       try {
         await expect(env.docker.getContainer(leftDisplay).inspect()).rejects.toMatchObject({ statusCode: 404 });
+        await expect(env.docker.getNetwork(leftNetwork ?? "none").inspect()).rejects.toMatchObject({ statusCode: 404 });
         // A live pair is never taken for one: the new computer keeps its display.
         expect((await env.docker.getContainer(await displayContainerId(next)).inspect()).State.Running).toBe(true);
       } finally {

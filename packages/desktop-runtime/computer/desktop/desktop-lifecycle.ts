@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { LOOPBACK_PROXY_ENV } from "../../src/desktop/display-apart-policy.js";
 import { CdpConnection, cdpJson } from "./cdp-connection.js";
 import { CliError } from "./cli-error.js";
 import { type DesktopState, FIRST_CDP_PORT, FIRST_DISPLAY } from "./desktop-state.js";
@@ -140,6 +141,22 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
   }
 }
 
+/**
+ * Where the browser sends its requests: the bot's upstream (or its relay)
+ * when it has one; else, in a display container of its own, loopback URLs
+ * to the computer's loopback proxy (loopback-proxy.ts) and every other URL
+ * direct. `<-loopback>` lifts Chromium's implicit loopback bypass and `*`
+ * bypasses the rest; later rules win. With an upstream, loopback URLs stay
+ * direct, so they reach the display's own loopback, not the computer's
+ * (provider-docker README, "Display container").
+ */
+function proxyArguments(proxyServer: string | undefined): string[] {
+  if (proxyServer) return [`--proxy-server=${proxyServer}`];
+  const loopbackProxy = process.env[LOOPBACK_PROXY_ENV];
+  if (loopbackProxy) return [`--proxy-server=${loopbackProxy}`, "--proxy-bypass-list=*;<-loopback>"];
+  return [];
+}
+
 /** Starts the bot's Chromium on its display and waits until its window and DevTools are up. */
 export async function launchBrowser(
   state: DesktopState,
@@ -171,7 +188,7 @@ export async function launchBrowser(
       "--restore-last-session",
       "--hide-crash-restore-bubble",
       "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
-      ...(proxyServer ? [`--proxy-server=${proxyServer}`] : []),
+      ...proxyArguments(proxyServer),
       ...(firstRun ? ["about:blank"] : []),
     ],
     { DISPLAY: display, CDP_PORT: String(record.cdpPort), XDG_CONFIG_HOME: join(dir, "config") },

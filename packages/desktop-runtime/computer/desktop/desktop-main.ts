@@ -10,6 +10,7 @@ import { parseCliOptions } from "./cli-options.js";
 import { handOverServiceKey } from "./desktop-service.js";
 import { DesktopState } from "./desktop-state.js";
 import { runDesktopVerb, USAGE } from "./desktop-verbs.js";
+import { runLoopbackProxy } from "./loopback-proxy.js";
 import { RELAY_FIRST_PORT, RELAY_PORT_COUNT, runProxyRelay } from "./proxy-relay.js";
 import { runGateway } from "./screen-gateway.js";
 import { errorLine } from "./verb-errors.js";
@@ -27,6 +28,10 @@ async function main(argv: string[]): Promise<void> {
     case "service":
       // The host's key for the resident service, on stdin; starts the gateway that hosts it.
       writeLine({ ok: true, ...(await handOverServiceKey(new DesktopState(stateDir()), readFileSync(0, "utf8"))) });
+      return;
+    case "loopback-proxy":
+      // Long-lived: the computer's own command when its display has a container of its own (provider-docker).
+      await runLoopbackProxy();
       return;
     case "proxy-relay": {
       // Long-lived: started detached by `start` (proxy-relay-process.ts), credentials on stdin.

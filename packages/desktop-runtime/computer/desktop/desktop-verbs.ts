@@ -40,10 +40,10 @@ export interface VerbIo {
 }
 
 /** The verbs that run for as long as the computer: only the `desktop` command starts them. */
-export const LONG_LIVED_VERBS = new Set(["gateway", "proxy-relay", "service"]);
+export const LONG_LIVED_VERBS = new Set(["gateway", "loopback-proxy", "proxy-relay", "service"]);
 
 export const USAGE =
-  "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume | desktop proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
+  "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume | desktop loopback-proxy|proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
 
 function options(argv: readonly string[]): Map<string, string> {
   return parseCliOptions(argv, USAGE);

@@ -18,3 +18,27 @@ export const DISPLAY_APART_CHROMIUM_POLICY = Object.freeze({
 
 /** Where Chromium reads managed policies on Linux (Debian's chromium too): the provider mounts the policy here. */
 export const CHROMIUM_MANAGED_POLICY_FILE = "/etc/chromium/policies/managed/agent-computer.json";
+
+/**
+ * The port of the computer's loopback proxy (computer/desktop/loopback-proxy.ts):
+ * a display apart from its computer sends loopback URLs there, so pages the
+ * bot serves on the computer's `localhost` still load.
+ */
+export const LOOPBACK_PROXY_PORT = 6090;
+
+/**
+ * The environment variable that tells a display container's `desktop`
+ * where its computer's loopback proxy is (`socks5://host:port`).
+ */
+export const LOOPBACK_PROXY_ENV = "AGENT_COMPUTER_LOOPBACK_PROXY";
+
+/**
+ * The main command of a computer whose display runs apart: it keeps the
+ * loopback proxy running (a bot that stops it only cuts its own pages off)
+ * and lives as long as the container.
+ */
+export const LOOPBACK_PROXY_COMMAND = Object.freeze([
+  "sh",
+  "-c",
+  "while :; do desktop loopback-proxy >/dev/null 2>&1; sleep 1; done & exec sleep infinity",
+]);
