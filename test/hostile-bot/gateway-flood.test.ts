@@ -50,7 +50,10 @@ if (!env.missing) {
 
     it("a second computer's flood leaves the first one's viewer connected and gets no connection itself", async () => {
       const dataDir = await temporaryDataDir();
-      const provider = env.provider({ dataDir, network: "bridge" });
+      // The shared display (displayContainer: false), where this defence is what holds: with the
+      // default display container the bot's container has no gateway, relay or X server at all
+      // (docker-display-container.test.ts).
+      const provider = env.provider({ dataDir, network: "bridge", displayContainer: false });
       const stamp = Date.now().toString(36);
       const victim = await provider.provision({ computerId: `victim-${stamp}`, homeKey: `victim-${stamp}` });
       owned.push(victim);

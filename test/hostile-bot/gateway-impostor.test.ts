@@ -34,7 +34,10 @@ if (!env.missing) {
     });
 
     it("gives a bot that took the gateway's port neither the token nor the person's input", async () => {
-      const provider = env.provider({ dataDir: await temporaryDataDir() });
+      // The shared display (displayContainer: false), where this defence is what holds: with the
+      // default display container the bot's container has no gateway, relay or X server at all
+      // (docker-display-container.test.ts).
+      const provider = env.provider({ dataDir: await temporaryDataDir(), displayContainer: false });
       const machine = await provider.provision({ computerId: "impostor", homeKey: `impostor-${Date.now()}` });
       machines.push(machine);
       const desktop = await machine.openDesktop?.("bot-1");

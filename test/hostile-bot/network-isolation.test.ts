@@ -53,7 +53,10 @@ if (!env.missing) {
     /** A and B on one network; A's bot serves on 8000 and A's gateway runs; B probes A. */
     const probeFromSecondComputer = async (network?: string) => {
       const dataDir = await temporaryDataDir();
-      const provider = env.provider({ dataDir, ...(network ? { network } : {}) });
+      // The shared display (displayContainer: false), where this defence is what holds: with the
+      // default display container the bot's container has no gateway, relay or X server at all
+      // (docker-display-container.test.ts).
+      const provider = env.provider({ dataDir, displayContainer: false, ...(network ? { network } : {}) });
       const stamp = `${Date.now().toString(36)}-${network ?? "default"}`;
       const a = await provider.provision({ computerId: `net-a-${stamp}`, homeKey: `net-a-${stamp}` });
       owned.push(a);

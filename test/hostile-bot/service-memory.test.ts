@@ -58,7 +58,10 @@ if (!env.missing) {
     });
 
     it("keeps the relay's and the gateway's memory and environment closed to the bot", async () => {
-      const provider = env.provider({ dataDir: await temporaryDataDir() });
+      // The shared display (displayContainer: false), where this defence is what holds: with the
+      // default display container the bot's container has no gateway, relay or X server at all
+      // (docker-display-container.test.ts).
+      const provider = env.provider({ dataDir: await temporaryDataDir(), displayContainer: false });
       const machine = await provider.provision({ computerId: "memory", homeKey: `memory-${Date.now()}` });
       machines.push(machine);
       const password = `relay-password-${randomBytes(8).toString("hex")}`;

@@ -7,12 +7,12 @@ import { afterAll, describe, expect, it } from "vitest";
 
 // Issue 21, finding 4 (the part about input): during a person's takeover, a
 // background xdotool loop the bot left running moved the pointer away from
-// where the person put it. With the display in its own container
-// (dockerProvider({ displayContainer: true }), docs/architecture.md §4) the
-// same loop, started the same way, never reaches the display and the
-// person's pointer stays put. The shared display, today's default, still
-// loses the pointer: the first case shows the attack is real, so the
-// second one proves something.
+// where the person put it. With the display in its own container (the
+// Docker provider's default, displayContainer: true, docs/architecture.md
+// §4) the same loop, started the same way, never reaches the display and
+// the person's pointer stays put. A shared display (displayContainer:
+// false, the default until this fix) still loses the pointer: the first case
+// shows the attack is real, so the second one proves something.
 const env = await chooseTestProvider(
   { kind: "docker", check: checkDockerHost, create: dockerProvider },
   "hostile bot: takeover input",
@@ -61,11 +61,11 @@ if (!env.missing) {
       }
     };
 
-    it("loses the person's pointer to the bot's loop on a display the bot shares (today's default)", async () => {
+    it("loses the person's pointer to the bot's loop on a display the bot shares (displayContainer: false)", async () => {
       expect(await pointerAfterTakeover(false)).toEqual({ x: 5, y: 5 });
     }, 180_000);
 
-    it("keeps the person's pointer where they put it when the display runs in its own container", async () => {
+    it("keeps the person's pointer where they put it when the display runs in its own container (the default)", async () => {
       expect(await pointerAfterTakeover(true)).toEqual({ x: 400, y: 300 });
     }, 180_000);
   });

@@ -1,6 +1,8 @@
 // `npm run bench -- docker`: provider-docker beside the docker CLI doing the
 // same work, in the same run: provision-to-first-exec, exec of `true`, and
-// export/import throughput of a 200 MiB home of mixed files.
+// export/import throughput of a 200 MiB home of mixed files. One more case
+// prices the default display container (two containers and their network)
+// against a shared display (`displayContainer: false`, one container).
 import { spawn, spawnSync } from "node:child_process";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -20,6 +22,7 @@ if (env.missing) throw new Error(`The docker bench cannot run: ${env.missing}`);
 const { image } = env;
 const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-docker-bench-"));
 const provider = env.provider({ dataDir });
+const sharedDisplayProvider = env.provider({ dataDir, displayContainer: false });
 const cleanup: Machine[] = [];
 const cliContainers: string[] = [];
 
@@ -100,6 +103,15 @@ try {
           cliContainers.push(id);
           docker(["exec", id, "true"]);
         },
+      },
+    },
+    {
+      name: "provision to first exec: display container vs shared display",
+      unit: "ms",
+      subject: { label: "displayContainer: true (default)", run: provisionToFirstExec(provider, cleanup) },
+      baseline: {
+        label: "displayContainer: false",
+        run: provisionToFirstExec(sharedDisplayProvider, cleanup, "bench-shared"),
       },
     },
     {

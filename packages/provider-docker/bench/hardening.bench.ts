@@ -23,7 +23,9 @@ const chosen = await chooseTestProvider({ kind: "docker", check: checkDockerHost
 if (chosen.missing) throw new Error(`The hardening bench cannot run: ${chosen.missing}`);
 const docker = new Docker();
 const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-hardening-bench-"));
-const provider = chosen.provider({ dataDir });
+// One container per computer (displayContainer: false): the twin below copies the computer's own
+// configuration, and a display container, by default beside it, gets the same settings.
+const provider = chosen.provider({ dataDir, displayContainer: false });
 const options = benchOptionsFromArgv();
 const write = (line: string) => process.stdout.write(`${line}\n`);
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString().trim();

@@ -58,12 +58,14 @@ export const dockerProviderOptionsSchema = z.object({
    * neither see, signal or trace them, nor reach the display, DevTools, the
    * screen servers or the gateway's control socket, so a person's takeover
    * gets input no bot process can touch (docs/architecture.md §4, "Whose
-   * input a display takes"). Off by default for now: the browser does not
-   * reach servers the bot runs in its computer, `launch` and the
-   * `open_path` tool are then UNSUPPORTED, a person's terminal opens in the
-   * display's container, and each computer takes two containers' limits.
+   * input a display takes"). On by default. What it costs: `launch`
+   * starts only the browser (the `open_path` tool is UNSUPPORTED), a
+   * person's terminal opens in the display's container, and each computer
+   * takes two containers' limits. `false` runs the display in the bot's
+   * container, where a bot can send input to a display during a person's
+   * takeover (README, "The display in its own container").
    */
-  displayContainer: z.boolean().default(false),
+  displayContainer: z.boolean().default(true),
   /**
    * Where the networks a computer shares with its display container take
    * their subnets from (a /29 each, at random; one another network holds

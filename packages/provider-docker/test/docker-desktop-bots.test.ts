@@ -1,7 +1,9 @@
+import { spawnSync } from "node:child_process";
 import type { DesktopSession, Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import { historyOf, SITE, serveFixtureSite, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DISPLAY_LABELS } from "../src/computer-labels.js";
 import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // Two bots on one Team computer: each its own display, Chromium and
@@ -14,6 +16,12 @@ if (!env.missing) {
   let machine: Machine;
 
   const open = async (bot: string) => (await machine.openDesktop?.(bot)) as LinuxDesktopSession;
+  /** The container the desktops run in: the display's own by default, which the computer's label names. */
+  const desktopContainer = async () => {
+    const computer = env.docker.getContainer(machine.ref.slice("docker:".length));
+    const displayName = (await computer.inspect()).Config.Labels?.[DISPLAY_LABELS.displayContainer];
+    return displayName ? env.docker.getContainer(displayName) : computer;
+  };
   const cookieOf = (d: DesktopSession) => (d as LinuxDesktopSession).evaluateInPage("document.cookie");
 
   describe("docker desktops: two bots", () => {
@@ -78,16 +86,23 @@ if (!env.missing) {
       const again = await open("carol");
       expect(again.display).toBe(first.display);
       // Browser main processes of carol's profile (renderers and helpers carry --type=).
-      const browsers = await machine.exec({
-        shell:
-          "ps -eo args | grep '^/usr/lib/chromium/chromium' | grep -- '/.browser-profiles/carol' | grep -vc -- '--type=' || true",
-      });
-      expect(Number(Buffer.from(browsers.stdout).toString().trim())).toBe(1);
+      const processes = await (await desktopContainer()).top({ ps_args: "-eo pid,args" });
+      const browsers = (processes.Processes as string[][])
+        .map(([, args]) => args ?? "")
+        .filter(
+          (args) =>
+            args.startsWith("/usr/lib/chromium/chromium") &&
+            args.includes("/.browser-profiles/carol") &&
+            !args.includes("--type="),
+        );
+      expect(browsers).toHaveLength(1);
       expect((await machine.openDesktop?.("dave"))?.display).not.toBe(first.display);
       await first.release();
       await again.release(); // a second release of the same bot finds nothing to stop
-      const left = await machine.exec({ argv: ["desktop", "list"] });
-      const listed = JSON.parse(Buffer.from(left.stdout).toString()).desktops.map((d: { bot: string }) => d.bot);
+      const left = spawnSync("docker", ["exec", "-u", "1000", (await desktopContainer()).id, "desktop", "list"], {
+        encoding: "utf8",
+      });
+      const listed = JSON.parse(left.stdout).desktops.map((d: { bot: string }) => d.bot);
       expect(listed).toContain("dave");
       expect(listed).not.toContain("carol");
       await (await open("dave")).release();

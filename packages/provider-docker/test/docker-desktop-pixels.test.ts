@@ -68,7 +68,10 @@ if (!env.missing) {
         { type: "key", keys: "ctrl+v" },
       ]);
       expect(outcome.ok).toBe(true);
-      expect(await desktop.evaluateInPage("document.getElementById('field').value")).toBe(text + text);
+      // act returns once X has the events; the page takes them a moment later, on its own clock.
+      await expect
+        .poll(() => desktop.evaluateInPage("document.getElementById('field').value"), { timeout: 5_000 })
+        .toBe(text + text);
     }, 60_000);
 
     it("refuses hostile actions with typed errors, and the desktop still works", async () => {

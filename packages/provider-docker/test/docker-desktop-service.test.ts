@@ -63,7 +63,9 @@ if (!env.missing) {
   }
 
   describe("docker desktop service", () => {
-    const provider = env.provider({ dataDir });
+    // The shared display (displayContainer: false): this file tests what holds when the display stack
+    // runs in the computer's own container; docker-display-container.test.ts covers the default.
+    const provider = env.provider({ dataDir, displayContainer: false });
     const proxy = new CuttableProxy();
     const execs: ExecRequest[] = [];
     const handedOverKeys: string[] = [];
@@ -329,7 +331,7 @@ if (!env.missing) {
   });
 
   describe("docker desktop service: the exec fallback", () => {
-    const provider = env.provider({ dataDir, desktopTransport: "exec" });
+    const provider = env.provider({ dataDir, desktopTransport: "exec", displayContainer: false });
     let machine: Machine;
 
     beforeAll(async () => {

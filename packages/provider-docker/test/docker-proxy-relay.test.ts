@@ -19,7 +19,9 @@ const REFUSED_PORT = 3999;
 const env = await dockerTestEnvironment("docker proxy relay");
 if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = env.provider({ dataDir });
+  // The shared display (displayContainer: false): this file tests what holds when the display stack
+  // runs in the computer's own container; docker-display-container.test.ts covers the default.
+  const provider = env.provider({ dataDir, displayContainer: false });
   const secret = `relay-secret-${randomBytes(6).toString("hex")}`;
   const upstream = `http://127.0.0.1:${UPSTREAM_PORT}`;
   let machine: Machine;

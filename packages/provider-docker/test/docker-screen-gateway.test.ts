@@ -10,7 +10,9 @@ import { dockerTestEnvironment } from "./docker-test-environment.js";
 const env = await dockerTestEnvironment("docker screen gateway");
 if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = env.provider({ dataDir });
+  // The shared display (displayContainer: false): this file tests what holds when the display stack
+  // runs in the computer's own container; docker-display-container.test.ts covers the default.
+  const provider = env.provider({ dataDir, displayContainer: false });
   let machine: Machine;
   let desktop: LinuxDesktopSession;
   const clients: RfbTestClient[] = [];

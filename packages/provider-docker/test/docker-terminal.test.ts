@@ -13,7 +13,9 @@ const STATE = "/tmp/agent-computer-desktops";
 const env = await dockerTestEnvironment("docker terminal");
 if (!env.missing) {
   const dataDir = await temporaryDataDir();
-  const provider = env.provider({ dataDir });
+  // The shared display (displayContainer: false): this file tests what holds when the display stack
+  // runs in the computer's own container; docker-display-container.test.ts covers the default.
+  const provider = env.provider({ dataDir, displayContainer: false });
   let machine: Machine;
   let desktop: LinuxDesktopSession;
   const clients: TerminalTestClient[] = [];
