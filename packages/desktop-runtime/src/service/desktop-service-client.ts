@@ -44,6 +44,15 @@ export interface ServiceEndpoint {
 }
 
 const CONNECT_TIMEOUT_MS = 15_000;
+/**
+ * How long a connection with no call in flight stays open. A machine object
+ * has no end of life (a runtime reconnects a new one for each run and drops
+ * the old), so a connection it opened must close by itself or it stays for
+ * the life of the process: the 10-minute soak held ~20 more sockets per
+ * minute until this. Opening again costs one handshake, no exec (the key
+ * stays handed over).
+ */
+export const SERVICE_IDLE_CLOSE_MS = 30_000;
 /** Observations of a large screen are tens of MB of base64. */
 const MAX_MESSAGE_BYTES = 128 * 1024 * 1024;
 
@@ -64,7 +73,10 @@ export class DesktopServiceClient {
   private handedOver = false;
   private connection?: Promise<Connection>;
 
-  constructor(private readonly endpoint: ServiceEndpoint) {}
+  constructor(
+    private readonly endpoint: ServiceEndpoint,
+    private readonly idleCloseMs = SERVICE_IDLE_CLOSE_MS,
+  ) {}
 
   /** Runs one verb; throws ServiceUnreachable when no connection came up (nothing ran). */
   async call(call: ServiceCall): Promise<ServiceCallResult> {
@@ -135,7 +147,7 @@ export class DesktopServiceClient {
     } catch (error) {
       throw unreachable(`no port URL: ${AgentComputerError.is(error) ? error.message : error}`);
     }
-    return Connection.open(url, this.key, ctx.signal);
+    return Connection.open(url, this.key, this.idleCloseMs, ctx.signal);
   }
 }
 
@@ -152,10 +164,12 @@ class Connection {
   open = true;
   private nextId = 1;
   private readonly pending = new Map<number, (message: ServiceMessage | { t: "lost" }) => void>();
+  private idleTimer?: NodeJS.Timeout;
 
   private constructor(
     private readonly ws: WebSocket,
     private readonly socket: Socket | undefined,
+    private readonly idleCloseMs: number,
   ) {
     ws.on("message", (data) => {
       const message = parseServiceMessage(data);
@@ -166,7 +180,7 @@ class Connection {
     this.idle();
   }
 
-  static open(url: string, key: string, signal?: AbortSignal): Promise<Connection> {
+  static open(url: string, key: string, idleCloseMs: number, signal?: AbortSignal): Promise<Connection> {
     return new Promise((resolve, reject) => {
       const nonce = newGatewayNonce();
       let socket: Socket | undefined;
@@ -222,7 +236,7 @@ class Connection {
         ws.off("message", onMessage);
         ws.removeAllListeners("close");
         ws.removeAllListeners("error");
-        resolve(new Connection(ws, socket));
+        resolve(new Connection(ws, socket, idleCloseMs));
       });
     });
   }
@@ -271,6 +285,7 @@ class Connection {
           });
         }
       });
+      clearTimeout(this.idleTimer);
       this.socket?.ref();
       this.ws.send(
         JSON.stringify({
@@ -292,11 +307,18 @@ class Connection {
   private lost(): void {
     if (!this.open) return;
     this.open = false;
+    clearTimeout(this.idleTimer);
     for (const settle of [...this.pending.values()]) settle({ t: "lost" });
   }
 
-  /** An idle connection must not keep the host process alive. */
+  /** An idle connection must not keep the host process alive, and closes after `idleCloseMs` (SERVICE_IDLE_CLOSE_MS). */
   private idle(): void {
-    if (this.pending.size === 0) this.socket?.unref();
+    if (this.pending.size > 0) return;
+    this.socket?.unref();
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.pending.size === 0) this.close();
+    }, this.idleCloseMs);
+    this.idleTimer.unref();
   }
 }
