@@ -3,8 +3,7 @@ import type { DesktopSession, Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import { historyOf, SITE, serveFixtureSite, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DISPLAY_LABELS } from "../src/computer-labels.js";
-import { dockerTestEnvironment } from "./docker-test-environment.js";
+import { displayContainerName, dockerTestEnvironment } from "./docker-test-environment.js";
 
 // Two bots on one Team computer: each its own display, Chromium and
 // profile; logged in with different cookies, acting at the same time;
@@ -17,11 +16,8 @@ if (!env.missing) {
 
   const open = async (bot: string) => (await machine.openDesktop?.(bot)) as LinuxDesktopSession;
   /** The container the desktops run in: the display's own by default, which the computer's label names. */
-  const desktopContainer = async () => {
-    const computer = env.docker.getContainer(machine.ref.slice("docker:".length));
-    const displayName = (await computer.inspect()).Config.Labels?.[DISPLAY_LABELS.displayContainer];
-    return displayName ? env.docker.getContainer(displayName) : computer;
-  };
+  const desktopContainer = async () =>
+    env.docker.getContainer((await displayContainerName(env.docker, machine)) ?? machine.ref.slice("docker:".length));
   const cookieOf = (d: DesktopSession) => (d as LinuxDesktopSession).evaluateInPage("document.cookie");
 
   describe("docker desktops: two bots", () => {

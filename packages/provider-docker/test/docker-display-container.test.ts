@@ -4,7 +4,7 @@ import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import { RfbTestClient, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISPLAY_LABELS } from "../src/computer-labels.js";
-import { dockerTestEnvironment } from "./docker-test-environment.js";
+import { displayContainerName, dockerTestEnvironment } from "./docker-test-environment.js";
 
 // dockerProvider({ displayContainer: true }) on the real engine and image:
 // the display stack runs in a container of its own, and a bot steered by a
@@ -27,7 +27,7 @@ if (!env.missing) {
     spawnSync("docker", ["exec", "-u", "1000", idOf(machine), "bash", "-c", script], { encoding: "utf8" });
   /** The display's container id: the computer's label names it, the display's label names the computer back. */
   const displayContainerId = async (of = machine) => {
-    const name = (await env.docker.getContainer(idOf(of)).inspect()).Config.Labels?.[DISPLAY_LABELS.displayContainer];
+    const name = await displayContainerName(env.docker, of);
     const display = await env.docker.getContainer(name ?? "none").inspect();
     expect(display.Config.Labels?.[DISPLAY_LABELS.displayOf]).toBe(idOf(of));
     return display.Id;
