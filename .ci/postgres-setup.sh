@@ -18,6 +18,9 @@ done
 psql_admin() { su postgres -c "psql -qtAX -c \"$1\""; }
 [ "$(psql_admin "SELECT 1 FROM pg_roles WHERE rolname = 'agent_computer'")" = "1" ] ||
   psql_admin "CREATE ROLE agent_computer LOGIN PASSWORD 'agent_computer'"
+# Test files run side by side, each vitest worker in a database of its own
+# (workerDatabaseUrl in packages/state-store-postgres/test/test-database.ts).
+psql_admin "ALTER ROLE agent_computer CREATEDB"
 [ "$(psql_admin "SELECT 1 FROM pg_database WHERE datname = 'agent_computer_test'")" = "1" ] ||
   su postgres -c "createdb -O agent_computer agent_computer_test"
 echo "PostgreSQL $version ready on 127.0.0.1:5432 (database agent_computer_test)"

@@ -9,7 +9,7 @@ import { PostgresStateStore } from "@agent-computer/state-store-postgres";
 import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
 import { checkFencingHistory, type FencingEvent } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
-import { databaseAnswers, TEST_DATABASE_URL } from "../../packages/state-store-postgres/test/test-database.js";
+import { databaseAnswers, workerDatabaseUrl } from "../../packages/state-store-postgres/test/test-database.js";
 import type { WorkerConfig } from "./worker-config.js";
 
 // The randomized fencing checker with worker PROCESSES against the SQLite and
@@ -113,13 +113,13 @@ function expectBusyRun(result: RunResult): void {
 
 const stores: [WorkerConfig["store"], () => Promise<string | undefined>][] = [
   ["sqlite", async () => join(mkdtempSync(join(tmpdir(), "contention-db-")), "state.db")],
-  ["postgres", async () => ((await databaseAnswers()) ? TEST_DATABASE_URL : undefined)],
+  ["postgres", async () => ((await databaseAnswers()) ? await workerDatabaseUrl() : undefined)],
 ];
 
 describe.each(stores)("lease contention across worker processes: %s", (kind, locate) => {
   it("a fenced run has zero violations, also with workers killed mid-transaction", async (context) => {
     const location = await locate();
-    if (!location) return context.skip();
+    if (!location) return context.skip("no PostgreSQL answers at the test URL; run .ci/postgres-setup.sh");
     const result = await runProcesses(kind, location, true);
     expectBusyRun(result);
     expect(checkFencingHistory(result.events, { clockToleranceMs: CLOCK_TOLERANCE_MS[kind] })).toEqual([]);
@@ -127,7 +127,7 @@ describe.each(stores)("lease contention across worker processes: %s", (kind, loc
 
   it("the same run without the fence makes the checker report violations", async (context) => {
     const location = await locate();
-    if (!location) return context.skip();
+    if (!location) return context.skip("no PostgreSQL answers at the test URL; run .ci/postgres-setup.sh");
     const result = await runProcesses(kind, location, false);
     expectBusyRun(result);
     expect(checkFencingHistory(result.events, { clockToleranceMs: CLOCK_TOLERANCE_MS[kind] }).length).toBeGreaterThan(

@@ -14,7 +14,7 @@ import { chooseTestProvider, temporaryDataDir } from "@agent-computer/testing/pr
 import Docker from "dockerode";
 import { afterAll, describe, expect, it } from "vitest";
 import { type LocalS3, startLocalS3 } from "../../packages/home-store-s3/test/local-s3.js";
-import { databaseAnswers, TEST_DATABASE_URL } from "../../packages/state-store-postgres/test/test-database.js";
+import { databaseAnswers, workerDatabaseUrl } from "../../packages/state-store-postgres/test/test-database.js";
 import { botBytes, botFile } from "./bot-bytes.js";
 import type { WorkerConfig } from "./worker-config.js";
 
@@ -107,13 +107,14 @@ if (!env.missing) {
       const workspaceId = `many-${run}`;
       const computerId = `team-${workspaceId}`;
       const contentKey = randomBytes(32);
-      const stateStore = new PostgresStateStore({ connectionString: TEST_DATABASE_URL });
+      const postgresUrl = await workerDatabaseUrl();
+      const stateStore = new PostgresStateStore({ connectionString: postgresUrl });
       await stateStore.migrate();
       cleanups.push(() => stateStore.close());
       const config = (name: string): WorkerConfig => ({
         name,
         deployment,
-        postgresUrl: TEST_DATABASE_URL,
+        postgresUrl,
         s3: s3!.config,
         bucket: s3!.bucket,
         dataDir,

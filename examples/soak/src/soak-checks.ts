@@ -94,6 +94,33 @@ export function memoryCheck(intervals: readonly IntervalReport[], enforced: bool
   };
 }
 
+/**
+ * The soak's strength as asked on the command line (`--min-run-ttls`,
+ * `--min-checkpoints`): every run outlived its lease that many times, and
+ * that many checkpoints committed. CI asks for both, so a shorter soak
+ * cannot pass as one that proved as much (.ci/run).
+ */
+export function strengthCheck(input: {
+  runTtls: readonly number[];
+  committedCheckpoints: number;
+  minRunTtls: number;
+  minCheckpoints: number;
+}): SoakCheck {
+  const { runTtls, committedCheckpoints, minRunTtls, minCheckpoints } = input;
+  const name = `every run at least ${minRunTtls} lease TTLs, at least ${minCheckpoints} checkpoints committed`;
+  const shortest = runTtls.length > 0 ? Math.min(...runTtls) : 0;
+  const judged = minRunTtls > 0 || minCheckpoints > 0;
+  return {
+    name,
+    ok: shortest >= minRunTtls && committedCheckpoints >= minCheckpoints,
+    enforced: true,
+    judged,
+    detail: judged
+      ? `${runTtls.length} runs, shortest ${shortest} TTLs; ${committedCheckpoints} checkpoints committed`
+      : "not asked (--min-run-ttls, --min-checkpoints)",
+  };
+}
+
 export function soakChecks(input: {
   ledger: SoakLedger;
   durationMs: number;
@@ -102,6 +129,7 @@ export function soakChecks(input: {
   checkpointsCommitted: boolean;
   latencyEnforced: boolean;
   memoryEnforced: boolean;
+  strength: SoakCheck;
 }): SoakCheck[] {
   const { ledger, restore } = input;
   const unexpected = [...ledger.errorCounts.entries()].filter(([, v]) => !v.expected);
@@ -155,5 +183,6 @@ export function soakChecks(input: {
               .join("; "),
     },
     memoryCheck(input.intervals, input.memoryEnforced),
+    input.strength,
   ];
 }

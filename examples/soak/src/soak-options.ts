@@ -23,6 +23,10 @@ export interface SoakOptions {
   readonly latencyCheck: boolean;
   /** When false, the host memory and fd check is reported but does not fail the soak. */
   readonly memoryCheck: boolean;
+  /** Every bot run must last at least this many lease TTLs (0: not checked). */
+  readonly minRunTtls: number;
+  /** At least this many checkpoints, the final one included, must commit (0: not checked). */
+  readonly minCheckpoints: number;
 }
 
 export const USAGE = `Usage: npm run soak -- <fake|docker> [options]
@@ -36,7 +40,9 @@ export const USAGE = `Usage: npm run soak -- <fake|docker> [options]
   --step-timeout-s N        abort a step after this long (default 120)
   --json FILE               also write the summary as JSON
   --no-latency-check        report the latency check, do not fail on it
-  --no-memory-check         report the host RSS and fd check, do not fail on it`;
+  --no-memory-check         report the host RSS and fd check, do not fail on it
+  --min-run-ttls N          fail unless every bot run lasts at least N lease TTLs (default 0: not checked)
+  --min-checkpoints N       fail unless at least N checkpoints commit, the final one included (default 0)`;
 
 /** Thrown for a command line the harness cannot run; the message says what to change. */
 export class UsageError extends Error {}
@@ -85,6 +91,8 @@ export function parseSoakOptions(argv: readonly string[]): SoakOptions {
     jsonFile: values.json,
     latencyCheck: !values["no-latency-check"],
     memoryCheck: !values["no-memory-check"],
+    minRunTtls: number(values, "min-run-ttls", 0, integer, "a non-negative integer"),
+    minCheckpoints: number(values, "min-checkpoints", 0, integer, "a non-negative integer"),
   };
 }
 
@@ -104,6 +112,8 @@ function parse(argv: readonly string[]) {
       json: { type: "string" },
       "no-latency-check": { type: "boolean" },
       "no-memory-check": { type: "boolean" },
+      "min-run-ttls": { type: "string" },
+      "min-checkpoints": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });

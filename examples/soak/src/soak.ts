@@ -15,7 +15,7 @@ import type { LatencyStats } from "./latency-stats.js";
 import { type PageSite, serveFromHost, serveInComputer } from "./page-site.js";
 import { Person } from "./person.js";
 import { type RestoreResult, restoreIntoNewComputer } from "./restore-check.js";
-import { compareLatency, latencyWindows, soakChecks } from "./soak-checks.js";
+import { compareLatency, latencyWindows, soakChecks, strengthCheck } from "./soak-checks.js";
 import { SoakLedger } from "./soak-ledger.js";
 import type { SoakOptions } from "./soak-options.js";
 import { soakProvider } from "./soak-provider.js";
@@ -155,6 +155,12 @@ export async function runSoak(options: SoakOptions, interrupted?: AbortSignal): 
     checkpointsCommitted: checkpoints.allCommitted,
     latencyEnforced: options.latencyCheck,
     memoryEnforced: options.memoryCheck,
+    strength: strengthCheck({
+      runTtls: runs.map((run) => run.ttls),
+      committedCheckpoints: checkpoints.committed,
+      minRunTtls: options.minRunTtls,
+      minCheckpoints: options.minCheckpoints,
+    }),
   });
   const byCode = Object.fromEntries([...ledger.errorCounts.entries()].map(([key, value]) => [key, value.count]));
   return {

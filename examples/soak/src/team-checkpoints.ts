@@ -17,6 +17,8 @@ export class TeamCheckpoints {
   readonly taken: SoakSummary["checkpoints"][number][] = [];
   /** Whether every checkpoint committed a new revision. */
   allCommitted = true;
+  /** How many checkpoints committed a new revision. */
+  committed = 0;
   /** The harness's files as of the last committed checkpoint. */
   lastFiles: ReadonlyMap<string, string> | undefined;
 
@@ -62,7 +64,10 @@ export class TeamCheckpoints {
         code: "CHECKPOINT_MISSING",
         message: `after the runs ended the record holds revision ${revision} (before: ${previous}), the home store ${latest?.revision ?? "none"}`,
       });
-    } else this.lastFiles = expected.snapshot();
+    } else {
+      this.committed += 1;
+      this.lastFiles = expected.snapshot();
+    }
     this.taken.push({
       atS: Math.round(ledger.now() / 100) / 10,
       trigger,

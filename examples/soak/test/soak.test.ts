@@ -66,8 +66,19 @@ function expectHealthy({ code, output, summary }: Awaited<ReturnType<typeof soak
 
 describe("soak harness", () => {
   it("fake: two bots for half a minute, a checkpoint midway, the last one restored", async () => {
-    const result = await soak("fake", ["--checkpoint-every-min", "0.25"]);
+    const result = await soak("fake", [
+      "--checkpoint-every-min",
+      "0.25",
+      "--min-run-ttls",
+      "20",
+      "--min-checkpoints",
+      "2",
+    ]);
     expectHealthy(result);
+    expect(result.summary.checks.find((check) => check.name.startsWith("every run at least 20"))).toMatchObject({
+      ok: true,
+      judged: true,
+    });
     // The midway checkpoint ended both runs and started new ones.
     expect(result.summary.checkpoints.map((c) => c.trigger)).toEqual(["scheduled", "final"]);
     expect(result.summary.runs).toHaveLength(4);

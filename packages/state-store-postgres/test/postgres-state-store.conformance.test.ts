@@ -1,19 +1,20 @@
 import { defineStateStoreConformance } from "@agent-computer/testing/conformance";
 import { describe, it } from "vitest";
 import { PostgresStateStore } from "../src/postgres-state-store.js";
-import { databaseAnswers, TEST_DATABASE_URL } from "./test-database.js";
+import { databaseAnswers, workerDatabaseUrl } from "./test-database.js";
 
 const answers = await databaseAnswers();
 
 if (answers) {
+  const url = await workerDatabaseUrl();
   defineStateStoreConformance({
     name: "postgres",
     createStore: async () => {
-      const store = new PostgresStateStore({ connectionString: TEST_DATABASE_URL });
+      const store = new PostgresStateStore({ connectionString: url });
       await store.migrate();
       return store;
     },
-    openAnother: () => new PostgresStateStore({ connectionString: TEST_DATABASE_URL }),
+    openAnother: () => new PostgresStateStore({ connectionString: url }),
     closeStore: (store) => (store as PostgresStateStore).close(),
   });
 } else {

@@ -527,7 +527,7 @@ function itWhen(condition: () => boolean, name: string, body: () => unknown, tim
     name,
     async (context) => {
       if (!condition()) {
-        context.skip();
+        context.skip("the provider's capabilities do not call for it");
         return;
       }
       await body();

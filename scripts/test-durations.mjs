@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+// Per-file durations of a vitest run, as the table docs/testing.md keeps.
+//
+//   npx vitest run --reporter=default --reporter=json --outputFile.json=durations.json
+//   node scripts/test-durations.mjs durations.json [--top N] [--cpu cpu.log]
+//
+// Prints one markdown row per test file, slowest first: its wall time
+// (start of its first test or hook to its end, as vitest's JSON reporter
+// stamps it), its tests, and the run's sum against its wall time. With
+// --cpu, a log of "<epoch ms> <busy fraction of all cores>" lines (one
+// every few seconds, as a sampler of /proc/stat writes) adds the machine's
+// mean CPU use while each file ran: a file that waits shows a low figure
+// when it ran alone.
+import { readFileSync } from "node:fs";
+import { relative } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { top: { type: "string" }, cpu: { type: "string" } },
+});
+const [file] = positionals;
+if (!file) {
+  console.error("Usage: node scripts/test-durations.mjs <vitest JSON report> [--top N] [--cpu cpu.log]");
+  process.exit(2);
+}
+const report = JSON.parse(readFileSync(file, "utf8"));
+const files = report.testResults.map((result) => ({
+  name: relative(process.cwd(), result.name),
+  ms: result.endTime - result.startTime,
+  start: result.startTime,
+  end: result.endTime,
+  tests: result.assertionResults.length,
+  passed: result.assertionResults.filter((a) => a.status === "passed").length,
+  status: result.status,
+}));
+if (files.length === 0 || files.some((f) => !(f.ms >= 0))) {
+  console.error(`${file}: no per-file start and end times to read`);
+  process.exit(1);
+}
+const samples = values.cpu
+  ? readFileSync(values.cpu, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => line.split(" ").map(Number))
+  : [];
+const cpuDuring = (start, end) => {
+  const inside = samples.filter(([t]) => t >= start && t <= end + 2000);
+  return inside.length === 0 ? undefined : inside.reduce((sum, [, busy]) => sum + busy, 0) / inside.length;
+};
+files.sort((a, b) => b.ms - a.ms);
+const top = values.top ? files.slice(0, Number(values.top)) : files;
+const s = (ms) => (ms / 1000).toFixed(1);
+console.log(`| file | s | tests | passed${samples.length ? " | CPU busy" : ""} |`);
+console.log(`| --- | ---: | ---: | ---:${samples.length ? " | ---:" : ""} |`);
+for (const f of top) {
+  const cpu = cpuDuring(f.start, f.end);
+  const cpuCell = samples.length ? ` | ${cpu === undefined ? "-" : `${Math.round(cpu * 100)}%`}` : "";
+  console.log(`| ${f.name} | ${s(f.ms)} | ${f.tests} | ${f.passed}${cpuCell} |`);
+}
+const sum = files.reduce((total, f) => total + f.ms, 0);
+const wall = Math.max(...files.map((f) => f.end)) - Math.min(...files.map((f) => f.start));
+console.log(
+  `\n${files.length} files, ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests + report.numTodoTests} skipped; files' own time ${s(sum)} s, wall ${s(wall)} s (${(sum / wall).toFixed(2)} files at once on average)`,
+);
