@@ -50,6 +50,9 @@ const ALONE = ["test/lease-contention/lease-contention-processes.test.ts", "test
 
 const leftOut = FULL ? [] : LONG_LOOPS;
 
+/** Where to also write vitest's JSON report, for scripts/test-durations.mjs (.ci/run sets it). */
+const JSON_REPORT = process.env.AGENT_COMPUTER_TEST_JSON;
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -61,6 +64,7 @@ export default defineConfig({
         "./test/support/skipped-parts-reporter.ts",
         { leftOut, why: "a long CPU-bound loop: runs when CI or AGENT_COMPUTER_TEST_FULL is set" },
       ],
+      ...(JSON_REPORT ? [["json", { outputFile: JSON_REPORT }] as const] : []),
     ],
     sequence: { sequencer: PlannedSequencer },
     projects: [

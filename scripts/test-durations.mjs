@@ -2,7 +2,7 @@
 // Per-file durations of a vitest run, as the table docs/testing.md keeps.
 //
 //   npx vitest run --reporter=default --reporter=json --outputFile.json=durations.json
-//   node scripts/test-durations.mjs durations.json [--top N] [--cpu cpu.log]
+//   node scripts/test-durations.mjs durations.json [--top N] [--cpu cpu.log] [--write test/durations.json]
 //
 // Prints one markdown row per test file, slowest first: its wall time
 // (start of its first test or hook to its end, as vitest's JSON reporter
@@ -10,14 +10,18 @@
 // --cpu, a log of "<epoch ms> <busy fraction of all cores>" lines (one
 // every few seconds, as a sampler of /proc/stat writes) adds the machine's
 // mean CPU use while each file ran: a file that waits shows a low figure
-// when it ran alone.
-import { readFileSync } from "node:fs";
+// when it ran alone. --write records each file's seconds and cores (busy
+// fraction times the machine's cores) where test/support/planned-sequencer.ts
+// reads them: measure with `bash scripts/measure-tests.sh`, which runs the
+// files one at a time so the machine's CPU use is each file's own.
+import { readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { relative } from "node:path";
 import { parseArgs } from "node:util";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: "string" }, cpu: { type: "string" } },
+  options: { top: { type: "string" }, cpu: { type: "string" }, write: { type: "string" } },
 });
 const [file] = positionals;
 if (!file) {
@@ -48,6 +52,22 @@ const cpuDuring = (start, end) => {
   const inside = samples.filter(([t]) => t >= start && t <= end + 2000);
   return inside.length === 0 ? undefined : inside.reduce((sum, [, busy]) => sum + busy, 0) / inside.length;
 };
+if (values.write) {
+  if (samples.length === 0) {
+    console.error("--write needs --cpu: the planner needs each file's cores as well as its seconds");
+    process.exit(2);
+  }
+  const record = {};
+  for (const f of [...files].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    const busy = cpuDuring(f.start, f.end);
+    if (busy === undefined || busy === 0) {
+      console.error(`${f.name}: no CPU sample while it ran; a figure of 0 would mislead the planner`);
+      process.exit(1);
+    }
+    record[f.name] = { seconds: Math.round(f.ms / 100) / 10, cores: Math.round(busy * availableParallelism() * 100) / 100 };
+  }
+  writeFileSync(values.write, `${JSON.stringify(record, null, 2)}\n`);
+}
 files.sort((a, b) => b.ms - a.ms);
 const top = values.top ? files.slice(0, Number(values.top)) : files;
 const s = (ms) => (ms / 1000).toFixed(1);

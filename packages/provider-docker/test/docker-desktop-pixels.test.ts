@@ -58,6 +58,13 @@ if (!env.missing) {
 
     it("types into a page field, visible in the DOM read back through DevTools", async () => {
       await desktop.evaluateInPage(undefined, undefined, { url: `${SITE}/form.html` });
+      // Chromium drops input that reaches a page before its first frame is
+      // drawn; on a loaded machine that frame can come well after load (the
+      // field stayed empty with tests running side by side). A bot looks
+      // before it acts; here two animation frames say the page is drawn.
+      await desktop.evaluateInPage(
+        "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))",
+      );
       const text = "Hello from the bot: 123 äöü";
       const outcome = await desktop.act([
         { type: "click", x: 300, y: 400 },
