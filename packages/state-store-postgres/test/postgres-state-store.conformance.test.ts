@@ -18,7 +18,7 @@ if (answers) {
     closeStore: (store) => (store as PostgresStateStore).close(),
   });
 } else {
-  describe("postgres state store", () => {
-    it.skip("needs PostgreSQL at AGENT_COMPUTER_TEST_PG_URL (CI fails instead of skipping)", () => {});
+  describe.skip("postgres state store (skipped: no PostgreSQL answers at the test URL; run .ci/postgres-setup.sh)", () => {
+    it("needs PostgreSQL at AGENT_COMPUTER_TEST_PG_URL (CI fails instead of skipping)", () => {});
   });
 }
