@@ -64,7 +64,10 @@ if (values.write) {
       console.error(`${f.name}: no CPU sample while it ran; a figure of 0 would mislead the planner`);
       process.exit(1);
     }
-    record[f.name] = { seconds: Math.round(f.ms / 100) / 10, cores: Math.round(busy * availableParallelism() * 100) / 100 };
+    record[f.name] = {
+      seconds: Math.round(f.ms / 100) / 10,
+      cores: Math.round(busy * availableParallelism() * 100) / 100,
+    };
   }
   writeFileSync(values.write, `${JSON.stringify(record, null, 2)}\n`);
 }
