@@ -36,7 +36,7 @@ async function until(done: () => boolean): Promise<void> {
 }
 const ready = await faultsClusterAnswers();
 
-// Registered only where the cluster answers (under CI its absence already failed above).
+// Without the cluster the suite shows as skipped, with why (under CI its absence already failed above).
 (ready ? describe : describe.skip)(
   `postgres state store faults${ready ? "" : " (skipped: no fault-test cluster answers on 127.0.0.1:5433; run .ci/postgres-setup.sh)"}`,
   () => {
