@@ -4,9 +4,10 @@ import type { Reporter, TestCase, TestModule, TestSuite } from "vitest/node";
 /**
  * Ends a run with one line per skipped part and why it was skipped, so a
  * contributor without Docker, Chromium or PostgreSQL sees what `npm test`
- * left out (docs/testing.md, "Two tiers"). A part is the outermost skipped
- * suite (its name carries the reason, as `reportMissingProvider` writes
- * it) or a skipped test outside one (its reason is the note it gave
+ * left out (docs/testing.md, "Two tiers"). A part is a file the
+ * configuration left out (`leftOut`, with `why`), the outermost skipped
+ * suite (its name ends in "(skipped: why)", as `reportMissingProvider`
+ * writes it) or a skipped test outside one (with the note it gave
  * `context.skip`). Under CI a missing part fails instead, so these lines
  * list only capability skips there.
  */
