@@ -57,6 +57,11 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // A poll waits for state that arrives asynchronously (a page's text, a
+    // bot's state in the console). vitest's default gives up after 1 s,
+    // which files sharing two cores outlast (web-console.test.ts failed so
+    // in a side-by-side run); the value polled for is unchanged.
+    expect: { poll: { timeout: 10_000 } },
     pool: "forks",
     reporters: [
       "default",
