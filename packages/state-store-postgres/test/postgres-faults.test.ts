@@ -37,155 +37,155 @@ async function until(done: () => boolean): Promise<void> {
 const ready = await faultsClusterAnswers();
 
 // Without the cluster the suite shows as skipped, with why (under CI its absence already failed above).
-(ready ? describe : describe.skip)(
-  `postgres state store faults${ready ? "" : " (skipped: no fault-test cluster answers on 127.0.0.1:5433; run .ci/postgres-setup.sh)"}`,
-  () => {
-    const store = new PostgresStateStore({ connectionString: FAULTS_URL, poolConfig: { max: 8 } });
-    afterAll(() => store.close());
+const suite = ready
+  ? "postgres state store faults"
+  : "postgres state store faults (skipped: no fault-test cluster answers on 127.0.0.1:5433; run .ci/postgres-setup.sh)";
+describe.skipIf(!ready)(suite, () => {
+  const store = new PostgresStateStore({ connectionString: FAULTS_URL, poolConfig: { max: 8 } });
+  afterAll(() => store.close());
 
-    /**
-     * Six workers commit revisions under checkpoint leases while the server
-     * restarts, now and then pausing past their lease's TTL before the write,
-     * so a fenced-out holder does try to act. `fence: false` acts the naive
-     * way (an advisory check, then a version-only write), which the checker
-     * must catch: otherwise a clean fenced run proves nothing.
-     */
-    async function restartRun(fence: boolean) {
-      await store.migrate();
-      const engine = new LeaseEngine(store);
-      const computerId = `restart-${randomUUID().slice(0, 8)}`;
-      await engine.createComputer({ computerId, providerKind: "fake", homeKey: computerId, storageId: computerId });
-      const ttlMs = 250;
-      const events: FencingEvent[] = [];
-      const counts = { before: 0, confirmed: 0, unknown: 0, outages: 0 };
-      let stop = false;
-      let paused = 0;
+  /**
+   * Six workers commit revisions under checkpoint leases while the server
+   * restarts, now and then pausing past their lease's TTL before the write,
+   * so a fenced-out holder does try to act. `fence: false` acts the naive
+   * way (an advisory check, then a version-only write), which the checker
+   * must catch: otherwise a clean fenced run proves nothing.
+   */
+  async function restartRun(fence: boolean) {
+    await store.migrate();
+    const engine = new LeaseEngine(store);
+    const computerId = `restart-${randomUUID().slice(0, 8)}`;
+    await engine.createComputer({ computerId, providerKind: "fake", homeKey: computerId, storageId: computerId });
+    const ttlMs = 250;
+    const events: FencingEvent[] = [];
+    const counts = { before: 0, confirmed: 0, unknown: 0, outages: 0 };
+    let stop = false;
+    let paused = 0;
 
-      const act = async (lease: Lease, holder: string) => {
-        const computer = await engine.getComputer(computerId);
-        if (!fence) await engine.assertCurrent(lease);
-        if (Math.random() < 0.15) {
-          paused++;
-          await sleep(ttlMs * 1.5);
-        }
-        const at = await store.now();
-        try {
-          const revision = fence
-            ? (
-                await engine.commitRevision({
-                  computerId,
-                  lease,
-                  expectedRevision: computer!.revision,
-                  next: computer!.revision + 1,
-                })
-              ).revision
-            : await advisoryCommit(computerId);
-          if (revision === undefined) return;
-          counts.confirmed++;
-          events.push({ type: "act", key: lease.key, holder, token: lease.token, at, accepted: true, order: revision });
-        } catch (error) {
-          // An outage during the commit: it may or may not have applied.
-          if (AgentComputerError.is(error, "UNAVAILABLE")) counts.unknown++;
-          throw error;
-        }
-      };
-
-      const worker = async (holder: string) => {
-        while (!stop) {
-          try {
-            const lease = await engine.acquireCheckpoint({ computerId, holder, ttlMs });
-            // Read after the grant returned: the revision it is ordered above.
-            const seenOrder = (await engine.getComputer(computerId))!.revision;
-            events.push({
-              type: "grant",
-              key: lease.key,
-              holder,
-              token: lease.token,
-              at: lease.grantedAt,
-              expiresAt: lease.expiresAt,
-              seenOrder,
-            });
-            await act(lease, holder);
-            await engine.release(lease);
-          } catch (error) {
-            if (!AgentComputerError.is(error)) throw error;
-            if (error.code === "UNAVAILABLE") counts.outages++;
-            await sleep(20);
-          }
-        }
-      };
-
-      const workers = Array.from({ length: 6 }, (_, i) => worker(`worker-${i}`));
-      // By progress, not by time: a loaded machine (six engineers on 2 cores)
-      // gets through far fewer steps a second, and the run must still have
-      // acted, paused and met the outage.
-      await until(() => counts.confirmed >= 10 && paused >= 2);
-      counts.before = counts.confirmed;
-      execFileSync("pg_ctlcluster", [...CLUSTER.split(" "), "restart", "-m", "immediate"]);
-      await until(() => counts.outages > 0 && counts.confirmed >= counts.before + 10);
-      stop = true;
-      await Promise.all(workers);
-      const revision = (await engine.getComputer(computerId))!.revision;
-      return { events, counts, revision, paused };
-    }
-
-    /** The naive write: a version-only compare-and-set of the revision; undefined when it lost the race. */
-    async function advisoryCommit(computerId: string): Promise<number | undefined> {
-      const key = derivedKey.computer(computerId);
-      const record = (await store.read([key])).get(key);
-      const value = computerValueOf(record) as ComputerValue;
-      if (!record || !value.fields) throw new Error(`restart computer ${computerId} vanished`);
-      const revision = value.fields.revision + 1;
-      const ok = await store.commit(
-        [{ key, version: record.version }],
-        [{ key, version: record.version + 1, value: { ...value, fields: { ...value.fields, revision } } }],
-      );
-      return ok ? revision : undefined;
-    }
-
-    it("a server restart mid-run reuses no token and half-applies no commit", async () => {
-      const { events, counts, revision, paused } = await restartRun(true);
-      expect(counts.before).toBeGreaterThan(0);
-      expect(paused).toBeGreaterThan(0);
-      expect(counts.outages).toBeGreaterThan(0);
-      expect(counts.confirmed).toBeGreaterThan(counts.before);
-      expect(checkFencingHistory(events)).toEqual([]);
-      expect(revision).toBeGreaterThanOrEqual(counts.confirmed);
-      expect(revision).toBeLessThanOrEqual(counts.confirmed + counts.unknown);
-    }, 120_000);
-
-    it("the same run without the fence makes the checker report violations", async () => {
-      // Up to three runs: one where no paused worker woke after another's grant
-      // is possible, three in a row are not.
-      let rules: string[] = [];
-      for (let attempt = 0; attempt < 3 && rules.length === 0; attempt++) {
-        const { events, counts, paused } = await restartRun(false);
-        expect(counts.outages).toBeGreaterThan(0);
-        expect(paused).toBeGreaterThan(0);
-        rules = checkFencingHistory(events).map((v) => v.rule);
+    const act = async (lease: Lease, holder: string) => {
+      const computer = await engine.getComputer(computerId);
+      if (!fence) await engine.assertCurrent(lease);
+      if (Math.random() < 0.15) {
+        paused++;
+        await sleep(ttlMs * 1.5);
       }
-      expect(rules.length).toBeGreaterThan(0);
-      expect(
-        rules.every((rule) => ["fenced-out-accepted", "expired-accepted", "overlapping-holders"].includes(rule)),
-      ).toBe(true);
-    }, 300_000);
-
-    it("a client whose wall clock is skewed by minutes cannot act after its lease expired by the database's clock", async () => {
-      const engine = new LeaseEngine(store);
-      const computerId = `skew-${randomUUID().slice(0, 8)}`;
-      await engine.createComputer({ computerId, providerKind: "fake", homeKey: computerId, storageId: computerId });
-      const realNow = Date.now;
-      const spy = vi.spyOn(Date, "now").mockImplementation(() => realNow() + 7 * 60_000);
+      const at = await store.now();
       try {
-        const lease = await engine.acquireCheckpoint({ computerId, holder: "skewed", ttlMs: 300 });
-        await sleep(500);
-        await expect(engine.commitRevision({ computerId, lease, expectedRevision: 0, next: 1 })).rejects.toMatchObject({
-          code: "LEASE_LOST",
-        });
-        expect((await engine.getComputer(computerId))!.revision).toBe(0);
-      } finally {
-        spy.mockRestore();
+        const revision = fence
+          ? (
+              await engine.commitRevision({
+                computerId,
+                lease,
+                expectedRevision: computer!.revision,
+                next: computer!.revision + 1,
+              })
+            ).revision
+          : await advisoryCommit(computerId);
+        if (revision === undefined) return;
+        counts.confirmed++;
+        events.push({ type: "act", key: lease.key, holder, token: lease.token, at, accepted: true, order: revision });
+      } catch (error) {
+        // An outage during the commit: it may or may not have applied.
+        if (AgentComputerError.is(error, "UNAVAILABLE")) counts.unknown++;
+        throw error;
       }
-    });
-  },
-);
+    };
+
+    const worker = async (holder: string) => {
+      while (!stop) {
+        try {
+          const lease = await engine.acquireCheckpoint({ computerId, holder, ttlMs });
+          // Read after the grant returned: the revision it is ordered above.
+          const seenOrder = (await engine.getComputer(computerId))!.revision;
+          events.push({
+            type: "grant",
+            key: lease.key,
+            holder,
+            token: lease.token,
+            at: lease.grantedAt,
+            expiresAt: lease.expiresAt,
+            seenOrder,
+          });
+          await act(lease, holder);
+          await engine.release(lease);
+        } catch (error) {
+          if (!AgentComputerError.is(error)) throw error;
+          if (error.code === "UNAVAILABLE") counts.outages++;
+          await sleep(20);
+        }
+      }
+    };
+
+    const workers = Array.from({ length: 6 }, (_, i) => worker(`worker-${i}`));
+    // By progress, not by time: a loaded machine (six engineers on 2 cores)
+    // gets through far fewer steps a second, and the run must still have
+    // acted, paused and met the outage.
+    await until(() => counts.confirmed >= 10 && paused >= 2);
+    counts.before = counts.confirmed;
+    execFileSync("pg_ctlcluster", [...CLUSTER.split(" "), "restart", "-m", "immediate"]);
+    await until(() => counts.outages > 0 && counts.confirmed >= counts.before + 10);
+    stop = true;
+    await Promise.all(workers);
+    const revision = (await engine.getComputer(computerId))!.revision;
+    return { events, counts, revision, paused };
+  }
+
+  /** The naive write: a version-only compare-and-set of the revision; undefined when it lost the race. */
+  async function advisoryCommit(computerId: string): Promise<number | undefined> {
+    const key = derivedKey.computer(computerId);
+    const record = (await store.read([key])).get(key);
+    const value = computerValueOf(record) as ComputerValue;
+    if (!record || !value.fields) throw new Error(`restart computer ${computerId} vanished`);
+    const revision = value.fields.revision + 1;
+    const ok = await store.commit(
+      [{ key, version: record.version }],
+      [{ key, version: record.version + 1, value: { ...value, fields: { ...value.fields, revision } } }],
+    );
+    return ok ? revision : undefined;
+  }
+
+  it("a server restart mid-run reuses no token and half-applies no commit", async () => {
+    const { events, counts, revision, paused } = await restartRun(true);
+    expect(counts.before).toBeGreaterThan(0);
+    expect(paused).toBeGreaterThan(0);
+    expect(counts.outages).toBeGreaterThan(0);
+    expect(counts.confirmed).toBeGreaterThan(counts.before);
+    expect(checkFencingHistory(events)).toEqual([]);
+    expect(revision).toBeGreaterThanOrEqual(counts.confirmed);
+    expect(revision).toBeLessThanOrEqual(counts.confirmed + counts.unknown);
+  }, 120_000);
+
+  it("the same run without the fence makes the checker report violations", async () => {
+    // Up to three runs: one where no paused worker woke after another's grant
+    // is possible, three in a row are not.
+    let rules: string[] = [];
+    for (let attempt = 0; attempt < 3 && rules.length === 0; attempt++) {
+      const { events, counts, paused } = await restartRun(false);
+      expect(counts.outages).toBeGreaterThan(0);
+      expect(paused).toBeGreaterThan(0);
+      rules = checkFencingHistory(events).map((v) => v.rule);
+    }
+    expect(rules.length).toBeGreaterThan(0);
+    expect(
+      rules.every((rule) => ["fenced-out-accepted", "expired-accepted", "overlapping-holders"].includes(rule)),
+    ).toBe(true);
+  }, 300_000);
+
+  it("a client whose wall clock is skewed by minutes cannot act after its lease expired by the database's clock", async () => {
+    const engine = new LeaseEngine(store);
+    const computerId = `skew-${randomUUID().slice(0, 8)}`;
+    await engine.createComputer({ computerId, providerKind: "fake", homeKey: computerId, storageId: computerId });
+    const realNow = Date.now;
+    const spy = vi.spyOn(Date, "now").mockImplementation(() => realNow() + 7 * 60_000);
+    try {
+      const lease = await engine.acquireCheckpoint({ computerId, holder: "skewed", ttlMs: 300 });
+      await sleep(500);
+      await expect(engine.commitRevision({ computerId, lease, expectedRevision: 0, next: 1 })).rejects.toMatchObject({
+        code: "LEASE_LOST",
+      });
+      expect((await engine.getComputer(computerId))!.revision).toBe(0);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
