@@ -22,6 +22,8 @@ export const STAGE_PART_BYTES = 8 * 1024 * 1024;
 const POLL_CHUNK = 256 * 1024;
 /** How long one poll waits inside the box for output or the end. */
 const POLL_WAIT_MS = 1_000;
+/** How long a finished command's folder stays for a repeated final poll (longer than a retried call lasts). */
+const KEEP_DONE_SECONDS = 300;
 /** Where each command keeps its output, exit code and staged stdin inside the box. */
 const EXEC_ROOT = "/tmp/.agent-computer-exec";
 
@@ -69,11 +71,16 @@ finish(c if c >= 0 else 128 - c)`;
  * prints one JSON line with the new bytes of each stream (base64, at most
  * <limit> each from <offset>), the streams' sizes, the exit code when
  * written, and whether the wrapper still lives. Once the exit is known and
- * every stream read is drained, the command's folder is removed.
+ * every stream read is drained, the folder is marked done but kept: the
+ * poll's answer may be lost and the call retried (the client retries for up
+ * to `retryMs`, 60 s by default, each try up to `requestTimeoutMs`), and the
+ * retry must find the same answer. Folders done for longer than
+ * KEEP_DONE_S are removed by any later final poll.
  *
  * argv: <dir> <out offset> <err offset> <out limit> <err limit> <wait ms>
  */
 const POLLER = `import base64, json, os, shutil, sys, time
+KEEP_DONE_S = ${KEEP_DONE_SECONDS}
 d = sys.argv[1]
 off = [int(sys.argv[2]), int(sys.argv[3])]
 lim = [int(sys.argv[4]), int(sys.argv[5])]
@@ -114,7 +121,14 @@ for name, o, l, s in zip(("out", "err"), off, lim, sizes):
     chunks.append(base64.b64encode(data).decode("ascii"))
 a = alive()
 if x is not None and drained:
-    shutil.rmtree(d, ignore_errors=True)
+    open(d + "/done", "w").close()
+    root = os.path.dirname(d)
+    for name in os.listdir(root):
+        try:
+            if time.time() - os.path.getmtime(root + "/" + name + "/done") > KEEP_DONE_S:
+                shutil.rmtree(root + "/" + name, ignore_errors=True)
+        except OSError:
+            pass
 print(json.dumps({"o": chunks[0], "e": chunks[1], "os": sizes[0], "es": sizes[1], "x": x, "alive": a}))`;
 
 interface PollAnswer {

@@ -61,6 +61,16 @@ if (!env.missing) {
       expect(new TextDecoder().decode(await machine.files.read("started.log"))).toBe("once\n");
     }, 60_000);
 
+    it("a poll whose answer was lost is asked again and gives the same end", async () => {
+      // The start goes through; the next three polls run in the box and their answers are lost,
+      // so the poll that sees the exit is asked again (seen side by side in CI: a 500 after the work).
+      env.emulator.inject({ method: "POST", path: /\/commands$/, status: 502, after: true, skip: 1, times: 3 });
+      const r = await machine.exec({ shell: "printf done" });
+      expect(env.emulator.pendingFaults).toBe(0);
+      expect(r.exitCode).toBe(0);
+      expect(new TextDecoder().decode(r.stdout)).toBe("done");
+    }, 60_000);
+
     it("a timeout kills a child that left for its own session; its process group goes too", async () => {
       const r = await machine.exec({
         shell: "setsid sh -c 'while :; do date +%s%N >> escaped.log; sleep 0.1; done' & sleep 30",

@@ -31,6 +31,8 @@ export interface BoxFaultRule {
   /** Make the call first, then answer the fault: an answer lost after the work was done. */
   after?: boolean;
   times?: number;
+  /** Let this many matching calls through before the fault starts (default 0). */
+  skip?: number;
 }
 
 export interface BoxEmulatorOptions {
@@ -196,6 +198,19 @@ export class BoxEmulator {
     this.faults.push({ ...rule, times: rule.times ?? 1 });
   }
 
+  /** The fault this call gets, counted down; none while the rule still lets calls through (`skip`). */
+  private faultFor(method: string, path: string): BoxFaultRule | undefined {
+    const fault = this.faults.find((f) => (f.times ?? 1) > 0 && (!f.method || f.method === method) && f.path.test(path));
+    if (!fault) return undefined;
+    if ((fault.skip ?? 0) > 0) {
+      fault.skip = (fault.skip ?? 0) - 1;
+      return undefined;
+    }
+    fault.times = (fault.times ?? 1) - 1;
+    if (fault.times <= 0) this.faults.splice(this.faults.indexOf(fault), 1);
+    return fault;
+  }
+
   /** Drops every fault not yet answered. */
   clearFaults(): void {
     this.faults.length = 0;
@@ -246,14 +261,8 @@ export class BoxEmulator {
         throw new Answer(401, "unauthorized", "missing or invalid API key");
       }
       const path = url.pathname.replace(/^\/v1/, "");
-      const fault = this.faults.find(
-        (f) => (f.times ?? 1) > 0 && (!f.method || f.method === method) && f.path.test(path),
-      );
-      if (fault) {
-        fault.times = (fault.times ?? 1) - 1;
-        if (fault.times <= 0) this.faults.splice(this.faults.indexOf(fault), 1);
-        if (!fault.after) throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
-      }
+      const fault = this.faultFor(method, path);
+      if (fault && !fault.after) throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
       const body = method === "GET" || method === "DELETE" ? {} : await readJson(req);
       const answer = await this.route(method, path, url, body, req);
       if (fault?.after) throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
