@@ -200,7 +200,9 @@ export class BoxEmulator {
 
   /** The fault this call gets, counted down; none while the rule still lets calls through (`skip`). */
   private faultFor(method: string, path: string): BoxFaultRule | undefined {
-    const fault = this.faults.find((f) => (f.times ?? 1) > 0 && (!f.method || f.method === method) && f.path.test(path));
+    const fault = this.faults.find(
+      (f) => (f.times ?? 1) > 0 && (!f.method || f.method === method) && f.path.test(path),
+    );
     if (!fault) return undefined;
     if ((fault.skip ?? 0) > 0) {
       fault.skip = (fault.skip ?? 0) - 1;
@@ -262,7 +264,8 @@ export class BoxEmulator {
       }
       const path = url.pathname.replace(/^\/v1/, "");
       const fault = this.faultFor(method, path);
-      if (fault && !fault.after) throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
+      if (fault && !fault.after)
+        throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
       const body = method === "GET" || method === "DELETE" ? {} : await readJson(req);
       const answer = await this.route(method, path, url, body, req);
       if (fault?.after) throw new Answer(fault.status, fault.code ?? "injected", fault.message ?? "injected fault");
