@@ -137,6 +137,7 @@ export class KubernetesMachine extends CommandChannelMachine {
     const signal = signalOf(context, "workspace export");
     let resumeOutput: (() => void) | undefined;
     let finished = false;
+    let abandoned = false;
     const tar = new Readable({ read: () => resumeOutput?.() });
     const stderr: Buffer[] = [];
     const started = await startPodCommand(this.commandHost, {
@@ -148,13 +149,18 @@ export class KubernetesMachine extends CommandChannelMachine {
       },
       stdoutSink: (chunk, resume) => {
         resumeOutput = resume;
-        return tar.push(chunk);
+        return abandoned || tar.push(chunk);
       },
       signal,
     });
-    // A reader that gives up early must not leave tar running in the pod.
+    // A reader that gives up early must not leave tar running in the pod, nor the exec's
+    // output held back: its end (the status after the kill) comes behind that output, and a
+    // Docker-backed node finishes no exec in the container while one's output waits unread.
     tar.once("close", () => {
-      if (!finished) void started.kill().catch(() => {});
+      if (finished) return;
+      abandoned = true;
+      resumeOutput?.();
+      void started.kill().catch(() => {});
     });
     started.result.then(
       (result) => {

@@ -123,6 +123,23 @@ if (!env.missing) {
       expect(await homeDigest(target)).toBe(await homeDigest(source));
     });
 
+    it("an export abandoned mid-stream is killed and leaves the pod taking execs", async () => {
+      // Seen side by side in CI: a failed import abandons its export while the export's output is
+      // held back (the reader was slower); the kill and every later exec in that pod then hung.
+      const m = await provision(`abandon-${Date.now()}`);
+      await m.exec({ shell: "head -c 40000000 /dev/urandom > blob.bin" });
+      const tar = await m.files.exportWorkspace();
+      const first = await new Promise<Buffer>((resolve) => tar.once("data", resolve));
+      expect(first.length).toBeGreaterThan(0);
+      tar.pause();
+      // Long enough for the held-back output to fill what the connection buffers.
+      await new Promise((r) => setTimeout(r, 1_500));
+      tar.destroy();
+      // The kill runs after destroy() returns; each poll is one more exec into the pod.
+      const tarsLeft = async () => text((await m.exec({ shell: "pgrep -x tar || echo none" })).stdout).trim();
+      await expect.poll(tarsLeft, { timeout: 20_000 }).toBe("none");
+    });
+
     it("a pod that never becomes Ready is deleted after the timeout", async () => {
       const never = kubernetesProvider({ ...options, image: "agent-computer/missing:never", readyTimeoutMs: 1500 }, {});
       const labels = { "faults-case": `never-ready-${Date.now()}` };

@@ -663,9 +663,12 @@ export class KubernetesWireFixture {
         stream.end();
       }
     });
-    // Closing the connection ends the command's stdin; the command itself runs on, as in a cluster.
+    // Closing the connection ends the command's stdin; the command itself runs on, as in a cluster,
+    // its output dropped. The engine's stream must not stay paused for a reader that is gone: the
+    // engine then never finishes that exec's exit, and every later exec in the container hangs.
     ws.on("close", () => {
       if (!finished && withStdin) stream.end();
+      stream.resume();
     });
     const finish = async () => {
       if (finished) return;

@@ -753,6 +753,9 @@ export class DaytonaEmulator {
           `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${path}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
         );
       };
+      // A client gone mid-download must not leave the engine's stream paused: the engine then
+      // never finishes the exec, and every later exec in the container hangs.
+      res.once("close", () => stream.resume());
       await new Promise<void>((resolve) => {
         demux(
           stream,

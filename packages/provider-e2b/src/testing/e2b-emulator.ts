@@ -682,6 +682,9 @@ export class E2bEmulator {
       }
     });
     stream.on("data", (chunk: Buffer) => demuxer.push(chunk));
+    // A client gone mid-download must not leave the engine's stream paused: the engine then
+    // never finishes the exec, and every later exec in the sandbox hangs.
+    res.once("close", () => stream.resume());
     await new Promise<void>((resolve) => {
       stream.once("end", resolve);
       stream.once("close", resolve);
