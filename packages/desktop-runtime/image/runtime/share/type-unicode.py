@@ -1,10 +1,18 @@
 # Types characters that are not on the keyboard map: each is bound to a
 # spare keycode (rotating over several, so a press never races the rebinding
-# of the key before it), given time for clients to see the new map, then
-# pressed with XTest. The spare keys are unbound again at the end.
+# of the key before it; a character bound already keeps its key), given time
+# for clients to see the new map, then pressed with XTest.
+#
+# The keys stay bound when this ends: a client that takes the last press
+# after an unbind reads no symbol and drops the character (a loaded machine
+# dropped the last "ü" of a typed text so). The keys bound here are kept in
+# a state file per display and count as spare for the next run.
 import ctypes
+import os
 import sys
 import time
+
+STATE = "/tmp/.agent-computer-typed-keys-" + os.environ.get("DISPLAY", ":0").replace("/", "_")
 
 x11 = ctypes.CDLL("libX11.so.6")
 xtst = ctypes.CDLL("libXtst.so.6")
@@ -25,22 +33,46 @@ x11.XDisplayKeycodes(display, ctypes.byref(low), ctypes.byref(high))
 per = ctypes.c_int()
 count = high.value - low.value + 1
 mapping = x11.XGetKeyboardMapping(display, low.value, count, ctypes.byref(per))
-spare = [low.value + i for i in range(count) if all(mapping[i * per.value + j] == 0 for j in range(per.value))][:8]
+try:
+    with open(STATE) as f:
+        ours = {int(word) for word in f.read().split()}
+except (OSError, ValueError):
+    ours = set()
+def keysyms_of(i):
+    return [mapping[i * per.value + j] for j in range(per.value)]
+spare = [low.value + i for i in range(count) if low.value + i in ours or not any(keysyms_of(i))][:16]
 if not spare:
     sys.exit(3)
-used = set()
-for index, char in enumerate(sys.stdin.read()):
+bound = {}
+for i, keycode in enumerate(range(low.value, high.value + 1)):
+    if keycode in spare and any(keysyms_of(i)):
+        bound[keysyms_of(i)[0]] = keycode
+# Least recently pressed first: unbound keys, then keys bound by earlier runs.
+order = [c for c in spare if c not in bound.values()] + [c for c in spare if c in bound.values()]
+for char in sys.stdin.read():
     point = ord(char)
     keysym = point if (0x20 <= point <= 0x7E or 0xA0 <= point <= 0xFF) else 0x01000000 + point
-    keycode = spare[index % len(spare)]
-    used.add(keycode)
-    x11.XChangeKeyboardMapping(display, keycode, 2, (ctypes.c_ulong * 2)(keysym, keysym), 1)
-    x11.XSync(display, 0)
-    time.sleep(0.03)
+    keycode = bound.get(keysym)
+    if keycode is not None:
+        order.remove(keycode)
+    else:
+        keycode = order.pop(0)
+        bound = {k: c for k, c in bound.items() if c != keycode}
+        bound[keysym] = keycode
+        x11.XChangeKeyboardMapping(display, keycode, 2, (ctypes.c_ulong * 2)(keysym, keysym), 1)
+        x11.XSync(display, 0)
+        time.sleep(0.03)
+    order.append(keycode)
     xtst.XTestFakeKeyEvent(display, keycode, 1, 0)
     xtst.XTestFakeKeyEvent(display, keycode, 0, 0)
     x11.XSync(display, 0)
-time.sleep(0.1)
-for keycode in used:
-    x11.XChangeKeyboardMapping(display, keycode, 2, (ctypes.c_ulong * 2)(0, 0), 1)
-x11.XSync(display, 0)
+try:
+    with open(STATE + ".tmp", "w") as f:
+        f.write(" ".join(str(c) for c in sorted(set(bound.values()) | (ours & set(spare)))))
+    os.rename(STATE + ".tmp", STATE)
+except OSError:
+    # Unrecorded keys would never count as spare again: unbind them, late.
+    time.sleep(0.5)
+    for keycode in bound.values():
+        x11.XChangeKeyboardMapping(display, keycode, 2, (ctypes.c_ulong * 2)(0, 0), 1)
+    x11.XSync(display, 0)
