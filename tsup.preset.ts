@@ -17,10 +17,14 @@ export function packageBuild(
     bundleInCjs?: string[];
   } = {},
 ): Options[] {
-  const common = { dts: true, sourcemap: true, target: "node20" } as const;
+  const common = { sourcemap: true, target: "node20" } as const;
   const cjsEntry = Object.fromEntries(Object.entries(entry).filter(([name]) => !options.esmOnly?.includes(name)));
   return defineConfig([
     { ...common, entry, format: ["esm"], splitting: true, external: ["vitest"] },
     { ...common, entry: cjsEntry, format: ["cjs"], noExternal: options.bundleInCjs ?? [] },
+    // Types in one pass: one rollup of the declarations writes both .d.ts and
+    // .d.cts (a dts build per format checked every file twice). ESM-only
+    // entries get an unused .d.cts too, so the .d.ts chunks stay shared.
+    { ...common, entry, format: ["esm", "cjs"], dts: { only: true }, external: ["vitest"] },
   ]) as Options[];
 }
