@@ -15,6 +15,8 @@ export interface ContainerCommand extends MachineCommand {
 
 /** After the main process exits, how long background children may keep the output open. */
 const DRAIN_AFTER_EXIT_MS = 150;
+/** After the main process exits with no child left, how long the output still in flight may take. */
+const IN_FLIGHT_AFTER_EXIT_MS = 10_000;
 /** How often a long command's exec is polled to notice its main process exited. */
 const EXIT_POLL_MS = 1000;
 
@@ -24,7 +26,9 @@ const EXIT_POLL_MS = 1000;
  * the whole process tree inside the container (not only the stream).
  */
 export async function runContainerCommand(container: Docker.Container, command: ContainerCommand): Promise<ExecResult> {
-  const running = new RunningCommand(command, (argv) => killProcessTree(container, argv, command.user));
+  const running = new RunningCommand(command, async (argv) => {
+    await runHelper(container, argv, command.user);
+  });
   const withStdin = command.stdin !== undefined;
   const exec = await container.exec({
     Cmd: command.argv,
@@ -60,6 +64,9 @@ export async function runContainerCommand(container: Docker.Container, command: 
   running.startTimeout();
   // A background child may hold the output open after the main process
   // exits; polling the exec notices the exit so the call does not hang.
+  // With no child left, what is still in the pipe and the engine is on its
+  // way and ends the stream: it is waited for, so the tail of a large
+  // output (a file read) is never cut.
   let polling = true;
   const exited = (async (): Promise<"exited"> => {
     for (;;) {
@@ -67,7 +74,8 @@ export async function runContainerCommand(container: Docker.Container, command: 
       if (!polling) return new Promise<"exited">(() => {});
       const state = await exec.inspect().catch(() => undefined);
       if (state && !state.Running) {
-        await new Promise((r) => setTimeout(r, DRAIN_AFTER_EXIT_MS));
+        const childLeft = (await runHelper(container, running.survivorsArgv(), command.user).catch(() => 0)) === 0;
+        await new Promise((r) => setTimeout(r, childLeft ? DRAIN_AFTER_EXIT_MS : IN_FLIGHT_AFTER_EXIT_MS));
         return "exited";
       }
     }
@@ -122,8 +130,8 @@ async function inspectExec(exec: Docker.Exec): Promise<Docker.ExecInspectInfo> {
   });
 }
 
-/** Runs the kill-tree command `argv` in the container and waits for it. */
-async function killProcessTree(container: Docker.Container, argv: string[], user: string): Promise<void> {
+/** Runs a helper (the kill-tree or survivors script) in the container and gives its exit code. */
+async function runHelper(container: Docker.Container, argv: string[], user: string): Promise<number> {
   // As the command's own user, not root: without CAP_SYS_PTRACE (Docker
   // drops it) root may not read another user's /proc/<pid>/environ.
   const exec = await container.exec({
@@ -139,4 +147,5 @@ async function killProcessTree(container: Docker.Container, argv: string[], user
     stream.once("close", resolve);
     stream.once("error", () => resolve());
   });
+  return (await exec.inspect()).ExitCode ?? -1;
 }

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Machine } from "@agent-computer/core";
@@ -62,6 +63,32 @@ if (!env.missing) {
       expect(again).not.toBe("gone");
       owned.push(again as Machine);
       expect(text(await (again as Machine).files.read("notes/kept.txt"))).toBe("before the cut");
+    });
+
+    it("output still on its way when the command exits arrives whole: a file read is never cut", async () => {
+      const proxy = new EngineSocketProxy(join(dataDir, "engine-slow.sock"));
+      await proxy.listen();
+      const slow = dockerProvider({ docker: new Docker({ socketPath: proxy.path }), image: env.image, dataDir });
+      const m = await slow.provision({ computerId: "faults-slow", homeKey: `slow-${Date.now()}` });
+      owned.push(m);
+      const bytes = randomBytes(300_000);
+      await m.files.write("big.bin", bytes);
+      // The engine's answers reach us 2.5 s late: cat has long exited when its
+      // output arrives, and the exit poll (every second) sees it first.
+      proxy.delayExecOutput(2500);
+      try {
+        const read = await m.files.read("big.bin");
+        expect(read.length).toBe(bytes.length);
+        expect(Buffer.from(read).equals(bytes)).toBe(true);
+        // A child that keeps the output open still does not hold the call.
+        proxy.delayExecOutput(0);
+        const started = performance.now();
+        const detached = await m.exec({ shell: "sleep 30 & echo started" });
+        expect(text(detached.stdout)).toBe("started\n");
+        expect(performance.now() - started).toBeLessThan(10_000);
+      } finally {
+        await proxy.cut();
+      }
     });
 
     it("a home with hostile names round-trips through export and import", async () => {

@@ -62,6 +62,14 @@ if (!env.missing) {
       }, 60_000);
     }
 
+    it("ends a command when its output closes, as envd's Wait does: a child holding it is waited for", async () => {
+      // The emulator once ended a command shortly after its leader exited, which cut the
+      // last bytes of a large read under load; envd waits for the output pipes instead.
+      const result = await machine.exec({ shell: "(sleep 1; echo late) & echo early" });
+      expect(result.exitCode).toBe(0);
+      expect(new TextDecoder().decode(result.stdout)).toBe("early\nlate\n");
+    });
+
     it("gives a typed error and leaves no orphan when the envd stream drops mid-command", async () => {
       const probe = `orphan-probe-${Date.now()}`;
       emulator.dropNextStreams(1, 1);

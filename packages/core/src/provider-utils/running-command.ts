@@ -17,6 +17,11 @@ const KILL_TREE = `for pass in 1 2; do for p in /proc/[0-9]*; do
   grep -qzx "${MARKER}=$1" "$p/environ" 2>/dev/null && kill -KILL "\${p#/proc/}" 2>/dev/null
 done; done; true`;
 
+// Exits 0 while any process of the tree lives (one the command's user may read).
+const ANY_ALIVE = `for p in /proc/[0-9]*; do
+  grep -qzx "${MARKER}=$1" "$p/environ" 2>/dev/null && exit 0
+done; exit 1`;
+
 /** What of a command its bookkeeping needs. */
 export interface RunningCommandOptions {
   env?: Record<string, string>;
@@ -99,6 +104,15 @@ export class RunningCommand {
   kill(): Promise<void> {
     this.killing ??= this.killTree(["sh", "-c", KILL_TREE, "kill-tree", this.marker]);
     return this.killing;
+  }
+
+  /**
+   * A script that exits 0 while a process of the command's tree still lives
+   * and 1 once none does: after the main process exits, only such a process
+   * can hold the output open (see provider-docker's container-command.ts).
+   */
+  survivorsArgv(): string[] {
+    return ["sh", "-c", ANY_ALIVE, "any-alive", this.marker];
   }
 
   /** After a timeout, waits for its kill to end, so no process outlives the result. */

@@ -43,6 +43,8 @@ interface ProcessRecord {
   pid: number;
   stream?: Duplex;
   pidFile: string;
+  /** SIGKILL or SIGTERM: stop waiting for the output to close; the end follows the leader's exit. */
+  cancelOutput?: () => void;
 }
 
 interface EmulatedSandbox {
@@ -557,6 +559,7 @@ export class E2bEmulator {
         if (!proc) return this.json(res, 404, { code: "not_found", message: "process not found" });
         // Like envd: the signal reaches the leader only (E2B #500).
         const signal = input.signal === "SIGNAL_SIGTERM" ? "TERM" : "KILL";
+        proc.cancelOutput?.();
         await this.execCollect(sandbox, ["sh", "-c", `kill -${signal} "$(cat "$1")"`, "signal", proc.pidFile], "0:0");
         return this.json(res, 200, {});
       }
@@ -628,22 +631,19 @@ export class E2bEmulator {
       res.end(envelope({}, END_STREAM));
       stream.destroy();
     };
-    stream.once("end", () => void settle());
-    // A background child may hold the output open after the leader exits: poll the exec, as envd waits on the leader.
-    const poll = setInterval(() => void settle(true), 250);
-    let settling = false;
-    const settle = async (polled = false) => {
-      if (settling || ended) return;
-      settling = true;
-      const state = await exec.inspect().catch(() => undefined);
-      if (!polled || (state && !state.Running)) {
-        clearInterval(poll);
-        // The output ended: all of it has arrived. The leader exited with the output
-        // still open (a background child holds it): give what is in flight a moment.
-        if (polled) await new Promise((r) => setTimeout(r, 100));
-        await finish();
-      }
-      settling = false;
+    // envd's Wait sends the end event once the output pipes close, so a background child
+    // holding them keeps the command open; SIGKILL or SIGTERM cancels that wait, and the
+    // end follows the leader's exit (infra packages/envd/internal/services/process/handler/handler.go: Wait, SendSignal).
+    stream.once("end", () => void finish());
+    let poll: NodeJS.Timeout | undefined;
+    proc.cancelOutput = () => {
+      poll ??= setInterval(async () => {
+        const state = await exec.inspect().catch(() => undefined);
+        if (state && !state.Running) {
+          clearInterval(poll);
+          await finish();
+        }
+      }, 100);
     };
     res.once("close", () => {
       clearInterval(poll);
