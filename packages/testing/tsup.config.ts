@@ -8,6 +8,7 @@ export default packageBuild(
     "conformance/index": "src/conformance/index.ts",
     "bench/index": "src/bench/index.ts",
     "provider-test/index": "src/provider-test/index.ts",
+    "emulator/index": "src/emulator/index.ts",
   },
   { esmOnly: ["conformance/index", "provider-test/index"] },
 );

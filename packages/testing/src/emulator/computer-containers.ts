@@ -1,0 +1,226 @@
+import { randomBytes } from "node:crypto";
+import type { Duplex, Readable } from "node:stream";
+import type Docker from "dockerode";
+import tar from "tar-stream";
+
+/** How a service sets up one machine: what differs from service to service. */
+export interface MachineSpec {
+  image: string;
+  /** A readable part of the container's name (the service's id). */
+  name: string;
+  /** Extra labels (the emulator's own label is always set). */
+  labels?: Record<string, string>;
+  /** "uid:gid" the machine's main process runs as. */
+  user: string;
+  env?: Record<string, string>;
+  /** The main process (default `sleep infinity`, the entrypoint cleared). */
+  cmd?: string[];
+  entrypoint?: string[];
+  /** Docker network (default "bridge"). */
+  network?: string;
+  /** All capabilities dropped but SYS_CHROOT, and no-new-privileges, as a hardened service runs them (default true). */
+  hardened?: boolean;
+  /** /dev/shm's size (the computer image's COMPUTER_SHM_BYTES: Chromium needs it). */
+  shmBytes: number;
+  /** The seccomp profile, as JSON (the computer image's computerSeccompProfile()). */
+  seccompProfile: string;
+  /** Files put in before the first start. */
+  files?: { path: string; mode: number; body: Buffer }[];
+}
+
+/** One command's end: its exit code and both outputs, whole. */
+export interface CollectedExec {
+  exitCode: number;
+  stdout: Buffer;
+  stderr: Buffer;
+}
+
+/** A command started in a machine: its demultiplexed output as it comes, and its end. */
+export interface StartedExec {
+  exec: Docker.Exec;
+  /** The engine's stream: write stdin to it (when asked for), destroy it to stop reading. */
+  stream: Duplex;
+}
+
+export interface ExecOptions {
+  user: string;
+  env?: Record<string, string>;
+  workingDir?: string;
+  stdin?: boolean;
+}
+
+/**
+ * The machines of one emulator: real containers of the computer image on
+ * the Docker engine, labelled so `removeAll` finds every one (and the
+ * images archives made). Services differ in user, home, entrypoint and
+ * network; `MachineSpec` carries those, set as each service sets them.
+ */
+export class ComputerContainers {
+  /** Label value of this emulator instance: its containers and archive images carry it. */
+  readonly instance = randomBytes(4).toString("hex");
+
+  constructor(
+    readonly docker: Docker,
+    /** The label key of this kind of emulator ("agent-computer.test/box-emulator", ...). */
+    readonly label: string,
+  ) {}
+
+  /** Creates and starts a machine; gives its container id and address. */
+  async create(spec: MachineSpec): Promise<{ id: string; ip: string }> {
+    const hardened = spec.hardened ?? true;
+    const container = await this.docker.createContainer({
+      name: `${this.label.split("/").pop()}-${this.instance}-${spec.name}-${randomBytes(2).toString("hex")}`,
+      Image: spec.image,
+      Cmd: spec.cmd ?? ["sleep", "infinity"],
+      Entrypoint: spec.entrypoint ?? [],
+      User: spec.user,
+      WorkingDir: "/",
+      Env: Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`),
+      Labels: { ...spec.labels, [this.label]: this.instance },
+      HostConfig: {
+        Init: true,
+        ShmSize: spec.shmBytes,
+        SecurityOpt: [`seccomp=${spec.seccompProfile}`, ...(hardened ? ["no-new-privileges:true"] : [])],
+        ...(hardened ? { CapDrop: ["ALL"], CapAdd: ["SYS_CHROOT"] } : {}),
+        NetworkMode: spec.network ?? "bridge",
+      },
+    });
+    if (spec.files?.length) await container.putArchive(tarOf(spec.files), { path: "/" });
+    return { id: container.id, ip: await this.start(container.id) };
+  }
+
+  /** Starts a stopped machine; gives its (new) address. */
+  async start(id: string): Promise<string> {
+    const container = this.docker.getContainer(id);
+    await container.start().catch((error: { statusCode?: number }) => {
+      if (error.statusCode !== 304) throw error;
+    });
+    const info = await container.inspect();
+    return Object.values(info.NetworkSettings.Networks ?? {})[0]?.IPAddress ?? "";
+  }
+
+  /** Stops a machine, its disk kept. */
+  async stop(id: string): Promise<void> {
+    await this.docker
+      .getContainer(id)
+      .stop({ t: 1 })
+      .catch((error: { statusCode?: number }) => {
+        if (error.statusCode !== 304) throw error;
+      });
+  }
+
+  /** Freezes a machine's processes, memory kept. */
+  pause(id: string): Promise<void> {
+    return this.docker.getContainer(id).pause();
+  }
+
+  unpause(id: string): Promise<void> {
+    return this.docker.getContainer(id).unpause();
+  }
+
+  /** Archives a machine: its filesystem becomes an image (named by `tag`), and the container goes. */
+  async archive(id: string, tag: string): Promise<string> {
+    const repo = `agent-computer-test/${this.label.split("/").pop()}-archive-${this.instance}`;
+    await this.docker.getContainer(id).commit({ repo, tag, changes: [`LABEL ${this.label}=${this.instance}`] });
+    await this.remove(id);
+    return `${repo}:${tag}`;
+  }
+
+  /** Removes a machine (paused or not); a machine already gone is fine. */
+  async remove(id: string): Promise<void> {
+    const container = this.docker.getContainer(id);
+    await container.unpause().catch(() => {});
+    await container.remove({ force: true }).catch(() => {});
+  }
+
+  async removeImage(image: string): Promise<void> {
+    await this.docker
+      .getImage(image)
+      .remove({ force: true })
+      .catch(() => {});
+  }
+
+  /** Removes every machine and archive image of this emulator instance. */
+  async removeAll(): Promise<void> {
+    const filters = { label: [`${this.label}=${this.instance}`] };
+    const containers = await this.docker.listContainers({ all: true, filters }).catch(() => []);
+    await Promise.all(containers.map((c) => this.remove(c.Id)));
+    const images = await this.docker.listImages({ filters }).catch(() => []);
+    await Promise.all(images.map((i) => this.removeImage(i.Id)));
+  }
+
+  /** Starts a command in a machine; its output is read from `stream` (see `demuxEngineStream`). */
+  async startCommand(id: string, argv: string[], options: ExecOptions): Promise<StartedExec> {
+    const exec = await this.docker.getContainer(id).exec({
+      Cmd: argv,
+      User: options.user,
+      Env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),
+      ...(options.workingDir ? { WorkingDir: options.workingDir } : {}),
+      AttachStdin: options.stdin === true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+    });
+    const stream = (await exec.start({ hijack: options.stdin === true, stdin: options.stdin === true })) as Duplex;
+    return { exec, stream };
+  }
+
+  /** Runs a command to its end (stdin, when given, written whole) and gives its exit code and output. */
+  async run(id: string, argv: string[], options: ExecOptions & { input?: Buffer }): Promise<CollectedExec> {
+    const { exec, stream } = await this.startCommand(id, argv, { ...options, stdin: options.input !== undefined });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    const ended = untilEnded(stream);
+    demuxEngineStream(
+      stream,
+      (chunk) => stdout.push(chunk),
+      (chunk) => stderr.push(chunk),
+    );
+    if (options.input !== undefined) stream.end(options.input);
+    await ended;
+    const state = await exec.inspect();
+    return { exitCode: state.ExitCode ?? -1, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) };
+  }
+}
+
+/** Resolves when the engine's stream ends, closes or fails. */
+export function untilEnded(stream: Duplex): Promise<void> {
+  return new Promise<void>((resolve) => {
+    stream.once("end", resolve);
+    stream.once("close", resolve);
+    stream.once("error", () => resolve());
+  });
+}
+
+/**
+ * Splits the engine's multiplexed exec output (1 byte stream id, 3 zero
+ * bytes, a big-endian uint32 length, the payload) into stdout and stderr.
+ */
+export function demuxEngineStream(
+  stream: Duplex,
+  onStdout: (chunk: Buffer) => void,
+  onStderr: (chunk: Buffer) => void,
+): void {
+  let pending: Buffer = Buffer.alloc(0);
+  stream.on("data", (data: Buffer) => {
+    pending = pending.length === 0 ? data : Buffer.concat([pending, data]);
+    while (pending.length >= 8) {
+      const size = pending.readUInt32BE(4);
+      if (pending.length < 8 + size) break;
+      const kind = pending[0];
+      const payload = Buffer.from(pending.subarray(8, 8 + size));
+      pending = pending.subarray(8 + size);
+      if (kind === 2) onStderr(payload);
+      else if (kind === 1) onStdout(payload);
+    }
+  });
+}
+
+/** A tar of a few files owned by root, for `putArchive`. */
+function tarOf(files: { path: string; mode: number; body: Buffer }[]): Readable {
+  const pack = tar.pack();
+  for (const file of files)
+    pack.entry({ name: file.path.replace(/^\//, ""), mode: file.mode, uid: 0, gid: 0 }, file.body);
+  pack.finalize();
+  return pack as unknown as Readable;
+}

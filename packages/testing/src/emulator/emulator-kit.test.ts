@@ -1,0 +1,76 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { FaultRules } from "./fault-rules.js";
+import { ServiceRecorder } from "./service-recorder.js";
+
+describe("FaultRules", () => {
+  it("answers the matching requests in order, lets `skip` through first, and counts down", () => {
+    const faults = new FaultRules();
+    faults.inject({ method: "POST", path: /^\/boxes$/, status: 503, times: 2, skip: 1 });
+    faults.inject({ path: /^\/boxes\/b1$/, status: 404 });
+    expect(faults.pending).toBe(3);
+    expect(faults.take("GET", "/boxes")).toBeUndefined();
+    expect(faults.take("POST", "/boxes")).toBeUndefined();
+    expect(faults.take("POST", "/boxes")?.status).toBe(503);
+    expect(faults.take("DELETE", "/boxes/b1")?.status).toBe(404);
+    expect(faults.take("POST", "/boxes")?.status).toBe(503);
+    expect(faults.take("POST", "/boxes")).toBeUndefined();
+    expect(faults.pending).toBe(0);
+  });
+
+  it("keeps a fault given until cleared", () => {
+    const faults = new FaultRules();
+    faults.inject({ path: /./, status: 429, times: Number.POSITIVE_INFINITY });
+    for (let i = 0; i < 5; i++) expect(faults.take("GET", "/x")?.status).toBe(429);
+    faults.clear();
+    expect(faults.take("GET", "/x")).toBeUndefined();
+  });
+});
+
+describe("ServiceRecorder", () => {
+  const recorder = () =>
+    new ServiceRecorder("Example", [
+      {
+        name: "createThing",
+        method: "POST",
+        path: /^\/things$/,
+        source: "example openapi.yaml#/paths/~1things/post",
+        body: z.object({ name: z.string() }).strict(),
+        responses: { 201: z.object({ id: z.string() }), 400: null },
+      },
+      {
+        name: "getThing",
+        method: "GET",
+        path: /^\/things\/[^/]+$/,
+        source: "example openapi.yaml#/paths/~1things~1{id}/get",
+        query: z.object({ verbose: z.enum(["true", "false"]) }).partial(),
+        responses: { 200: z.object({ id: z.string() }) },
+      },
+    ]);
+
+  it("records exchanges that keep to the definition without a violation", () => {
+    const r = recorder();
+    r.request("POST", "/things", { body: { name: "a" } }).answer(201, { id: "t1" });
+    r.request("GET", "/things/t1", { query: new URLSearchParams("verbose=true") }).answer(200, { id: "t1" });
+    expect(r.calls.map((c) => c.operation)).toEqual(["createThing", "getThing"]);
+    expect(r.violations).toEqual([]);
+    r.assertNoViolations();
+  });
+
+  it("counts an unknown route, a bad body or query, an unlisted status and a bad answer", () => {
+    const r = recorder();
+    r.request("PUT", "/things").answer(404);
+    r.request("POST", "/things", { body: { name: 1, extra: true } }).answer(400);
+    r.request("GET", "/things/t1", { query: new URLSearchParams("verbose=maybe"), body: {} }).answer(500);
+    r.request("GET", "/things/t1").answer(200, { name: "no id" });
+    expect(r.violations.map((v) => [v.where, v.operation])).toEqual([
+      ["route", undefined],
+      ["request", "createThing"],
+      ["request", "getThing"],
+      ["request", "getThing"],
+      ["response", "getThing"],
+      ["response", "getThing"],
+    ]);
+    expect(() => r.assertNoViolations()).toThrow(/6 exchanges left Example's definition/);
+  });
+});
