@@ -1,0 +1,193 @@
+import { randomBytes } from "node:crypto";
+import type { Readable } from "node:stream";
+import { HOME_TRANSFER_SCRIPTS, homeExportFailure, importHomeByScripts } from "@agent-computer/checkpoint";
+import { AgentComputerError, loggerOf, type OpContext, signalOf, throwIfDone } from "@agent-computer/core";
+import { CommandChannelMachine, destroyOnAbort } from "@agent-computer/core/provider-utils";
+import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+
+/** What a hosted machine is told by its provider. */
+export interface HostedMachineSettings {
+  /** The home, absolute, inside the machine. */
+  workspacePath: string;
+  /** The machine as messages name it ("the sandbox", "the box"). */
+  machineName: string;
+  /** The provider's name in log lines ("e2b", "box"). */
+  logName: string;
+  /** How many screens a desktop may have beyond the first (the desktop runtime's `screenLimit`). */
+  screenLimit?: number;
+  /** Where imports unpack before the swap (checkpoint's `stagingRoot`); beside the home by default. */
+  stagingRoot?: string;
+  /**
+   * Refreshes the service's idle timer while the machine is used (a
+   * command, a file call, a desktop), at most once per `everyMs`; failures
+   * are ignored (the next use tries again).
+   */
+  keepAlive?: { everyMs: number; refresh(): Promise<void> };
+}
+
+/**
+ * One machine of a hosted service: a computer-image machine reached through
+ * the service's command channel (docs/architecture.md §9). The kit does
+ * what every service shares, once: exec and the home's files over
+ * `runCommand` (core's CommandChannelMachine), desktops through the shared
+ * Linux runtime, the home's import and export as one tar through a file
+ * beside the home, the keep-alive, and refusing calls on a handle whose
+ * machine it deleted. A provider adds its translation: running a command,
+ * moving a file in and out, a port's URL, stop and destroy.
+ */
+export abstract class HostedMachine extends CommandChannelMachine {
+  private spent = false;
+  private lastKeepAlive = 0;
+
+  constructor(protected readonly hosted: HostedMachineSettings) {
+    // Desktops come from the shared Linux runtime, through this machine's exec and port URLs (docs/architecture.md §4).
+    super(
+      hosted.workspacePath,
+      (machine) => new LinuxDesktopRuntime(machine, { screenLimit: hosted.screenLimit ?? 0 }),
+    );
+  }
+
+  /** The error for a machine that no longer exists (PROVIDER_GONE, saying how to replace it). */
+  abstract goneError(): AgentComputerError;
+  /** Puts `data` at `file` (absolute, beside the home) through the service's file transfer. */
+  protected abstract uploadFile(file: string, data: Readable, signal: AbortSignal): Promise<void>;
+  /** Reads `file` (absolute) through the service's file transfer, as a stream. */
+  protected abstract downloadFile(file: string, signal: AbortSignal): Promise<Readable>;
+
+  /** From now on every call on this handle says gone: its machine was deleted through it. */
+  protected markSpent(): void {
+    this.spent = true;
+  }
+
+  protected refuseSpent(): void {
+    if (this.spent) throw this.goneError();
+  }
+
+  /** The machine is being used: refreshes the service's idle timer when one is due. */
+  protected touch(): void {
+    const keepAlive = this.hosted.keepAlive;
+    if (!keepAlive || Date.now() - this.lastKeepAlive < keepAlive.everyMs) return;
+    this.lastKeepAlive = Date.now();
+    void keepAlive.refresh().catch(() => {});
+  }
+
+  /** A fresh name beside the home (on its filesystem, so a final move is a rename). */
+  protected transferFile(suffix = ".tar"): string {
+    const slash = this.workspacePath.lastIndexOf("/");
+    const name = `.${this.workspacePath.slice(slash + 1)}.transfer-${randomBytes(6).toString("hex")}${suffix}`;
+    return `${this.workspacePath.slice(0, slash)}/${name}`;
+  }
+
+  /** Runs one of the kit's or checkpoint's shell scripts from `/` with its arguments. */
+  protected runScript(script: string, name: string, args: string[], signal: AbortSignal, what: string) {
+    return this.runCommand(
+      { argv: ["sh", "-c", script, name, ...args], workingDir: "/", maxOutputBytes: 64 * 1024 },
+      { signal },
+      what,
+    );
+  }
+
+  /** Removes a transfer file, best effort, without holding up the caller. */
+  protected removeLater(file: string): void {
+    void this.runScript(
+      'rm -f -- "$1"',
+      "remove-transfer",
+      [file],
+      AbortSignal.timeout(30_000),
+      "remove a transfer file",
+    ).catch(() => {});
+  }
+
+  /** Makes the home folder, from / (a new machine may have none yet, so a command cannot start in it). */
+  async makeHome(context: OpContext): Promise<void> {
+    const made = await this.runCommand(
+      { argv: ["mkdir", "-p", "--", this.workspacePath], workingDir: "/", maxOutputBytes: 4096 },
+      context,
+      "make the home",
+    );
+    if (made.exitCode !== 0) {
+      throw new AgentComputerError(
+        "UNAVAILABLE",
+        `${capitalized(this.hosted.machineName)} could not make its home ${this.workspacePath} (exit ${made.exitCode}): ${text(made.stderr) || "no message"}`,
+        { retryable: false },
+      );
+    }
+  }
+
+  /**
+   * The home as one tar: checkpoint's export script writes it to a file
+   * beside the home, which is read through the service's file transfer and
+   * removed once the reader is done with it, however it ends.
+   */
+  protected async exportHome(context: OpContext): Promise<Readable> {
+    this.refuseSpent();
+    const signal = signalOf(context, "workspace export");
+    const file = this.transferFile();
+    const packed = await this.runScript(
+      HOME_TRANSFER_SCRIPTS.exportHomeToFile,
+      "export-home",
+      [this.workspacePath, file],
+      signal,
+      "export the workspace",
+    );
+    if (packed.exitCode !== 0) {
+      this.removeLater(file);
+      throw homeExportFailure(packed, this);
+    }
+    let tar: Readable;
+    try {
+      tar = await this.downloadFile(file, signal);
+    } catch (error) {
+      this.removeLater(file);
+      throw signal.aborted ? signal.reason : error;
+    }
+    tar.once("close", () => this.removeLater(file));
+    return tar;
+  }
+
+  protected importHome(tar: Readable, context: OpContext): Promise<void> {
+    return this.importInTurn(() => this.importNow(tar, context));
+  }
+
+  /**
+   * Replaces the home whole with checkpoint's `importHomeByScripts`: the
+   * checked archive goes through the service's file transfer as a file
+   * beside the home, which the machine unpacks and swaps in.
+   */
+  private async importNow(tar: Readable, context: OpContext): Promise<void> {
+    throwIfDone(context, "workspace import");
+    this.refuseSpent();
+    const signal = signalOf(context, "workspace import");
+    const stopWatching = destroyOnAbort(tar, signal);
+    const file = this.transferFile();
+    const run = (script: string, name: string, args: string[], on: AbortSignal) =>
+      this.runScript(script, name, args, on, "import the workspace");
+    try {
+      const stats = await importHomeByScripts(tar, {
+        workspacePath: this.workspacePath,
+        ref: this.ref,
+        machineName: this.hosted.machineName,
+        signal,
+        ...(this.hosted.stagingRoot ? { stagingRoot: this.hosted.stagingRoot } : {}),
+        stage: async (archive, tag) => {
+          await this.uploadFile(file, archive, signal);
+          return run(HOME_TRANSFER_SCRIPTS.stageHomeFromFile, "stage-home", [this.workspacePath, tag, file], signal);
+        },
+        run,
+      });
+      loggerOf(context).info(`${this.hosted.logName} home imported`, { ref: this.ref, ...stats });
+    } finally {
+      stopWatching();
+      this.removeLater(file);
+    }
+  }
+}
+
+/** A command's output as short text for a message. */
+export function text(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString("utf8").trim().slice(0, 500);
+}
+
+function capitalized(name: string): string {
+  return name.charAt(0).toUpperCase() + name.slice(1);
+}

@@ -1,0 +1,15 @@
+export { HostedMachine, type HostedMachineSettings, text } from "./hosted-machine.js";
+export {
+  type ComputerQuarantine,
+  memoryQuarantine,
+  type QuarantineRecords,
+  stateStoreQuarantine,
+} from "./machine-quarantine.js";
+export { abortableSleep, type RetryWithinOptions, retryWithin } from "./retry-within.js";
+export {
+  isNetworkFailure,
+  isTransientStatus,
+  redactSecrets,
+  type ServiceFailure,
+  serviceFailure,
+} from "./service-failure.js";
