@@ -70,13 +70,12 @@ if (!env.missing) {
       await proxy.listen();
       const slow = dockerProvider({ docker: new Docker({ socketPath: proxy.path }), image: env.image, dataDir });
       const m = await slow.provision({ computerId: "faults-slow", homeKey: `slow-${Date.now()}` });
-      owned.push(m);
-      const bytes = randomBytes(300_000);
-      await m.files.write("big.bin", bytes);
-      // The engine's answers reach us 2.5 s late: cat has long exited when its
-      // output arrives, and the exit poll (every second) sees it first.
-      proxy.delayExecOutput(2500);
       try {
+        const bytes = randomBytes(300_000);
+        await m.files.write("big.bin", bytes);
+        // The engine's answers reach us 2.5 s late: cat has long exited when its
+        // output arrives, and the exit poll (every second) sees it first.
+        proxy.delayExecOutput(2500);
         const read = await m.files.read("big.bin");
         expect(read.length).toBe(bytes.length);
         expect(Buffer.from(read).equals(bytes)).toBe(true);
@@ -87,6 +86,9 @@ if (!env.missing) {
         expect(text(detached.stdout)).toBe("started\n");
         expect(performance.now() - started).toBeLessThan(10_000);
       } finally {
+        // Destroyed through the proxy while it still forwards: a cut proxy would leave the computer behind.
+        proxy.delayExecOutput(0);
+        await m.destroy().catch(() => {});
         await proxy.cut();
       }
     });
