@@ -22,7 +22,12 @@ export interface HostedMachineSettings {
    * command, a file call, a desktop), at most once per `everyMs`; failures
    * are ignored (the next use tries again).
    */
-  keepAlive?: { everyMs: number; refresh(): Promise<void> };
+  keepAlive?: {
+    everyMs: number;
+    refresh(): Promise<void>;
+    /** The service set its timer when the machine was made or resumed: the first refresh waits `everyMs`. */
+    freshAtStart?: boolean;
+  };
 }
 
 /**
@@ -45,6 +50,7 @@ export abstract class HostedMachine extends CommandChannelMachine {
       hosted.workspacePath,
       (machine) => new LinuxDesktopRuntime(machine, { screenLimit: hosted.screenLimit ?? 0 }),
     );
+    if (hosted.keepAlive?.freshAtStart) this.lastKeepAlive = Date.now();
   }
 
   /** The error for a machine that no longer exists (PROVIDER_GONE, saying how to replace it). */
