@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { AgentComputerError } from "@agent-computer/core";
+import { isTransientStatus, redactSecrets, retryWithin } from "@agent-computer/provider-kit";
 import { z } from "zod";
 
 // The Box service's HTTP API as this package uses it, in ONE file so that a
@@ -234,64 +235,69 @@ export class BoxClient {
     return answer.encoding === "base64" ? Buffer.from(answer.content, "base64") : Buffer.from(answer.content, "utf8");
   }
 
-  private async call<T extends z.ZodType>(
+  /** One call; 429, 5xx and no answer are tried again within the deadline (the kit's `retryWithin`). */
+  private call<T extends z.ZodType>(
     method: string,
     path: string,
     schema: T,
     what: string,
     options: RequestOptions,
   ): Promise<z.output<T>> {
-    const until = options.until ?? Date.now() + this.options.retryMs;
     const url = new URL(`${this.options.baseUrl.replace(/\/+$/, "")}${path}`);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
-    let delay = 200;
-    for (;;) {
+    return retryWithin(() => this.attempt(method, url, schema, what, options), {
+      until: options.until ?? Date.now() + this.options.retryMs,
+      signal: options.signal,
+      isTransient: (error) => {
+        const status = statusOfFailure(error);
+        return status === 0 || isTransientStatus(status);
+      },
+      failure: (error) => error,
+      firstDelayMs: 200,
+    });
+  }
+
+  private async attempt<T extends z.ZodType>(
+    method: string,
+    url: URL,
+    schema: T,
+    what: string,
+    options: RequestOptions,
+  ): Promise<z.output<T>> {
+    const signals = [AbortSignal.timeout(this.options.requestTimeoutMs)];
+    if (options.signal) signals.push(options.signal);
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method,
+        signal: AbortSignal.any(signals),
+        headers: {
+          authorization: `Bearer ${this.options.apiKey}`,
+          accept: "application/json",
+          ...(options.body === undefined ? {} : { "content-type": "application/json" }),
+          ...options.headers,
+        },
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      });
+    } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason;
-      const signals = [AbortSignal.timeout(this.options.requestTimeoutMs)];
-      if (options.signal) signals.push(options.signal);
-      let response: Response | undefined;
-      let failure = new AgentComputerError("UNAVAILABLE", `The Box API did not answer (${what}).`);
-      try {
-        response = await fetch(url, {
-          method,
-          signal: AbortSignal.any(signals),
-          headers: {
-            authorization: `Bearer ${this.options.apiKey}`,
-            accept: "application/json",
-            ...(options.body === undefined ? {} : { "content-type": "application/json" }),
-            ...options.headers,
-          },
-          body: options.body === undefined ? undefined : JSON.stringify(options.body),
-        });
-      } catch (error) {
-        if (options.signal?.aborted) throw options.signal.reason;
-        // No answer (refused, reset, our request deadline): nothing says the call did not happen.
-        failure = new AgentComputerError("UNAVAILABLE", `The Box API did not answer (${what}): ${nameOf(error)}.`, {
-          details: { status: 0 },
-        });
-      }
-      if (response) {
-        const text = await response.text().catch(() => "");
-        const json = parseJson(text);
-        if (response.ok) {
-          const parsed = schema.safeParse(json);
-          if (parsed.success) return parsed.data;
-          throw new AgentComputerError(
-            "UNAVAILABLE",
-            `The Box API answered ${what} with an unexpected shape: ${this.redact(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "))}.`,
-            { retryable: false, details: { status: response.status } },
-          );
-        }
-        failure = this.failure(response.status, json, what);
-        if (!(response.status === 429 || response.status >= 500)) throw failure;
-      }
-      // 429, 5xx or no answer: again within the deadline.
-      if (Date.now() + delay > until) throw failure;
-      await sleep(delay, options.signal);
-      delay = Math.min(delay * 2, 2_000);
+      // No answer (refused, reset, our request deadline): nothing says the call did not happen.
+      throw new AgentComputerError("UNAVAILABLE", `The Box API did not answer (${what}): ${nameOf(error)}.`, {
+        details: { status: 0 },
+      });
     }
+    const text = await response.text().catch(() => "");
+    const json = parseJson(text);
+    if (!response.ok) throw this.failure(response.status, json, what);
+    const parsed = schema.safeParse(json);
+    if (parsed.success) return parsed.data;
+    throw new AgentComputerError(
+      "UNAVAILABLE",
+      `The Box API answered ${what} with an unexpected shape: ${this.redact(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "))}.`,
+      { retryable: false, details: { status: response.status } },
+    );
   }
 
   private failure(status: number, json: unknown, what: string): AgentComputerError {
@@ -312,9 +318,7 @@ export class BoxClient {
 
   /** Removes the key, route tokens and anything token-like from text the service sent. */
   redact(text: string): string {
-    let out = text;
-    for (const secret of this.options.secrets) if (secret.length >= 4) out = out.split(secret).join("[redacted]");
-    return out.replace(/(token|key|authorization|bearer)([=: "]+)[A-Za-z0-9._~+/-]{8,}/gi, "$1$2[redacted]");
+    return redactSecrets(text, this.options.secrets);
   }
 }
 
@@ -344,18 +348,4 @@ function parseJson(text: string): unknown {
 function nameOf(error: unknown): string {
   const e = error as { name?: string; cause?: { code?: string } };
   return e?.cause?.code ?? e?.name ?? "no answer";
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
 }

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { PassThrough, type Readable } from "node:stream";
-import { HOME_TRANSFER_SCRIPTS, homeExportFailure, importHomeByScripts } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -9,15 +8,9 @@ import {
   type OpContext,
   type ProviderRef,
   signalOf,
-  throwIfDone,
 } from "@agent-computer/core";
-import {
-  CommandChannelMachine,
-  destroyOnAbort,
-  enterOperation,
-  type MachineCommand,
-} from "@agent-computer/core/provider-utils";
-import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import { enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
+import { HostedMachine, text } from "@agent-computer/provider-kit";
 import { BOX_GONE_STATES, BOX_READY_STATES, type BoxClient, type BoxCommandResult } from "./box-client.js";
 import { type BoxCommandHost, runBoxCommand, STAGE_PART_BYTES, shellQuote, stageBytes } from "./box-command.js";
 import type { ParsedBoxOptions } from "./box-provider-options.js";
@@ -30,17 +23,16 @@ export interface BoxMachineHost {
 }
 
 /**
- * One Box. Commands run detached through the commands API with their
- * output polled (box-command.ts); the home is a folder inside the box,
- * moved in and out as one tar through the files API in parts; ports are
- * the service's private routes (`host <port> --private`). Use refreshes
- * the box's TTL; stop archives it (memory is not kept) and a command on an
- * archived box resumes it first (`noEnv` again).
+ * One Box, a HostedMachine of the kit. Commands run detached through the
+ * commands API with their output polled (box-command.ts); the home is a
+ * folder inside the box, moved in and out as one tar through the files API
+ * in parts; ports are the service's private routes (`host <port>
+ * --private`). Use refreshes the box's TTL, so an idle box archives after
+ * its TTL and a busy one never does; stop archives it (memory is not kept)
+ * and a command on an archived box resumes it first (`noEnv` again).
  */
-export class BoxMachine extends CommandChannelMachine implements BoxCommandHost {
+export class BoxMachine extends HostedMachine implements BoxCommandHost {
   readonly ref: ProviderRef;
-  private deleted = false;
-  private lastRefresh = Date.now();
   private readonly routes = new Map<number, Promise<string>>();
 
   constructor(
@@ -48,8 +40,20 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
     readonly boxId: string,
     screenLimit = 0,
   ) {
-    // Desktops come from the shared Linux runtime, through this machine's exec and port routes (docs/architecture.md §4).
-    super(host.options.workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
+    super({
+      workspacePath: host.options.workspacePath,
+      machineName: "the box",
+      logName: "box",
+      screenLimit,
+      keepAlive: {
+        everyMs: host.options.ttlRefreshMs ?? Math.min(900_000, Math.max(1_000, (host.options.ttlSeconds * 1000) / 4)),
+        refresh: () =>
+          host.client
+            .update(boxId, { ttlSeconds: host.options.ttlSeconds }, AbortSignal.timeout(30_000))
+            .then(() => {}),
+        freshAtStart: true,
+      },
+    });
     this.ref = `box:${boxId}`;
   }
 
@@ -59,7 +63,7 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
 
   /** A synchronous command; on a box that is not running (archived by its TTL) the box is resumed and the call made again. */
   async sync(line: string, signal: AbortSignal, timeoutSeconds?: number): Promise<BoxCommandResult> {
-    this.refuseDeleted();
+    this.refuseSpent();
     this.touch();
     try {
       return await this.client.command(this.boxId, { command: line, cwd: "/", timeoutSeconds }, signal);
@@ -71,7 +75,7 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
   }
 
   protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
-    this.refuseDeleted();
+    this.refuseSpent();
     const signal = signalOf(context, what);
     try {
       return await runBoxCommand(this, { ...command, signal });
@@ -90,7 +94,7 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
    * never logged). Routes are sticky, so one per port is kept.
    */
   protected async urlOfPort(port: number, context: OpContext): Promise<string> {
-    this.refuseDeleted();
+    this.refuseSpent();
     const signal = signalOf(context, "port lookup");
     let route = this.routes.get(port);
     if (!route) {
@@ -119,7 +123,7 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
   /** Archives the box; reconnect resumes it (a new VM, the same box id, the disk kept). */
   async stop(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "stop");
-    this.refuseDeleted();
+    this.refuseSpent();
     const signal = signalOf(context, "stop");
     try {
       let box = await this.client.get(this.boxId, signal);
@@ -155,40 +159,35 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
     } catch (error) {
       if (!AgentComputerError.is(error, "PROVIDER_GONE")) throw error;
     }
-    this.deleted = true;
+    this.markSpent();
     loggerOf(checkOpContext(ctx)).info("box deleted", { ref: this.ref });
   }
 
+  protected uploadFile(file: string, data: Readable, signal: AbortSignal): Promise<void> {
+    return this.upload(data, file, signal);
+  }
+
   /**
-   * The home as one GNU tar: checkpoint's export script writes it to a file
-   * in the box, which is split into parts the files API reads (two ahead)
-   * and streams on; the parts go once read.
+   * Reads a file (the home's export) through the files API: split in the
+   * box into parts, read two ahead and streamed on; the parts go with the
+   * file once the reader is done (`removeLater`).
    */
-  protected async exportHome(context: OpContext): Promise<Readable> {
-    this.refuseDeleted();
-    const signal = signalOf(context, "workspace export");
-    const file = transferFile();
-    const written = await this.runCommand(
-      {
-        argv: [
-          "sh",
-          "-c",
-          // The script ends in `exit`: a subshell, so the split into files-API parts follows it.
-          `(\nexec >"$0" || exit 70\n${HOME_TRANSFER_SCRIPTS.exportHome}\n) || exit $?\nsplit -b ${STAGE_PART_BYTES} -d -a 6 -- "$0" "$0.part-" && rm -f -- "$0" && ls -- "$0".part-* | wc -l >&2`,
-          file,
-          this.workspacePath,
-        ],
-        workingDir: "/",
-        maxOutputBytes: 64 * 1024,
-      },
-      context,
-      "workspace export",
+  protected async downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
+    const split = await this.sync(
+      `split -b ${STAGE_PART_BYTES} -d -a 6 -- "$0" "$0.part-" && rm -f -- "$0" && ls -- "$0".part-* | wc -l`.replaceAll(
+        "$0",
+        shellQuote(file),
+      ),
+      signal,
+      300,
     );
-    if (written.exitCode !== 0) {
-      this.removeLater(file);
-      throw homeExportFailure(written, this);
+    if (split.exitCode !== 0) {
+      throw new AgentComputerError(
+        "UNAVAILABLE",
+        `The box could not split its export: ${this.client.redact(split.stderr.slice(0, 300))}`,
+      );
     }
-    const parts = Number(text(written.stderr).split("\n").pop());
+    const parts = Number(split.stdout.trim());
     const tar = new PassThrough();
     const read = (index: number) =>
       this.client.readFile(this.boxId, `${file}.part-${String(index).padStart(6, "0")}`, signal);
@@ -204,48 +203,16 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
       }
       tar.end();
     })().catch((error: unknown) => tar.destroy(error as Error));
-    tar.once("close", () => this.removeLater(file));
     return tar;
   }
 
-  protected importHome(tar: Readable, context: OpContext): Promise<void> {
-    return this.importInTurn(() => this.importNow(tar, context));
+  /** A file outside the home for one transfer. */
+  protected override transferFile(): string {
+    return `/tmp/.agent-computer-transfer-${randomBytes(6).toString("hex")}.tar`;
   }
 
-  /**
-   * Replaces the home whole with checkpoint's `importHomeByScripts`: the
-   * checked archive goes through the files API in parts as a file beside
-   * the home, which the box unpacks and swaps in.
-   */
-  private async importNow(tar: Readable, context: OpContext): Promise<void> {
-    throwIfDone(context, "workspace import");
-    this.refuseDeleted();
-    const signal = signalOf(context, "workspace import");
-    const stopWatching = destroyOnAbort(tar, signal);
-    const file = transferFile();
-    const run = (script: string, name: string, args: string[], on: AbortSignal) =>
-      this.runCommand(
-        { argv: ["sh", "-c", script, name, ...args], workingDir: "/", maxOutputBytes: 64 * 1024 },
-        { signal: on },
-        "workspace import",
-      );
-    try {
-      const stats = await importHomeByScripts(tar, {
-        workspacePath: this.workspacePath,
-        ref: this.ref,
-        machineName: "the box",
-        signal,
-        stage: async (archive, tag) => {
-          await this.upload(archive, file, signal);
-          return run(HOME_TRANSFER_SCRIPTS.stageHomeFromFile, "stage-home", [this.workspacePath, tag, file], signal);
-        },
-        run,
-      });
-      loggerOf(context).info("box home imported", { ref: this.ref, ...stats });
-    } finally {
-      stopWatching();
-      this.removeLater(file);
-    }
+  goneError(): AgentComputerError {
+    return new AgentComputerError("PROVIDER_GONE", `${this.ref} was deleted.`);
   }
 
   /** Streams `tar` into the box through the files API in parts (two writes in flight), then joins them. */
@@ -292,22 +259,6 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
     }
   }
 
-  /** Makes the home folder (provision does, before anything runs in it). */
-  async makeHome(context: OpContext): Promise<void> {
-    const made = await this.runCommand(
-      { argv: ["mkdir", "-p", "--", this.workspacePath], workingDir: "/", maxOutputBytes: 4096 },
-      context,
-      "make the home",
-    );
-    if (made.exitCode !== 0) {
-      throw new AgentComputerError(
-        "UNAVAILABLE",
-        `The box could not make its home ${this.workspacePath} (exit ${made.exitCode}): ${text(made.stderr) || "no message"}`,
-        { retryable: false },
-      );
-    }
-  }
-
   /** Runs a setup script (the tools a computer needs) from `/`; a failure is UNAVAILABLE with its last words. */
   async runSetup(setup: string, timeoutMs: number, ctx?: OpContext): Promise<void> {
     const done = await this.runCommand(
@@ -329,30 +280,10 @@ export class BoxMachine extends CommandChannelMachine implements BoxCommandHost 
     return stageBytes(this, path, bytes, signal);
   }
 
-  /**
-   * Refreshes the TTL at most once a refresh interval while the machine is
-   * used (every command and poll counts), so an idle box archives after
-   * its TTL and a busy one never does.
-   */
-  private touch(): void {
-    const now = Date.now();
-    const every =
-      this.host.options.ttlRefreshMs ?? Math.min(900_000, Math.max(1_000, (this.host.options.ttlSeconds * 1000) / 4));
-    if (now - this.lastRefresh < every) return;
-    this.lastRefresh = now;
-    void this.client
-      .update(this.boxId, { ttlSeconds: this.host.options.ttlSeconds }, AbortSignal.timeout(30_000))
-      .catch(() => {});
-  }
-
-  private removeLater(file: string): void {
+  protected override removeLater(file: string): void {
     void this.sync(`rm -f -- ${shellQuote(file)} ${shellQuote(file)}.part-*`, AbortSignal.timeout(30_000), 30).catch(
       () => {},
     );
-  }
-
-  private refuseDeleted(): void {
-    if (this.deleted) throw new AgentComputerError("PROVIDER_GONE", `${this.ref} was deleted.`);
   }
 }
 
@@ -393,13 +324,4 @@ export async function resumeBox(host: BoxMachineHost, boxId: string, signal: Abo
   }
   if (!BOX_READY_STATES.has(box.state)) await host.client.resume(boxId, host.options.ttlSeconds, signal);
   await waitForState(host, boxId, signal, (state) => BOX_READY_STATES.has(state));
-}
-
-/** A file outside the home for one transfer. */
-function transferFile(): string {
-  return `/tmp/.agent-computer-transfer-${randomBytes(6).toString("hex")}.tar`;
-}
-
-function text(bytes: Uint8Array): string {
-  return Buffer.from(bytes).toString("utf8").trim().slice(0, 500);
 }

@@ -8,6 +8,7 @@ import {
 } from "@agent-computer/core";
 import { defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
+import { HOSTED_COMPUTER_CAPABILITIES, SERVICE_ID_PATTERN } from "@agent-computer/provider-kit";
 import { BOX_GONE_STATES, BOX_READY_STATES, BoxClient, type BoxRecord, idempotencyKey } from "./box-client.js";
 import { BoxMachine, type BoxMachineHost, resumeBox, waitForState } from "./box-machine.js";
 import { type BoxProviderOptions, boxProviderOptionsSchema } from "./box-provider-options.js";
@@ -19,18 +20,8 @@ import { NamedSnapshot } from "./named-snapshot.js";
  * reconnect resumes the same box; the home is a folder inside it, copied in
  * and out; boxes bill while they run.
  */
-export const BOX_CAPABILITIES: ProviderCapabilities = {
-  desktop: true,
-  multiScreen: true,
-  pageBrowser: true,
-  terminal: true,
-  billsWhileRunning: true,
-  stopKeepsMachine: true,
-  mountedHome: false,
-};
+export const BOX_CAPABILITIES: ProviderCapabilities = HOSTED_COMPUTER_CAPABILITIES;
 
-/** Box ids are opaque: any id the API gives of these characters. */
-const BOX_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /**
  * The service has no labels: a box's labels live in its name, as this
  * prefix and base64url JSON (see the README). `list` reads them back.
@@ -95,7 +86,7 @@ export function boxProvider(options: BoxProviderOptions): SandboxProvider {
     capabilities: BOX_CAPABILITIES,
     defaults: { screenLimit: parsed.screenLimit },
     defaultImage: computerImageRef,
-    machineId: (id) => matchRefId("box", id, BOX_ID, "<box id>")[0],
+    machineId: (id) => matchRefId("box", id, SERVICE_ID_PATTERN, "<box id>")[0],
 
     async provision({ spec, context, signal }) {
       const labels = {

@@ -1,4 +1,5 @@
 import { AgentComputerError } from "@agent-computer/core";
+import { redactSecrets } from "@agent-computer/provider-kit";
 
 /** What the SDK's errors (DaytonaError and its subclasses) carry that this package reads. */
 interface SdkErrorShape {
@@ -43,16 +44,8 @@ export function isTransient(error: unknown): boolean {
   return status === 400 || status === 409 || status === 429 || status >= 500;
 }
 
-/**
- * Removes what must never reach a log, an event or an error: the API key
- * and any preview token this provider handed out.
- */
-export function redact(text: string, secrets: Iterable<string>): string {
-  let out = text;
-  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join("[redacted]");
-  // Tokens a server might echo that this process never saw.
-  return out.replace(/(token|key|authorization)([=: "]+)[A-Za-z0-9._~+/-]{8,}/gi, "$1$2[redacted]");
-}
+/** Removes the API key, preview tokens and anything token-like (the kit's `redactSecrets`). */
+export const redact = redactSecrets;
 
 /**
  * Turns an SDK failure into the project's one error type. The message is

@@ -10,6 +10,7 @@ import {
 } from "@agent-computer/core";
 import { abortable, defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
+import { HOSTED_COMPUTER_CAPABILITIES, SERVICE_ID_PATTERN } from "@agent-computer/provider-kit";
 import { Daytona, type Sandbox } from "@daytonaio/sdk";
 import { daytonaFailure, isAuthFailure, isTransient, statusOf } from "./daytona-failure.js";
 import { DaytonaMachine } from "./daytona-machine.js";
@@ -23,18 +24,8 @@ import { ensureStarted } from "./sandbox-start.js";
  * the sandbox (stopped or archived); the home is a folder inside it,
  * copied in and out; sandboxes bill while they run.
  */
-export const DAYTONA_CAPABILITIES: ProviderCapabilities = {
-  desktop: true,
-  multiScreen: true,
-  pageBrowser: true,
-  terminal: true,
-  billsWhileRunning: true,
-  stopKeepsMachine: true,
-  mountedHome: false,
-};
+export const DAYTONA_CAPABILITIES: ProviderCapabilities = HOSTED_COMPUTER_CAPABILITIES;
 
-/** Daytona sandbox ids (UUIDs today; any id the API gives of these characters). */
-const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Marks one provision's sandbox, so one whose create answer was lost can still be found (and removed). */
 const PROVISION_LABEL = "agent-computer.org/provision-id";
 
@@ -102,7 +93,7 @@ export function daytonaProvider(options: DaytonaProviderOptions): SandboxProvide
     capabilities: DAYTONA_CAPABILITIES,
     defaults: parsed,
     defaultImage: computerImageRef,
-    machineId: (id) => matchRefId("daytona", id, SANDBOX_ID, "<sandbox id>")[0],
+    machineId: (id) => matchRefId("daytona", id, SERVICE_ID_PATTERN, "<sandbox id>")[0],
 
     async provision({ spec, image, context, signal }) {
       const provisionId = randomBytes(8).toString("hex");

@@ -1,4 +1,6 @@
 import { AgentComputerError } from "@agent-computer/core";
+import { isNetworkFailure, retryWithin, serviceFailure } from "@agent-computer/provider-kit";
+
 /**
  * The HTTP status of a control-plane failure the SDK threw, when it says
  * one. By the error's name, not its class: the e2b SDK and Novita's fork
@@ -21,20 +23,17 @@ export function sdkStatus(error: unknown): number | undefined {
   return typeof status === "number" ? status : undefined;
 }
 
+/** The HTTP status an error of `e2bFailure` carries. */
+export function statusOfFailure(error: unknown): number | undefined {
+  const status = AgentComputerError.is(error) ? error.details?.status : undefined;
+  return typeof status === "number" ? status : undefined;
+}
+
 /** A failure worth retrying within the deadline: 5xx, 429, or the network. */
-export function isTransient(error: unknown): boolean {
+function isTransient(error: unknown): boolean {
   const status = sdkStatus(error);
   if (status !== undefined) return status === 429 || status >= 500;
   return isNetworkFailure(error);
-}
-
-/** fetch's own failures (refused, reset, DNS), not answers from the service. */
-export function isNetworkFailure(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  if (error.name === "AbortError" || error.name === "TimeoutError") return false;
-  return (
-    error instanceof TypeError || /fetch failed|ECONNREFUSED|ECONNRESET|socket|terminated|network/i.test(error.message)
-  );
 }
 
 /** Never a message of the SDK verbatim past 200 characters; never a header or a token (it carries none). */
@@ -43,63 +42,19 @@ function brief(error: unknown): string {
 }
 
 /**
- * The contract's error for a control-plane failure. An authentication or a
- * network failure is UNAVAILABLE and never "gone": only the service saying
- * it does not know a sandbox means gone (docs/architecture.md §9).
+ * The contract's error for a control-plane failure, sorted by the kit
+ * (`serviceFailure`): a refused key or the network is UNAVAILABLE and
+ * never "gone"; only the service saying it does not know a sandbox means
+ * gone, which callers read from `statusOfFailure` (docs/architecture.md §9).
  */
 export function e2bFailure(error: unknown, what: string, service = "E2B"): AgentComputerError {
   if (AgentComputerError.is(error)) return error;
   const status = sdkStatus(error);
-  if (status === 401 || status === 403) {
-    return new AgentComputerError(
-      "UNAVAILABLE",
-      `${service} refused the API key while trying to ${what} (HTTP ${status}); check the API key. No computer is replaced on this error.`,
-      { retryable: false, cause: error },
-    );
+  if (status === undefined && !isNetworkFailure(error)) {
+    return new AgentComputerError("UNAVAILABLE", `${service} failed to ${what}: ${brief(error)}`, { retryable: false });
   }
-  if (status === 429 || (status !== undefined && status >= 500)) {
-    return new AgentComputerError(
-      "UNAVAILABLE",
-      `${service} was unavailable while trying to ${what} (HTTP ${status}, still after retrying): ${brief(error)}`,
-      { retryable: true, cause: error },
-    );
-  }
-  if (status === 400) {
-    return new AgentComputerError("INVALID_ARGUMENT", `${service} refused to ${what}: ${brief(error)}`, {
-      cause: error,
-    });
-  }
-  if (status === 402 || status === 409) {
-    return new AgentComputerError("CONFLICT", `${service} refused to ${what} (HTTP ${status}): ${brief(error)}`, {
-      retryable: false,
-      cause: error,
-    });
-  }
-  if (isNetworkFailure(error)) {
-    return new AgentComputerError("UNAVAILABLE", `${service} could not be reached to ${what}: ${brief(error)}`, {
-      retryable: true,
-      cause: error,
-    });
-  }
-  return new AgentComputerError("UNAVAILABLE", `${service} failed to ${what}: ${brief(error)}`, {
-    retryable: false,
-    cause: error,
-  });
+  return serviceFailure({ service, what, status, detail: brief(error) });
 }
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 
 /**
  * Runs a control-plane call, retrying 5xx, 429 and network failures with
@@ -107,19 +62,14 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * that carries Retry-After), then throws the last failure as the contract's
  * error. Anything else is thrown at once.
  */
-export async function withControlPlaneRetry<T>(
+export function withControlPlaneRetry<T>(
   call: () => Promise<T>,
   options: { what: string; deadlineMs: number; signal: AbortSignal; service?: string },
 ): Promise<T> {
-  const until = Date.now() + options.deadlineMs;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await call();
-    } catch (error) {
-      if (options.signal.aborted) throw options.signal.reason;
-      const wait = Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
-      if (!isTransient(error) || Date.now() + wait >= until) throw e2bFailure(error, options.what, options.service);
-      await sleep(wait, options.signal);
-    }
-  }
+  return retryWithin(call, {
+    until: Date.now() + options.deadlineMs,
+    signal: options.signal,
+    isTransient,
+    failure: (error) => e2bFailure(error, options.what, options.service),
+  });
 }

@@ -1,6 +1,4 @@
-import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
-import { HOME_TRANSFER_SCRIPTS, homeExportFailure, importHomeByScripts } from "@agent-computer/checkpoint";
 import {
   AgentComputerError,
   checkOpContext,
@@ -11,18 +9,11 @@ import {
   type OpContext,
   type ProviderRef,
   signalOf,
-  throwIfDone,
 } from "@agent-computer/core";
-import {
-  CommandChannelMachine,
-  destroyOnAbort,
-  enterOperation,
-  type MachineCommand,
-} from "@agent-computer/core/provider-utils";
-import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import { enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
+import { type ComputerQuarantine, HostedMachine, text } from "@agent-computer/provider-kit";
 import type { ConnectionOpts } from "e2b";
-import type { ComputerQuarantine } from "./computer-quarantine.js";
-import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
+import { e2bFailure, sdkStatus, statusOfFailure, withControlPlaneRetry } from "./e2b-failure.js";
 import type { ResolvedE2bProviderOptions } from "./e2b-provider-options.js";
 import { type EnvdCommandHost, runEnvdCommand } from "./envd-command.js";
 import { processHeaders, processRpcOf } from "./envd-process.js";
@@ -39,21 +30,27 @@ export interface E2bMachineHost {
 }
 
 /**
- * One sandbox. Commands, file calls and the home's export and import go
- * through envd's process service as the template's user; stop pauses the
+ * One sandbox, a HostedMachine of the kit. Commands go through envd's
+ * process service as the template's user, bulk bytes (file writes, the
+ * home's export and import) through envd's /files; stop pauses the
  * sandbox (processes and memory kept), destroy kills it.
  */
-export class E2bMachine extends CommandChannelMachine {
+export class E2bMachine extends HostedMachine {
   readonly ref: ProviderRef;
   private readonly commands: EnvdCommandHost;
-  private spent = false;
 
   constructor(
     private readonly host: E2bMachineHost,
     readonly sandbox: InstanceType<SandboxSdk["Sandbox"]>,
     screenLimit = 0,
   ) {
-    super(host.options.workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
+    super({
+      workspacePath: host.options.workspacePath,
+      machineName: "the sandbox",
+      logName: "e2b",
+      screenLimit,
+      ...(host.options.stagingDir ? { stagingRoot: host.options.stagingDir } : {}),
+    });
     this.ref = `${host.sdk.kind}:${sandbox.sandboxId}` as ProviderRef;
     this.commands = {
       rpc: processRpcOf(sandbox),
@@ -74,11 +71,19 @@ export class E2bMachine extends CommandChannelMachine {
     };
   }
 
-  /** A name beside the home (on its filesystem, so the final move is a rename) for one upload. */
-  private uploadPath(suffix: string): string {
-    const parent = this.workspacePath.slice(0, this.workspacePath.lastIndexOf("/"));
-    const base = this.workspacePath.slice(this.workspacePath.lastIndexOf("/") + 1);
-    return `${parent}/.${base}.upload-${randomBytes(6).toString("hex")}${suffix}`;
+  protected uploadFile(file: string, data: Readable, signal: AbortSignal): Promise<void> {
+    return this.upload(file, data, signal, "import the workspace");
+  }
+
+  /** Reads `file` through envd's /files (raw bytes, read with backpressure). */
+  protected async downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
+    try {
+      const stream = await this.sandbox.files.read(file, { format: "stream", user: this.host.options.user, signal });
+      return Readable.fromWeb(stream as import("node:stream/web").ReadableStream<Uint8Array>);
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw await this.transportFailure(error, "export the workspace");
+    }
   }
 
   /** Streams `data` to `path` (absolute) through envd's /files as the sandbox user. */
@@ -105,7 +110,7 @@ export class E2bMachine extends CommandChannelMachine {
     if (rel === "") throw new AgentComputerError("INVALID_ARGUMENT", "Cannot write to the home itself; name a file.");
     this.refuseSpent();
     const signal = signalOf(context, "write a file");
-    const staged = this.uploadPath(".file");
+    const staged = this.transferFile(".file");
     await this.upload(staged, data, signal, "write a file");
     const placed = await this.runCommand(
       {
@@ -165,7 +170,7 @@ export class E2bMachine extends CommandChannelMachine {
         },
       );
     } catch (error) {
-      if (AgentComputerError.is(error) && sdkStatus(error.cause) === 404) throw this.goneError();
+      if (AgentComputerError.is(error) && statusOfFailure(error) === 404) throw this.goneError();
       throw error;
     }
     loggerOf(context).info("e2b machine stopped (paused)", { ref: this.ref });
@@ -173,7 +178,7 @@ export class E2bMachine extends CommandChannelMachine {
 
   async destroy(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "destroy");
-    this.spent = true;
+    this.markSpent();
     // kill answers false for a sandbox already gone: destroying twice is fine.
     await withControlPlaneRetry(
       () =>
@@ -186,22 +191,6 @@ export class E2bMachine extends CommandChannelMachine {
       },
     );
     loggerOf(checkOpContext(ctx)).info("e2b machine destroyed", { ref: this.ref });
-  }
-
-  /** Makes the home folder, from / (a new sandbox has none yet, so exec's working directory cannot be it). */
-  async makeHome(context: OpContext): Promise<void> {
-    const result = await this.runCommand(
-      { argv: ["mkdir", "-p", "--", this.workspacePath], workingDir: "/", maxOutputBytes: 4096 },
-      context,
-      "make the home",
-    );
-    if (result.exitCode !== 0) {
-      throw new AgentComputerError(
-        "UNAVAILABLE",
-        `The sandbox could not make the home ${this.workspacePath} (exit ${result.exitCode}): ${text(result.stderr)}`,
-        { retryable: false },
-      );
-    }
   }
 
   protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
@@ -236,91 +225,6 @@ export class E2bMachine extends CommandChannelMachine {
     if (reason !== undefined) throw quarantinedError(this.ref, reason);
   }
 
-  /**
-   * The home as one tar stream: tar writes it to a file beside the home,
-   * which is downloaded through envd's /files (raw bytes, read with
-   * backpressure) and removed when the reader is done.
-   */
-  protected async exportHome(context: OpContext): Promise<Readable> {
-    this.refuseSpent();
-    const signal = signalOf(context, "workspace export");
-    const file = this.uploadPath(".tar");
-    const removeFile = () =>
-      this.runCommand(
-        { argv: ["rm", "-f", "--", file], workingDir: "/", maxOutputBytes: 4096 },
-        {},
-        "remove the export",
-      ).catch(() => {});
-    const packed = await this.runCommand(
-      {
-        argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.exportHomeToFile, "export-home", this.workspacePath, file],
-        workingDir: "/",
-        maxOutputBytes: 64 * 1024,
-      },
-      context,
-      "export the workspace",
-    );
-    if (packed.exitCode !== 0) {
-      await removeFile();
-      throw homeExportFailure(packed, this);
-    }
-    let stream: ReadableStream<Uint8Array>;
-    try {
-      stream = await this.sandbox.files.read(file, { format: "stream", user: this.host.options.user, signal });
-    } catch (error) {
-      await removeFile();
-      if (signal.aborted) throw signal.reason;
-      throw await this.transportFailure(error, "export the workspace");
-    }
-    const tar = Readable.fromWeb(stream as import("node:stream/web").ReadableStream<Uint8Array>);
-    tar.once("close", () => void removeFile());
-    return tar;
-  }
-
-  protected importHome(tar: Readable, context: OpContext): Promise<void> {
-    return this.importInTurn(() => this.importNow(tar, context));
-  }
-
-  /**
-   * Replaces the home whole with checkpoint's `importHomeByScripts`: the
-   * checked archive goes through envd's `/files` as a file beside the home,
-   * which the sandbox unpacks and swaps in.
-   */
-  private async importNow(tar: Readable, context: OpContext): Promise<void> {
-    throwIfDone(context, "workspace import");
-    this.refuseSpent();
-    const signal = signalOf(context, "workspace import");
-    const stopWatching = destroyOnAbort(tar, signal);
-    const archive = this.uploadPath(".tar");
-    const run = (script: string, name: string, args: string[], on: AbortSignal) =>
-      this.runCommand(
-        { argv: ["sh", "-c", script, name, ...args], workingDir: "/", maxOutputBytes: 64 * 1024 },
-        { signal: on },
-        "import the workspace",
-      );
-    try {
-      const stats = await importHomeByScripts(tar, {
-        workspacePath: this.workspacePath,
-        ref: this.ref,
-        machineName: "the sandbox",
-        signal,
-        ...(this.host.options.stagingDir ? { stagingRoot: this.host.options.stagingDir } : {}),
-        stage: async (packed, tag) => {
-          await this.upload(archive, packed, signal, "import the workspace");
-          return run(HOME_TRANSFER_SCRIPTS.stageHomeFromFile, "stage-home", [this.workspacePath, tag, archive], signal);
-        },
-        run,
-      });
-      loggerOf(context).info("e2b home imported", { ref: this.ref, ...stats });
-    } catch (error) {
-      // stageHomeFromFile removes the upload; one that never reached the script goes here.
-      await run('rm -f -- "$1"', "remove-upload", [archive], AbortSignal.timeout(10_000)).catch(() => {});
-      throw error;
-    } finally {
-      stopWatching();
-    }
-  }
-
   /** A broken envd call: gone when the control plane no longer knows the sandbox, else UNAVAILABLE. */
   private async transportFailure(error: unknown, what: string): Promise<AgentComputerError> {
     if (AgentComputerError.is(error)) return error;
@@ -349,10 +253,6 @@ export class E2bMachine extends CommandChannelMachine {
     }
   }
 
-  private refuseSpent(): void {
-    if (this.spent) throw this.goneError();
-  }
-
   goneError(): AgentComputerError {
     return new AgentComputerError(
       "PROVIDER_GONE",
@@ -368,8 +268,4 @@ export function quarantinedError(ref: ProviderRef, reason: string): AgentCompute
     `${ref} is quarantined and paused: ${reason}. It is not resumed until an explicit recover replaces it from its last checkpoint.`,
     { retryable: false, details: { quarantined: true } },
   );
-}
-
-function text(bytes: Uint8Array): string {
-  return Buffer.from(bytes).toString("utf8").trim().slice(0, 500);
 }

@@ -1,5 +1,5 @@
+import type { ComputerQuarantine } from "@agent-computer/provider-kit";
 import { z } from "zod";
-import type { ComputerQuarantine } from "./computer-quarantine.js";
 
 /** What `portUrl` returns for (sandbox id, port), instead of `https://<port>-<id>.<domain>`. */
 export type E2bPortUrl = (sandboxId: string, port: number) => string;

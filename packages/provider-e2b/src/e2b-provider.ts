@@ -7,9 +7,9 @@ import {
   type SandboxProvider,
 } from "@agent-computer/core";
 import { defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
+import { type ComputerQuarantine, HOSTED_COMPUTER_CAPABILITIES, memoryQuarantine } from "@agent-computer/provider-kit";
 import type { ConnectionOpts } from "e2b";
-import { type ComputerQuarantine, memoryQuarantine } from "./computer-quarantine.js";
-import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
+import { e2bFailure, statusOfFailure, withControlPlaneRetry } from "./e2b-failure.js";
 import { E2bMachine, type E2bMachineHost, quarantinedError } from "./e2b-machine.js";
 import {
   type E2bProviderOptions,
@@ -25,15 +25,7 @@ import { E2B_SDK, NOVITA_SDK, type SandboxSdk } from "./sandbox-sdk.js";
  * (processes and memory kept); the home is copied in and out; sandboxes
  * bill while running, so COMPUTER_MAX_ACTIVE_MS applies.
  */
-export const E2B_CAPABILITIES: ProviderCapabilities = {
-  desktop: true,
-  multiScreen: true,
-  pageBrowser: true,
-  terminal: true,
-  billsWhileRunning: true,
-  stopKeepsMachine: true,
-  mountedHome: false,
-};
+export const E2B_CAPABILITIES: ProviderCapabilities = HOSTED_COMPUTER_CAPABILITIES;
 
 /** The metadata keys every computer sandbox carries beside the spec's labels. */
 export const E2B_METADATA = {
@@ -156,11 +148,10 @@ function sandboxProviderOn(
         `create a sandbox from template "${template}"`,
         signal,
       ).catch((error: unknown) => {
-        if (AgentComputerError.is(error) && sdkStatus(error.cause) === 404) {
+        if (AgentComputerError.is(error) && statusOfFailure(error) === 404) {
           throw new AgentComputerError(
             "NOT_FOUND",
             `The E2B template "${template}" does not exist for this key; build it with agent-computer-e2b-template build.`,
-            { cause: error.cause },
           );
         }
         throw error;
@@ -186,7 +177,7 @@ function sandboxProviderOn(
         const info = await retry(() => Sandbox.getInfo(id, { ...opts, signal }), `look up ${ref}`, signal);
         metadata = info.metadata;
       } catch (error) {
-        if (AgentComputerError.is(error) && sdkStatus(error.cause) === 404) return "gone";
+        if (AgentComputerError.is(error) && statusOfFailure(error) === 404) return "gone";
         throw error;
       }
       // Not one of ours: never drive it.
@@ -200,7 +191,7 @@ function sandboxProviderOn(
           signal,
         );
       } catch (error) {
-        if (AgentComputerError.is(error) && sdkStatus(error.cause) === 404) return "gone";
+        if (AgentComputerError.is(error) && statusOfFailure(error) === 404) return "gone";
         throw error;
       }
       const screenLimit = Number(metadata[E2B_METADATA.screenLimit] ?? parsed.screenLimit);

@@ -1,3 +1,4 @@
+export { HOSTED_COMPUTER_CAPABILITIES, SERVICE_ID_PATTERN } from "./hosted-capabilities.js";
 export { HostedMachine, type HostedMachineSettings, text } from "./hosted-machine.js";
 export {
   type ComputerQuarantine,

@@ -21,3 +21,17 @@ export interface DaytonaEmulatorOptions {
   /** The Docker network sandboxes join (default "bridge"). */
   network?: string;
 }
+
+/** The sandbox states the emulator moves through (a subset of Daytona's `SandboxState`). */
+export type EmulatedSandboxState =
+  | "creating"
+  | "starting"
+  | "started"
+  | "stopping"
+  | "stopped"
+  | "archiving"
+  | "archived"
+  | "restoring"
+  | "destroying"
+  | "destroyed"
+  | "error";

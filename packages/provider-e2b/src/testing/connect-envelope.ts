@@ -24,22 +24,3 @@ export function parseEnvelopes(body: Buffer): unknown[] {
   }
   return out;
 }
-
-/** Splits Docker's multiplexed exec output (8-byte frame headers) into stdout and stderr chunks. */
-export class DockerOutputDemuxer {
-  private pending: Buffer = Buffer.alloc(0);
-
-  constructor(private readonly onFrame: (stream: "stdout" | "stderr", payload: Buffer) => void) {}
-
-  push(chunk: Buffer): void {
-    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
-    while (this.pending.length >= 8) {
-      const size = this.pending.readUInt32BE(4);
-      if (this.pending.length < 8 + size) return;
-      const kind = this.pending[0];
-      const payload = this.pending.subarray(8, 8 + size);
-      this.pending = this.pending.subarray(8 + size);
-      if (kind === 1 || kind === 2) this.onFrame(kind === 1 ? "stdout" : "stderr", payload);
-    }
-  }
-}

@@ -1,16 +1,27 @@
 import { randomBytes } from "node:crypto";
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from "node:http";
-import { connect as netConnect, type Socket } from "node:net";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { COMPUTER_SHM_BYTES, computerSeccompProfile } from "@agent-computer/desktop-runtime";
+import {
+  ComputerContainers,
+  demuxEngineStream,
+  FaultRules,
+  forwardPort,
+  HttpAnswer,
+  listenLoopback,
+  parseSingleFilePart,
+  pipeStdout,
+  proxyHttp,
+  proxyUpgrade,
+  readBody,
+  readJson,
+  sendJson,
+} from "@agent-computer/testing/emulator";
 import type Docker from "dockerode";
-import { DockerOutputDemuxer, END_STREAM, envelope, parseEnvelopes } from "./connect-envelope.js";
+import { END_STREAM, envelope, parseEnvelopes } from "./connect-envelope.js";
+
+/** The exit code of the read script when the path is not a file. */
+const NO_SUCH_FILE = 66;
 
 /** The label on every container an emulator starts: its id, so `close` (or a sweep) finds them. */
 export const E2B_EMULATOR_LABEL = "agent-computer.e2b-emulator";
@@ -40,7 +51,6 @@ export interface EmulatorCall {
 }
 
 interface ProcessRecord {
-  pid: number;
   stream?: Duplex;
   pidFile: string;
   /** SIGKILL or SIGTERM: stop waiting for the output to close; the end follows the leader's exit. */
@@ -61,7 +71,7 @@ interface EmulatedSandbox {
   autoPause: boolean;
   processes: Map<number, ProcessRecord>;
   nextPid: number;
-  portListeners: Map<number, { server: Server; url: string }>;
+  portListeners: Map<number, { url: string; close: () => void }>;
 }
 
 /** A template build the control plane was asked for. */
@@ -90,6 +100,12 @@ export interface ControlPlaneFault {
   retryAfter?: number;
 }
 
+type SandboxView = Readonly<
+  Pick<EmulatedSandbox, "id" | "state" | "metadata" | "timeouts" | "containerId" | "autoPause" | "envdAccessToken">
+>;
+type Reply = (status: number, payload?: unknown, headers?: Record<string, string>) => void;
+type Body = Record<string, unknown> | undefined;
+
 /**
  * A loopback E2B (docs/architecture.md §12): the control-plane REST calls
  * the `e2b` SDK makes (create, connect, pause, kill, get, list with metadata
@@ -102,17 +118,18 @@ export interface ControlPlaneFault {
  * stand in: the SDK fetches through its own undici agent.
  */
 export class E2bEmulator {
-  readonly id = randomBytes(6).toString("hex");
+  /** The label value on this emulator's containers. */
+  readonly id: string;
   readonly calls: EmulatorCall[] = [];
   /** Template builds by build id. */
   readonly templateBuilds = new Map<string, EmulatedTemplateBuild>();
+  readonly domain: string;
   private readonly templates: Record<string, string>;
   private readonly sandboxes = new Map<string, EmulatedSandbox>();
+  private readonly containers: ComputerContainers;
+  private readonly faults = new FaultRules();
   private readonly server: Server;
-  private readonly docker: Docker;
   private readonly ports: number[];
-  readonly domain: string;
-  private faults: ControlPlaneFault[] = [];
   private dropStreams = 0;
   private dropAfterBytes = 0;
   private killFails = 0;
@@ -120,30 +137,25 @@ export class E2bEmulator {
   private address = "";
 
   constructor(private readonly options: E2bEmulatorOptions) {
-    this.docker = options.docker;
+    this.containers = new ComputerContainers(options.docker, E2B_EMULATOR_LABEL);
+    this.id = this.containers.instance;
     this.templates = { ...options.templates };
     this.ports = options.ports ?? [6080, 8080];
     this.domain = options.domain ?? "e2b.emulator";
     this.server = createServer((req, res) => {
-      this.handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) this.json(res, 500, { code: 500, message: (error as Error).message.slice(0, 300) });
-        else res.destroy();
-      });
+      this.handle(req, res).catch((error: unknown) =>
+        sendJson(res, 500, { code: 500, message: (error as Error).message.slice(0, 300) }),
+      );
     });
-    this.server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    this.server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const target = this.portTargetOfHost(req.headers.host);
-      if (!target) {
-        socket.destroy();
-        return;
-      }
-      proxyUpgrade(req, socket, head, target.ip, target.port);
+      if (target) proxyUpgrade(req, socket, head, target);
+      else socket.destroy();
     });
   }
 
   async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    const info = this.server.address() as { port: number };
-    this.address = `http://127.0.0.1:${info.port}`;
+    this.address = await listenLoopback(this.server);
     return this;
   }
 
@@ -165,16 +177,7 @@ export class E2bEmulator {
   }
 
   /** The sandboxes the emulator knows, with what it recorded of them. */
-  sandbox(
-    id: string,
-  ):
-    | Readonly<
-        Pick<
-          EmulatedSandbox,
-          "id" | "state" | "metadata" | "timeouts" | "containerId" | "autoPause" | "envdAccessToken"
-        >
-      >
-    | undefined {
+  sandbox(id: string): SandboxView | undefined {
     return this.sandboxes.get(id);
   }
 
@@ -184,11 +187,12 @@ export class E2bEmulator {
 
   /** The next control-plane requests (matching `fault.path`) answer `fault.status`. */
   injectControlPlaneFault(fault: ControlPlaneFault): void {
-    this.faults.push({ ...fault });
+    const times = Math.max(fault.count ?? Number.POSITIVE_INFINITY, 1);
+    this.faults.inject({ path: fault.path ?? /^/, status: fault.status, retryAfter: fault.retryAfter, times });
   }
 
   clearFaults(): void {
-    this.faults = [];
+    this.faults.clear();
     this.dropStreams = 0;
     this.killFails = 0;
   }
@@ -221,21 +225,15 @@ export class E2bEmulator {
   async countProcesses(id: string, pattern: string): Promise<number> {
     const sandbox = this.sandboxes.get(id);
     if (!sandbox) throw new Error(`no sandbox ${id}`);
-    const out = await this.execCollect(sandbox, ["sh", "-c", `pgrep -f -- "$1" | wc -l`, "count", pattern], "0:0");
-    return Number(out.trim()) - 1; // pgrep -f sees this sh too
+    const argv = ["sh", "-c", `pgrep -f -- "$1" | wc -l`, "count", pattern];
+    const { stdout } = await this.containers.run(sandbox.containerId, argv, { user: "0:0" });
+    return Number(stdout.toString("utf8").trim()) - 1; // pgrep -f sees this sh too
   }
 
   async close(): Promise<void> {
     for (const sandbox of this.sandboxes.values()) await this.removeSandbox(sandbox);
     this.sandboxes.clear();
-    const leftovers = await this.docker
-      .listContainers({ all: true, filters: JSON.stringify({ label: [`${E2B_EMULATOR_LABEL}=${this.id}`] }) })
-      .catch(() => []);
-    for (const c of leftovers)
-      await this.docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch(() => {});
+    await this.containers.removeAll();
     this.server.closeAllConnections?.();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -244,7 +242,7 @@ export class E2bEmulator {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const portTarget = this.portTargetOfHost(req.headers.host);
-    if (portTarget) return proxyHttp(req, res, portTarget.ip, portTarget.port);
+    if (portTarget) return proxyHttp(req, res, portTarget);
     const url = new URL(req.url ?? "/", "http://emulator");
     // E2B's header, or Novita's (its SDK is a fork that renamed them).
     const sandboxHeader = req.headers["e2b-sandbox-id"] ?? req.headers["novita-sandbox-id"];
@@ -252,12 +250,12 @@ export class E2bEmulator {
     return this.controlPlane(req, res, url);
   }
 
-  private portTargetOfHost(host: string | undefined): { ip: string; port: number } | undefined {
+  private portTargetOfHost(host: string | undefined): { host: string; port: number } | undefined {
     const match = /^(\d+)-([A-Za-z0-9]+)\./.exec(host ?? "");
     if (!match || !(host ?? "").includes(this.domain)) return undefined;
     const sandbox = this.sandboxes.get(match[2] as string);
     if (sandbox?.state !== "running") return undefined;
-    return { ip: sandbox.ip, port: Number(match[1]) };
+    return { host: sandbox.ip, port: Number(match[1]) };
   }
 
   private record(call: EmulatorCall): void {
@@ -265,18 +263,11 @@ export class E2bEmulator {
     if (this.calls.length > 5000) this.calls.splice(0, 1000);
   }
 
-  private json(res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}): void {
-    if (body === undefined) {
-      res.writeHead(status, { "content-length": 0, ...headers }).end();
-      return;
-    }
-    const text = JSON.stringify(body);
-    res.writeHead(status, {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(text),
-      ...headers,
-    });
-    res.end(text);
+  /** The sandbox with this id; a 404 answers for one the service does not know. */
+  private find(id: string | undefined): EmulatedSandbox {
+    const sandbox = this.sandboxes.get(id as string);
+    if (!sandbox) throw new HttpAnswer(404, { code: 404, message: `sandbox "${id}" not found` });
+    return sandbox;
   }
 
   // ---------------------------------------------------------- control plane
@@ -284,158 +275,151 @@ export class E2bEmulator {
   private async controlPlane(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const method = req.method ?? "GET";
     const path = url.pathname;
-    const raw = await readBody(req);
-    const body = raw.length ? safeJson(raw) : undefined;
-    const reply = (status: number, payload?: unknown, headers?: Record<string, string>) => {
+    // A body that is not JSON is taken as none.
+    const body = (await readJson(req).catch(() => undefined)) as Body;
+    const reply: Reply = (status, payload, headers) => {
       this.record({ method, path, body, status, sandboxId: /\/sandboxes\/([^/]+)/.exec(path)?.[1] });
-      this.json(res, status, payload, headers);
+      sendJson(res, status, payload, headers);
     };
     if (req.headers["x-api-key"] !== this.options.apiKey) {
       return reply(401, { code: 401, message: "Invalid API key, it must start with 'e2b_'" });
     }
-    const fault = this.faults.find((f) => !f.path || f.path.test(path));
+    const fault = this.faults.take(method, path);
     if (fault) {
-      if (fault.count !== undefined && --fault.count <= 0) this.faults.splice(this.faults.indexOf(fault), 1);
       return reply(
         fault.status,
         { code: fault.status, message: fault.status === 429 ? "rate limited" : "injected failure" },
         fault.status === 429 && fault.retryAfter !== undefined ? { "retry-after": String(fault.retryAfter) } : {},
       );
     }
-    const on = (verb: string, route: RegExp) => (verb === "*" || method === verb ? route.exec(path) : null);
-    const connect = on("POST", /^(?:\/v2)?\/sandboxes\/([^/]+)\/connect$/);
-    const pause = on("POST", /^\/sandboxes\/([^/]+)\/pause$/);
-    const timeout = on("POST", /^\/sandboxes\/([^/]+)\/timeout$/);
-    const one = on("*", /^\/sandboxes\/([^/]+)$/);
-    const trigger = on("POST", /^\/v2\/templates\/([^/]+)\/builds\/([^/]+)$/);
-    const buildStatus = on("GET", /^\/templates\/([^/]+)\/builds\/([^/]+)\/status$/);
-    if (method === "POST" && path === "/v3/templates") {
-      const request = (body ?? {}) as { name?: string; cpuCount?: number; memoryMB?: number };
-      const build: EmulatedTemplateBuild = {
-        templateId: `t${randomBytes(8).toString("hex")}`,
-        buildId: randomBytes(8).toString("hex"),
-        name: String(request.name ?? ""),
-        cpuCount: request.cpuCount,
-        memoryMB: request.memoryMB,
-        status: "waiting",
-        polls: 0,
-      };
-      this.templateBuilds.set(build.buildId, build);
-      return reply(202, {
-        templateID: build.templateId,
-        buildID: build.buildId,
-        public: false,
-        names: [build.name],
-        aliases: [build.name],
-        tags: [],
-      });
-    }
-    if (trigger) {
-      const build = this.templateBuilds.get(trigger[2] as string);
-      if (!build || build.templateId !== trigger[1]) return reply(404, { code: 404, message: "build not found" });
-      build.fromImage = (body as { fromImage?: string } | undefined)?.fromImage;
-      build.status = "building";
-      return reply(202);
-    }
-    if (buildStatus) {
-      const build = this.templateBuilds.get(buildStatus[2] as string);
-      if (!build) return reply(404, { code: 404, message: "build not found" });
-      build.polls++;
-      // One poll while building (with a log line), then ready: the template then starts sandboxes of its image.
-      const logEntries =
-        build.polls === 1
-          ? [{ timestamp: new Date().toISOString(), level: "info", message: `Pulling ${build.fromImage}` }]
-          : [];
-      if (build.polls >= 2 && build.status === "building") {
-        build.status = build.fromImage ? "ready" : "error";
-        if (build.fromImage) {
-          this.templates[build.name] = build.fromImage;
-          this.templates[build.templateId] = build.fromImage;
-        }
+    const routes: [string, RegExp, (match: RegExpExecArray) => unknown][] = [
+      ["POST", /^\/v3\/templates$/, () => reply(202, this.requestBuild(body))],
+      ["POST", /^\/v2\/templates\/([^/]+)\/builds\/([^/]+)$/, (m) => reply(this.triggerBuild(m, body))],
+      ["GET", /^\/templates\/([^/]+)\/builds\/([^/]+)\/status$/, (m) => reply(200, this.pollBuild(m[2] as string))],
+      // /v2/sandboxes is E2B's create; /sandboxes (v1) is Novita's.
+      ["POST", /^(?:\/v2)?\/sandboxes$/, () => this.create(body ?? {}, reply)],
+      ["GET", /^\/v2\/sandboxes$/, () => this.list(url, reply)],
+      ["POST", /^(?:\/v2)?\/sandboxes\/([^/]+)\/connect$/, (m) => this.connect(this.find(m[1]), body, reply)],
+      ["POST", /^\/sandboxes\/([^/]+)\/pause$/, (m) => this.pause(this.find(m[1]), reply)],
+      [
+        "POST",
+        /^\/sandboxes\/([^/]+)\/timeout$/,
+        (m) => {
+          this.find(m[1]).timeouts.push(body?.timeout as number | undefined);
+          reply(204);
+        },
+      ],
+      ["*", /^\/sandboxes\/([^/]+)$/, (m) => this.getOrKill(method, path, this.find(m[1]), reply)],
+    ];
+    try {
+      for (const [verb, route, run] of routes) {
+        const match = verb === "*" || verb === method ? route.exec(path) : null;
+        if (match) return void (await run(match));
       }
-      return reply(200, {
-        templateID: build.templateId,
-        buildID: build.buildId,
-        status: build.status,
-        logEntries,
-        logs: logEntries.map((e) => e.message),
-        ...(build.status === "error" ? { reason: { message: "no image to build from" } } : {}),
-      });
+      reply(404, { code: 404, message: `no route ${method} ${path}` });
+    } catch (error) {
+      if (!(error instanceof HttpAnswer)) throw error;
+      reply(error.status, error.body);
     }
-    // /v2/sandboxes is E2B's create; /sandboxes (v1) is Novita's.
-    if (method === "POST" && (path === "/v2/sandboxes" || path === "/sandboxes"))
-      return this.create(body as Record<string, unknown>, reply);
-    if (method === "GET" && path === "/v2/sandboxes") return this.list(url, reply);
-    if (connect) {
-      const match = connect;
-      const sandbox = this.sandboxes.get(match[1] as string);
-      if (!sandbox) return reply(404, { code: 404, message: `sandbox "${match[1]}" not found` });
-      const timeout = (body as { timeout?: number } | undefined)?.timeout;
-      sandbox.timeouts.push(timeout);
-      const resumed = sandbox.state === "paused";
-      if (resumed) {
-        await this.docker.getContainer(sandbox.containerId).unpause();
-        sandbox.state = "running";
-      }
-      return reply(resumed ? 201 : 200, this.sandboxBody(sandbox));
-    }
-    if (pause) {
-      const match = pause;
-      const sandbox = this.sandboxes.get(match[1] as string);
-      if (!sandbox) return reply(404, { code: 404, message: `sandbox "${match[1]}" not found` });
-      if (sandbox.state === "paused") return reply(409, { code: 409, message: "sandbox is already paused" });
-      await this.docker.getContainer(sandbox.containerId).pause();
-      sandbox.state = "paused";
-      return reply(204);
-    }
-    if (timeout) {
-      const match = timeout;
-      const sandbox = this.sandboxes.get(match[1] as string);
-      if (!sandbox) return reply(404, { code: 404, message: `sandbox "${match[1]}" not found` });
-      sandbox.timeouts.push((body as { timeout?: number } | undefined)?.timeout);
-      return reply(204);
-    }
-    if (one) {
-      const match = one;
-      const sandbox = this.sandboxes.get(match[1] as string);
-      if (!sandbox) return reply(404, { code: 404, message: `sandbox "${match[1]}" not found` });
-      if (method === "DELETE") {
-        this.sandboxes.delete(sandbox.id);
-        await this.removeSandbox(sandbox);
-        return reply(204);
-      }
-      if (method === "GET")
-        return reply(200, { ...this.listedBody(sandbox), envdAccessToken: sandbox.envdAccessToken });
-    }
-    return reply(404, { code: 404, message: `no route ${method} ${path}` });
   }
 
-  private async create(body: Record<string, unknown>, reply: (status: number, payload?: unknown) => void) {
-    const templateId = String(body?.templateID ?? "");
+  /** Connects to a sandbox, resuming a paused one (201); each connect's timeout is recorded. */
+  private async connect(sandbox: EmulatedSandbox, body: Body, reply: Reply) {
+    sandbox.timeouts.push(body?.timeout as number | undefined);
+    const resumed = sandbox.state === "paused";
+    if (resumed) {
+      await this.containers.unpause(sandbox.containerId);
+      sandbox.state = "running";
+    }
+    reply(resumed ? 201 : 200, this.sandboxBody(sandbox));
+  }
+
+  private async pause(sandbox: EmulatedSandbox, reply: Reply) {
+    if (sandbox.state === "paused") return reply(409, { code: 409, message: "sandbox is already paused" });
+    await this.containers.pause(sandbox.containerId);
+    sandbox.state = "paused";
+    reply(204);
+  }
+
+  private async getOrKill(method: string, path: string, sandbox: EmulatedSandbox, reply: Reply) {
+    if (method === "GET") return reply(200, { ...this.listedBody(sandbox), envdAccessToken: sandbox.envdAccessToken });
+    if (method !== "DELETE") return reply(404, { code: 404, message: `no route ${method} ${path}` });
+    this.sandboxes.delete(sandbox.id);
+    await this.removeSandbox(sandbox);
+    reply(204);
+  }
+
+  private requestBuild(body: Body) {
+    const build: EmulatedTemplateBuild = {
+      templateId: `t${randomBytes(8).toString("hex")}`,
+      buildId: randomBytes(8).toString("hex"),
+      name: String(body?.name ?? ""),
+      cpuCount: body?.cpuCount as number | undefined,
+      memoryMB: body?.memoryMB as number | undefined,
+      status: "waiting",
+      polls: 0,
+    };
+    this.templateBuilds.set(build.buildId, build);
+    const { templateId: templateID, buildId: buildID, name } = build;
+    return { templateID, buildID, public: false, names: [name], aliases: [name], tags: [] };
+  }
+
+  /** Starts a build from the trigger's image; gives the answer's status. */
+  private triggerBuild(match: RegExpExecArray, body: Body): number {
+    const build = this.templateBuilds.get(match[2] as string);
+    if (!build || build.templateId !== match[1]) throw new HttpAnswer(404, { code: 404, message: "build not found" });
+    build.fromImage = body?.fromImage as string | undefined;
+    build.status = "building";
+    return 202;
+  }
+
+  private pollBuild(buildId: string) {
+    const build = this.templateBuilds.get(buildId);
+    if (!build) throw new HttpAnswer(404, { code: 404, message: "build not found" });
+    build.polls++;
+    // One poll while building (with a log line), then ready: the template then starts sandboxes of its image.
+    const logEntries =
+      build.polls === 1
+        ? [{ timestamp: new Date().toISOString(), level: "info", message: `Pulling ${build.fromImage}` }]
+        : [];
+    if (build.polls >= 2 && build.status === "building") {
+      build.status = build.fromImage ? "ready" : "error";
+      if (build.fromImage) {
+        this.templates[build.name] = build.fromImage;
+        this.templates[build.templateId] = build.fromImage;
+      }
+    }
+    return {
+      templateID: build.templateId,
+      buildID: build.buildId,
+      status: build.status,
+      logEntries,
+      logs: logEntries.map((e) => e.message),
+      ...(build.status === "error" ? { reason: { message: "no image to build from" } } : {}),
+    };
+  }
+
+  private async create(body: Record<string, unknown>, reply: Reply) {
+    const templateId = String(body.templateID ?? "");
     const image = this.templates[templateId];
     if (!image) return reply(404, { code: 404, message: `template '${templateId}' not found` });
     const id = `i${randomBytes(10).toString("hex")}`;
-    const envVars = (body.envVars ?? {}) as Record<string, string>;
-    const container = await this.docker.createContainer({
-      name: `e2b-emulator-${this.id}-${id}`,
-      Image: image,
-      Cmd: ["sleep", "infinity"],
-      User: "1000:1000",
-      Env: Object.entries(envVars).map(([k, v]) => `${k}=${v}`),
-      Labels: { [E2B_EMULATOR_LABEL]: this.id, "agent-computer.e2b-sandbox": id },
-      HostConfig: {
-        Init: true,
-        ShmSize: COMPUTER_SHM_BYTES,
-        SecurityOpt: [`seccomp=${computerSeccompProfile()}`],
-      },
+    // As the emulator always made them: uid 1000, Docker's default capabilities and no no-new-privileges
+    // (not hardened), on the default network.
+    const { id: containerId, ip } = await this.containers.create({
+      image,
+      name: id,
+      labels: { "agent-computer.e2b-sandbox": id },
+      user: "1000:1000",
+      env: (body.envVars ?? {}) as Record<string, string>,
+      hardened: false,
+      shmBytes: COMPUTER_SHM_BYTES,
+      seccompProfile: computerSeccompProfile(),
     });
-    await container.start();
-    const info = await container.inspect();
-    const ip = Object.values(info.NetworkSettings.Networks ?? {})[0]?.IPAddress ?? "";
     const sandbox: EmulatedSandbox = {
       id,
       templateId,
-      containerId: container.id,
+      containerId,
       ip,
       metadata: (body.metadata ?? {}) as Record<string, string>,
       envdAccessToken: randomBytes(24).toString("hex"),
@@ -449,16 +433,14 @@ export class E2bEmulator {
     };
     this.sandboxes.set(id, sandbox);
     // E2B's templates run as "user" with its home at /home/user.
-    await this.execCollect(
-      sandbox,
-      ["sh", "-c", "mkdir -p /home/user /tmp/.envd && chown 1000:1000 /home/user && chmod 1777 /tmp/.envd"],
-      "0:0",
-    );
-    for (const port of this.ports) await this.openPortListener(sandbox, port);
+    const setup = "mkdir -p /home/user /tmp/.envd && chown 1000:1000 /home/user && chmod 1777 /tmp/.envd";
+    await this.containers.run(containerId, ["sh", "-c", setup], { user: "0:0" });
+    const running = () => this.sandboxes.get(id)?.state === "running";
+    for (const port of this.ports) sandbox.portListeners.set(port, await forwardPort({ host: ip, port }, running));
     reply(201, this.sandboxBody(sandbox));
   }
 
-  private list(url: URL, reply: (status: number, payload?: unknown, headers?: Record<string, string>) => void) {
+  private list(url: URL, reply: Reply) {
     const wanted = new URLSearchParams(url.searchParams.get("metadata") ?? "");
     const filter = [...wanted.entries()].map(([k, v]) => [decodeURIComponent(k), decodeURIComponent(v)] as const);
     const states = (url.searchParams.get("state") ?? "running,paused").split(",");
@@ -467,13 +449,8 @@ export class E2bEmulator {
     const matching = [...this.sandboxes.values()].filter(
       (s) => states.includes(s.state) && filter.every(([k, v]) => s.metadata[k] === v),
     );
-    const page = matching.slice(offset, offset + limit);
-    const more = offset + limit < matching.length;
-    reply(
-      200,
-      page.map((s) => this.listedBody(s)),
-      more ? { "x-next-token": String(offset + limit) } : {},
-    );
+    const page = matching.slice(offset, offset + limit).map((s) => this.listedBody(s));
+    reply(200, page, offset + limit < matching.length ? { "x-next-token": String(offset + limit) } : {});
   }
 
   private sandboxBody(sandbox: EmulatedSandbox) {
@@ -514,19 +491,18 @@ export class E2bEmulator {
     if (sandbox?.state !== "running") {
       record(502);
       await readBody(req);
-      return this.json(res, 502, { sandboxId: id, message: "The sandbox was not found", code: 502 });
+      return sendJson(res, 502, { sandboxId: id, message: "The sandbox was not found", code: 502 });
     }
     if (req.headers["x-access-token"] !== sandbox.envdAccessToken) {
       record(401);
       await readBody(req);
-      if (path.startsWith("/process."))
-        return this.json(res, 401, { code: "unauthenticated", message: "invalid access token" });
-      return this.json(res, 401, { code: 401, message: "invalid access token" });
+      const code = path.startsWith("/process.") ? "unauthenticated" : 401;
+      return sendJson(res, 401, { code, message: "invalid access token" });
     }
     const user = userOf(req.headers.authorization);
     if (path === "/health") {
       record(204);
-      return this.json(res, 204);
+      return sendJson(res, 204);
     }
     if (path === "/files") {
       record(200);
@@ -534,80 +510,59 @@ export class E2bEmulator {
         ? this.writeFile(req, res, sandbox, url, user)
         : this.readFile(res, sandbox, url, user);
     }
-    const body = await readBody(req);
-    record(200);
-    switch (path) {
-      case "/process.Process/Start":
-        return this.startProcess(res, sandbox, parseEnvelopes(body)[0] as StartRequest, user);
-      case "/process.Process/SendInput": {
-        const input = safeJson(body) as { process?: { pid?: number }; input?: { stdin?: string } };
-        const proc = sandbox.processes.get(Number(input.process?.pid));
-        if (!proc?.stream) return this.json(res, 404, { code: "not_found", message: "process not found" });
-        proc.stream.write(Buffer.from(input.input?.stdin ?? "", "base64"));
-        return this.json(res, 200, {});
-      }
-      case "/process.Process/CloseStdin": {
-        const input = safeJson(body) as { process?: { pid?: number } };
-        const proc = sandbox.processes.get(Number(input.process?.pid));
-        if (!proc?.stream) return this.json(res, 404, { code: "not_found", message: "process not found" });
-        proc.stream.end();
-        return this.json(res, 200, {});
-      }
-      case "/process.Process/SendSignal": {
-        const input = safeJson(body) as { process?: { pid?: number }; signal?: string };
-        const proc = sandbox.processes.get(Number(input.process?.pid));
-        if (!proc) return this.json(res, 404, { code: "not_found", message: "process not found" });
-        // Like envd: the signal reaches the leader only (E2B #500).
-        const signal = input.signal === "SIGNAL_SIGTERM" ? "TERM" : "KILL";
-        proc.cancelOutput?.();
-        await this.execCollect(sandbox, ["sh", "-c", `kill -${signal} "$(cat "$1")"`, "signal", proc.pidFile], "0:0");
-        return this.json(res, 200, {});
-      }
-      default:
-        return this.json(res, 404, { code: "unimplemented", message: `${path} is not emulated` });
+    if (path === "/process.Process/Start") {
+      const body = await readBody(req);
+      record(200);
+      return this.startProcess(res, sandbox, parseEnvelopes(body)[0] as StartRequest, user);
     }
+    // A body that is not JSON is taken as none.
+    const input = (await readJson(req).catch(() => undefined)) as ProcessInput;
+    record(200);
+    const call = path.slice("/process.Process/".length);
+    if (!path.startsWith("/process.Process/") || !["SendInput", "CloseStdin", "SendSignal"].includes(call))
+      return sendJson(res, 404, { code: "unimplemented", message: `${path} is not emulated` });
+    const proc = sandbox.processes.get(Number(input.process?.pid));
+    if (!proc || (call !== "SendSignal" && !proc.stream))
+      return sendJson(res, 404, { code: "not_found", message: "process not found" });
+    if (call === "SendInput") proc.stream?.write(Buffer.from(input.input?.stdin ?? "", "base64"));
+    if (call === "CloseStdin") proc.stream?.end();
+    if (call === "SendSignal") {
+      // Like envd: the signal reaches the leader only (E2B #500).
+      const signal = input.signal === "SIGNAL_SIGTERM" ? "TERM" : "KILL";
+      proc.cancelOutput?.();
+      const argv = ["sh", "-c", `kill -${signal} "$(cat "$1")"`, "signal", proc.pidFile];
+      await this.containers.run(sandbox.containerId, argv, { user: "0:0" });
+    }
+    sendJson(res, 200, {});
   }
 
   private async startProcess(res: ServerResponse, sandbox: EmulatedSandbox, request: StartRequest, user: string) {
     if (this.killFails > 0) {
       this.killFails--;
-      return this.json(res, 502, { sandboxId: sandbox.id, message: "injected failure", code: 502 });
+      return sendJson(res, 502, { sandboxId: sandbox.id, message: "injected failure", code: 502 });
     }
     const pid = sandbox.nextPid++;
     const pidFile = `/tmp/.envd/${pid}.pid`;
     const config = request.process ?? { cmd: "true" };
     const withStdin = request.stdin === true;
-    const container = this.docker.getContainer(sandbox.containerId);
-    const home = user === "root" ? "/root" : "/home/user";
-    const exec = await container.exec({
-      // The leader writes its pid where SendSignal finds it, then becomes the command.
-      Cmd: ["/bin/sh", "-c", 'echo $$ > "$0"; exec "$@"', pidFile, config.cmd, ...(config.args ?? [])],
-      Env: [`HOME=${home}`, `USER=${user}`, ...Object.entries(config.envs ?? {}).map(([k, v]) => `${k}=${v}`)],
-      WorkingDir: config.cwd || home,
-      User: user === "root" ? "0:0" : "1000:1000",
-      AttachStdin: withStdin,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: false,
-    });
-    let stream: Duplex;
-    try {
-      stream = (await exec.start({ hijack: withStdin, stdin: withStdin })) as Duplex;
-    } catch (error) {
-      return this.json(res, 400, { code: "invalid_argument", message: (error as Error).message.slice(0, 300) });
-    }
-    const proc: ProcessRecord = { pid, stream: withStdin ? stream : undefined, pidFile };
+    const home = homeOf(user);
+    // The leader writes its pid where SendSignal finds it, then becomes the command.
+    const argv = ["/bin/sh", "-c", 'echo $$ > "$0"; exec "$@"', pidFile, config.cmd, ...(config.args ?? [])];
+    const env = { HOME: home, USER: user, ...config.envs };
+    const options = { user: uidOf(user), env, workingDir: config.cwd || home, stdin: withStdin };
+    const started = await this.containers.startCommand(sandbox.containerId, argv, options).catch((e: Error) => e);
+    if (started instanceof Error)
+      return sendJson(res, 400, { code: "invalid_argument", message: started.message.slice(0, 300) });
+    const { exec, stream } = started;
+    const proc: ProcessRecord = { stream: withStdin ? stream : undefined, pidFile };
     sandbox.processes.set(pid, proc);
     res.writeHead(200, { "content-type": "application/connect+json" });
     res.write(envelope({ event: { start: { pid } } }));
-    let drop = -1;
-    if (this.dropStreams > 0) {
-      this.dropStreams--;
-      drop = this.dropAfterBytes;
-    }
+    let drop = this.dropStreams > 0 ? this.dropAfterBytes : -1;
+    this.dropStreams = Math.max(0, this.dropStreams - 1);
     let sent = 0;
     let ended = false;
-    const demuxer = new DockerOutputDemuxer((name, payload) => {
+    const send = (name: "stdout" | "stderr") => (payload: Buffer) => {
       if (ended) return;
       res.write(envelope({ event: { data: { [name]: payload.toString("base64") } } }));
       sent += payload.length;
@@ -618,8 +573,8 @@ export class E2bEmulator {
         this.killFails += this.failStartsAfterDrop;
         res.socket?.destroy();
       }
-    });
-    stream.on("data", (chunk: Buffer) => demuxer.push(chunk));
+    };
+    demuxEngineStream(stream, send("stdout"), send("stderr"));
     stream.on("error", () => {});
     const finish = async () => {
       if (ended) return;
@@ -656,139 +611,46 @@ export class E2bEmulator {
 
   private async readFile(res: ServerResponse, sandbox: EmulatedSandbox, url: URL, user: string) {
     const path = this.filePath(url, user);
-    const container = this.docker.getContainer(sandbox.containerId);
-    const exec = await container.exec({
-      Cmd: ["sh", "-c", '[ -f "$1" ] || exit 66; exec cat -- "$1"', "read", path],
-      User: user === "root" ? "0:0" : "1000:1000",
-      AttachStdout: true,
-      AttachStderr: true,
-    });
-    const stream = (await exec.start({ hijack: false })) as Duplex;
     let started = false;
-    let waiting = false;
-    const demuxer = new DockerOutputDemuxer((name, payload) => {
-      if (name !== "stdout") return;
-      if (!started) {
-        started = true;
-        res.writeHead(200, { "content-type": "application/octet-stream" });
-      }
-      if (!res.write(payload) && !waiting) {
-        waiting = true;
-        stream.pause();
-        res.once("drain", () => {
-          waiting = false;
-          stream.resume();
-        });
-      }
-    });
-    stream.on("data", (chunk: Buffer) => demuxer.push(chunk));
-    // A client gone mid-download must not leave the engine's stream paused: the engine then
-    // never finishes the exec, and every later exec in the sandbox hangs.
-    res.once("close", () => stream.resume());
-    await new Promise<void>((resolve) => {
-      stream.once("end", resolve);
-      stream.once("close", resolve);
-      stream.once("error", () => resolve());
-    });
-    const state = await exec.inspect();
+    const open = () => {
+      if (!started) res.writeHead(200, { "content-type": "application/octet-stream" });
+      started = true;
+    };
+    const argv = ["sh", "-c", `[ -f "$1" ] || exit ${NO_SUCH_FILE}; exec cat -- "$1"`, "read", path];
+    const read = await pipeStdout(this.containers, sandbox.containerId, argv, { user: uidOf(user) }, res, open);
     if (started) return void res.end();
-    if (state.ExitCode === 66) return this.json(res, 404, { code: 404, message: `path '${path}' does not exist` });
-    if (state.ExitCode !== 0) return this.json(res, 500, { code: 500, message: `could not read '${path}'` });
+    if (read.exitCode === NO_SUCH_FILE)
+      return sendJson(res, 404, { code: 404, message: `path '${path}' does not exist` });
+    if (read.exitCode !== 0) return sendJson(res, 500, { code: 500, message: `could not read '${path}'` });
     res.writeHead(200, { "content-type": "application/octet-stream", "content-length": 0 }).end();
   }
 
   private async writeFile(req: IncomingMessage, res: ServerResponse, sandbox: EmulatedSandbox, url: URL, user: string) {
-    const container = this.docker.getContainer(sandbox.containerId);
     const contentType = req.headers["content-type"] ?? "";
     let path = this.filePath(url, user);
-    let buffered: Buffer | undefined;
+    let body: Buffer | IncomingMessage = req;
     if (contentType.startsWith("multipart/form-data")) {
       const part = parseSingleFilePart(await readBody(req), contentType);
-      if (!part) return this.json(res, 400, { code: 400, message: "no file part" });
-      buffered = part.data;
+      if (!part) return sendJson(res, 400, { code: 400, message: "no file part" });
+      body = part.data;
       if (!url.searchParams.get("path"))
         path = this.filePath(new URL(`http://x/?path=${encodeURIComponent(part.filename)}`), user);
     }
-    const exec = await container.exec({
-      Cmd: ["sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "write", path],
-      User: user === "root" ? "0:0" : "1000:1000",
-      AttachStdin: true,
-      AttachStdout: true,
-      AttachStderr: true,
-    });
-    const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
-    stream.on("data", () => {});
-    const done = new Promise<void>((resolve) => {
-      stream.once("end", resolve);
-      stream.once("close", resolve);
-      stream.once("error", () => resolve());
-    });
-    if (buffered) stream.end(buffered);
-    else req.pipe(stream);
-    await done;
-    const state = await exec.inspect();
-    if (state.ExitCode !== 0) return this.json(res, 500, { code: 500, message: `could not write '${path}'` });
-    this.json(res, 200, [{ name: path.split("/").pop(), type: "file", path }]);
+    const argv = ["sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "write", path];
+    const written = await this.containers.run(sandbox.containerId, argv, { user: uidOf(user), input: body });
+    if (written.exitCode !== 0) return sendJson(res, 500, { code: 500, message: `could not write '${path}'` });
+    sendJson(res, 200, [{ name: path.split("/").pop(), type: "file", path }]);
   }
 
   private filePath(url: URL, user: string): string {
     const path = url.searchParams.get("path") ?? "";
-    if (path.startsWith("/")) return path;
-    return `${user === "root" ? "/root" : "/home/user"}/${path}`;
-  }
-
-  // -------------------------------------------------------------- plumbing
-
-  private async openPortListener(sandbox: EmulatedSandbox, port: number): Promise<void> {
-    const server = createServer((req, res) => {
-      if (this.sandboxes.get(sandbox.id)?.state !== "running") {
-        res.writeHead(502).end("sandbox not running");
-        return;
-      }
-      proxyHttp(req, res, sandbox.ip, port);
-    });
-    server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
-      if (this.sandboxes.get(sandbox.id)?.state !== "running") {
-        socket.destroy();
-        return;
-      }
-      proxyUpgrade(req, socket, head, sandbox.ip, port);
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port: local } = server.address() as { port: number };
-    sandbox.portListeners.set(port, { server, url: `http://127.0.0.1:${local}` });
+    return path.startsWith("/") ? path : `${homeOf(user)}/${path}`;
   }
 
   private async removeSandbox(sandbox: EmulatedSandbox): Promise<void> {
-    for (const { server } of sandbox.portListeners.values()) {
-      server.closeAllConnections?.();
-      server.close();
-    }
+    for (const listener of sandbox.portListeners.values()) listener.close();
     sandbox.portListeners.clear();
-    const container = this.docker.getContainer(sandbox.containerId);
-    if (sandbox.state === "paused") await container.unpause().catch(() => {});
-    await container.remove({ force: true }).catch(() => {});
-  }
-
-  private async execCollect(sandbox: EmulatedSandbox, argv: string[], user: string): Promise<string> {
-    const exec = await this.docker.getContainer(sandbox.containerId).exec({
-      Cmd: argv,
-      User: user,
-      AttachStdout: true,
-      AttachStderr: true,
-    });
-    const stream = (await exec.start({ hijack: false })) as Duplex;
-    const out: Buffer[] = [];
-    const demuxer = new DockerOutputDemuxer((name, payload) => {
-      if (name === "stdout") out.push(Buffer.from(payload));
-    });
-    await new Promise<void>((resolve) => {
-      stream.on("data", (chunk: Buffer) => demuxer.push(chunk));
-      stream.once("end", resolve);
-      stream.once("close", resolve);
-      stream.once("error", () => resolve());
-    });
-    return Buffer.concat(out).toString("utf8");
+    await this.containers.remove(sandbox.containerId);
   }
 }
 
@@ -796,6 +658,8 @@ interface StartRequest {
   process?: { cmd: string; args?: string[]; envs?: Record<string, string>; cwd?: string };
   stdin?: boolean;
 }
+
+type ProcessInput = { process?: { pid?: number }; input?: { stdin?: string }; signal?: string };
 
 function userOf(authorization: string | undefined): string {
   const match = /^Basic (.+)$/.exec(authorization ?? "");
@@ -807,69 +671,5 @@ function userOf(authorization: string | undefined): string {
   );
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.once("end", () => resolve(Buffer.concat(chunks)));
-    req.once("error", reject);
-  });
-}
-
-function safeJson(raw: Buffer): unknown {
-  try {
-    return JSON.parse(raw.toString("utf8"));
-  } catch {
-    return undefined;
-  }
-}
-
-function parseSingleFilePart(body: Buffer, contentType: string): { filename: string; data: Buffer } | undefined {
-  const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(contentType);
-  const mark = Buffer.from(`--${boundary?.[1] ?? boundary?.[2]}`);
-  const start = body.indexOf(mark);
-  if (start < 0) return undefined;
-  const headerEnd = body.indexOf("\r\n\r\n", start);
-  const headers = body.subarray(start, headerEnd).toString("utf8");
-  const end = body.indexOf(Buffer.concat([Buffer.from("\r\n"), mark]), headerEnd);
-  const filename = /filename="([^"]*)"/.exec(headers)?.[1] ?? "";
-  return { filename, data: body.subarray(headerEnd + 4, end) };
-}
-
-function proxyHttp(req: IncomingMessage, res: ServerResponse, ip: string, port: number): void {
-  const upstream = httpRequest(
-    { host: ip, port, method: req.method, path: req.url, headers: { ...req.headers, host: `${ip}:${port}` } },
-    (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    },
-  );
-  upstream.on("error", () => {
-    if (!res.headersSent) res.writeHead(502).end("port unreachable");
-    else res.destroy();
-  });
-  req.pipe(upstream);
-}
-
-function proxyUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, ip: string, port: number): void {
-  const upstream = netConnect(port, ip, () => {
-    const lines = [`${req.method} ${req.url} HTTP/${req.httpVersion}`];
-    for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      const name = req.rawHeaders[i] as string;
-      const value = name.toLowerCase() === "host" ? `${ip}:${port}` : (req.rawHeaders[i + 1] as string);
-      lines.push(`${name}: ${value}`);
-    }
-    upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
-    if (head.length) upstream.write(head);
-    upstream.pipe(socket);
-    socket.pipe(upstream);
-  });
-  const close = () => {
-    upstream.destroy();
-    socket.destroy();
-  };
-  upstream.on("error", close);
-  socket.on("error", close);
-  upstream.on("close", close);
-  socket.on("close", close);
-}
+const uidOf = (user: string) => (user === "root" ? "0:0" : "1000:1000");
+const homeOf = (user: string) => (user === "root" ? "/root" : "/home/user");

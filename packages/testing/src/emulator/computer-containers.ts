@@ -126,6 +126,13 @@ export class ComputerContainers {
     return `${repo}:${tag}`;
   }
 
+  /** A snapshot of a running machine: its filesystem committed to an image (named by `tag`); unlike `archive`, the machine keeps running. */
+  async snapshot(id: string, tag: string): Promise<string> {
+    const repo = `agent-computer-test/${this.label.split("/").pop()}-snapshot-${this.instance}`;
+    await this.docker.getContainer(id).commit({ repo, tag, changes: [`LABEL ${this.label}=${this.instance}`] });
+    return `${repo}:${tag}`;
+  }
+
   /** Removes a machine (paused or not); a machine already gone is fine. */
   async remove(id: string): Promise<void> {
     const container = this.docker.getContainer(id);
@@ -165,8 +172,13 @@ export class ComputerContainers {
     return { exec, stream };
   }
 
-  /** Runs a command to its end (stdin, when given, written whole) and gives its exit code and output. */
-  async run(id: string, argv: string[], options: ExecOptions & { input?: Buffer }): Promise<CollectedExec> {
+  /**
+   * Runs a command to its end and gives its exit code and output. `input`,
+   * when given, is its stdin: bytes, or a stream (an upload as it arrives)
+   * written at the engine's pace and never held whole; stdin is then
+   * half-closed, so `cat > file` sees the end.
+   */
+  async run(id: string, argv: string[], options: ExecOptions & { input?: MachineInput }): Promise<CollectedExec> {
     const { exec, stream } = await this.startCommand(id, argv, { ...options, stdin: options.input !== undefined });
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
@@ -176,12 +188,23 @@ export class ComputerContainers {
       (chunk) => stdout.push(chunk),
       (chunk) => stderr.push(chunk),
     );
-    if (options.input !== undefined) stream.end(options.input);
+    if (Buffer.isBuffer(options.input)) stream.end(options.input);
+    else if (options.input !== undefined) {
+      for await (const chunk of options.input) {
+        // A command that ended early (its machine gone) drains nothing more: stop feeding it.
+        if (!stream.write(chunk)) await Promise.race([new Promise((resolve) => stream.once("drain", resolve)), ended]);
+        if (stream.destroyed || stream.writableEnded) break;
+      }
+      stream.end();
+    }
     await ended;
     const state = await exec.inspect();
     return { exitCode: state.ExitCode ?? -1, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) };
   }
 }
+
+/** A command's stdin: bytes, or chunks as they come. */
+export type MachineInput = Buffer | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
 
 /** Resolves when the engine's stream ends, closes or fails. */
 export function untilEnded(stream: Duplex): Promise<void> {

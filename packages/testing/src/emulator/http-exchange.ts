@@ -41,7 +41,8 @@ export function sendJson(
     return;
   }
   if (body === undefined) {
-    res.writeHead(status, headers).end();
+    // An empty body said as such: some clients parse a chunked empty answer as JSON and fail.
+    res.writeHead(status, status === 204 || status === 304 ? headers : { "content-length": 0, ...headers }).end();
     return;
   }
   const text = JSON.stringify(body);

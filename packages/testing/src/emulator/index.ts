@@ -7,13 +7,24 @@ export {
   ComputerContainers,
   demuxEngineStream,
   type ExecOptions,
+  type MachineInput,
   type MachineSpec,
   type StartedExec,
   untilEnded,
 } from "./computer-containers.js";
 export { type FaultRule, FaultRules } from "./fault-rules.js";
 export { HttpAnswer, readBody, readJson, sendJson } from "./http-exchange.js";
-export { type PortTarget, proxyHttp, proxyUpgrade, refuseUpgrade } from "./port-proxy.js";
+export { type LoopbackServer, LoopbackServers, listenLoopback } from "./loopback-servers.js";
+export {
+  type CappedExec,
+  type CommandFollower,
+  collectCapped,
+  type KeptCommand,
+  pipeStdout,
+  startKept,
+} from "./machine-streams.js";
+export { parseSingleFilePart, readMultipart, type UploadedPart } from "./multipart.js";
+export { forwardPort, type PortTarget, proxyHttp, proxyUpgrade, refuseUpgrade } from "./port-proxy.js";
 export {
   type Exchange,
   type RecordedCall,

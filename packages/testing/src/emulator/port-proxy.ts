@@ -1,6 +1,7 @@
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
+import { listenLoopback } from "./loopback-servers.js";
 
 /** Where a machine's port is: the container's address, its port and the path to ask for. */
 export interface PortTarget {
@@ -72,4 +73,30 @@ export function proxyUpgrade(
 /** Refuses an upgrade with a bare HTTP answer. */
 export function refuseUpgrade(socket: Duplex, status: number, reason = "Refused"): void {
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+}
+
+/**
+ * A loopback URL of its own for one machine port (E2B's port URLs,
+ * Daytona's preview links): its HTTP requests and upgrades go to `target`
+ * while `reachable()` holds; a request gets a 502 and an upgrade a closed
+ * socket otherwise.
+ */
+export async function forwardPort(
+  target: PortTarget,
+  reachable: () => boolean,
+): Promise<{ url: string; close: () => void }> {
+  const server = createServer((req, res) => {
+    if (reachable()) proxyHttp(req, res, target);
+    else res.writeHead(502).end("the machine is not running");
+  });
+  server.on("upgrade", (req, socket: Duplex, head: Buffer) => {
+    if (reachable()) proxyUpgrade(req, socket, head, target);
+    else socket.destroy();
+  });
+  const url = await listenLoopback(server);
+  const close = () => {
+    server.closeAllConnections?.();
+    server.close();
+  };
+  return { url, close };
 }

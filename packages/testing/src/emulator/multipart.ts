@@ -92,3 +92,16 @@ export async function readMultipart(
   await Promise.all(pending);
   return fields;
 }
+
+/** The first file part of a whole multipart/form-data body: its filename and bytes. */
+export function parseSingleFilePart(body: Buffer, contentType: string): { filename: string; data: Buffer } | undefined {
+  const boundary = /boundary=(?:"([^"]+)"|([^;]+))/.exec(contentType);
+  const mark = Buffer.from(`--${boundary?.[1] ?? boundary?.[2]}`);
+  const start = body.indexOf(mark);
+  if (start < 0) return undefined;
+  const headerEnd = body.indexOf("\r\n\r\n", start);
+  const headers = body.subarray(start, headerEnd).toString("utf8");
+  const end = body.indexOf(Buffer.concat([Buffer.from("\r\n"), mark]), headerEnd);
+  const filename = /filename="([^"]*)"/.exec(headers)?.[1] ?? "";
+  return { filename, data: body.subarray(headerEnd + 4, end) };
+}
