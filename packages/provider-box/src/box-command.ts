@@ -103,6 +103,10 @@ def alive():
     except OSError:
         return None
 while True:
+    # Alive first: the supervisor writes the exit file before it ends, so one
+    # seen gone here has its exit file read below (read after, a command
+    # ending between the two reads looked lost).
+    a = alive()
     x = exitcode()
     sizes = [size("out"), size("err")]
     if x is not None or any(l > 0 and s > o for s, o, l in zip(sizes, off, lim)) or time.time() >= until:
@@ -119,7 +123,6 @@ for name, o, l, s in zip(("out", "err"), off, lim, sizes):
     if l > 0 and o + len(data) < s:
         drained = False
     chunks.append(base64.b64encode(data).decode("ascii"))
-a = alive()
 if x is not None and drained:
     open(d + "/done", "w").close()
     root = os.path.dirname(d)
