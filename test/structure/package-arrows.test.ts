@@ -20,9 +20,11 @@ const ALLOWED: Record<string, string[]> = {
   "home-store-s3": ["core", "leases", "checkpoint"],
   "provider-docker": ["core", "checkpoint", "desktop-runtime"],
   "provider-kubernetes": ["core", "checkpoint", "desktop-runtime"],
-  "provider-e2b": ["core", "checkpoint", "desktop-runtime"],
-  "provider-daytona": ["core", "checkpoint", "desktop-runtime"],
-  "provider-box": ["core", "checkpoint", "desktop-runtime"],
+  // What every hosted provider shares (docs/writing-a-hosted-provider.md).
+  "provider-kit": ["core", "checkpoint", "desktop-runtime"],
+  "provider-e2b": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
+  "provider-daytona": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
+  "provider-box": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   // An installable server: it picks any provider at start (SANDBOX_PROVIDER).
   "mcp-server": [
     "core",
