@@ -39,10 +39,18 @@ async function replay(provider: SandboxProvider, dataDir: string) {
   const run = runtime.startRun({ workspaceId: `pi-${Date.now().toString(36)}`, botId: "pi" });
   const machine = await run.machine();
   await machine.files.write(`${run.workdir}/site/index.html`, new TextEncoder().encode(contactsPage(contacts)));
-  await machine.exec({
-    shell: `(python3 -m http.server ${port} --bind 127.0.0.1 --directory site >/dev/null 2>&1 &) && sleep 1`,
+  // Started, then waited for: a second's sleep was not enough on a loaded machine (the model
+  // then met a page without its button, and the run ended before any file was written).
+  const started = await machine.exec({
+    shell: `(python3 -m http.server ${port} --bind 127.0.0.1 --directory site >/dev/null 2>&1 &)
+for i in $(seq 1 300); do
+  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' http://127.0.0.1:${port}/ 2>/dev/null && exit 0
+  sleep 0.1
+done
+exit 1`,
     cwd: run.workdir,
   });
+  expect(started.exitCode, "the contacts page server answers").toBe(0);
 
   const faux = registerFauxProvider({ models: [{ id: "scripted-text", input: ["text"] }] });
   faux.setResponses([
