@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { AgentComputerError } from "@agent-computer/core";
-import { isTransientStatus, redactSecrets, retryWithin } from "@agent-computer/provider-kit";
+import { isTransientStatus, redactSecrets, retryWithin, statusOfFailure } from "@agent-computer/provider-kit";
 import { z } from "zod";
 
 // The Box service's HTTP API as this package uses it, in ONE file so that a
@@ -325,12 +325,6 @@ export class BoxClient {
 /** A fresh idempotency key for one create (kept across that create's retries). */
 export function idempotencyKey(): string {
   return randomUUID();
-}
-
-/** The HTTP status an AgentComputerError from this client carries (0: no answer). */
-export function statusOfFailure(error: unknown): number | undefined {
-  const status = AgentComputerError.is(error) ? error.details?.status : undefined;
-  return typeof status === "number" ? status : undefined;
 }
 
 function enc(part: string): string {

@@ -1,4 +1,5 @@
 import { defineProviderConformance } from "@agent-computer/testing/conformance";
+import { DAYTONA_CAPABILITIES } from "../src/index.js";
 import { daytonaTestEnvironment } from "./daytona-test-environment.js";
 
 // The contract's suite, desktop section included, through the real
@@ -9,15 +10,7 @@ if (!env.missing) {
   defineProviderConformance({
     name: "daytona",
     createProvider: () => env.provider(),
-    capabilities: {
-      desktop: true,
-      multiScreen: true,
-      pageBrowser: true,
-      terminal: true,
-      billsWhileRunning: true,
-      stopKeepsMachine: true,
-      mountedHome: false,
-    },
+    capabilities: { ...DAYTONA_CAPABILITIES },
     timeouts: { testMs: 90_000, provisionMs: 120_000 },
   });
 }

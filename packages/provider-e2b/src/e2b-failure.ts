@@ -1,6 +1,8 @@
 import { AgentComputerError } from "@agent-computer/core";
 import { isNetworkFailure, retryWithin, serviceFailure } from "@agent-computer/provider-kit";
 
+export { statusOfFailure } from "@agent-computer/provider-kit";
+
 /**
  * The HTTP status of a control-plane failure the SDK threw, when it says
  * one. By the error's name, not its class: the e2b SDK and Novita's fork
@@ -20,12 +22,6 @@ export function sdkStatus(error: unknown): number | undefined {
       return 404;
   }
   const status = (error as { statusCode?: unknown }).statusCode;
-  return typeof status === "number" ? status : undefined;
-}
-
-/** The HTTP status an error of `e2bFailure` carries. */
-export function statusOfFailure(error: unknown): number | undefined {
-  const status = AgentComputerError.is(error) ? error.details?.status : undefined;
   return typeof status === "number" ? status : undefined;
 }
 

@@ -13,4 +13,5 @@ export {
   redactSecrets,
   type ServiceFailure,
   serviceFailure,
+  statusOfFailure,
 } from "./service-failure.js";

@@ -104,3 +104,9 @@ export function serviceFailure(failure: ServiceFailure): AgentComputerError {
   }
   return new AgentComputerError("UNAVAILABLE", `${said(`failed (HTTP ${status}) to`)}.`, { retryable: false, details });
 }
+
+/** The HTTP status a `serviceFailure` (or any AgentComputerError with `details.status`) carries; 0 means no answer. */
+export function statusOfFailure(error: unknown): number | undefined {
+  const status = AgentComputerError.is(error) ? error.details?.status : undefined;
+  return typeof status === "number" ? status : undefined;
+}
