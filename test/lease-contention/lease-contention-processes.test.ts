@@ -10,6 +10,7 @@ import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
 import { checkFencingHistory, type FencingEvent } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
 import { databaseAnswers, workerDatabaseUrl } from "../../packages/state-store-postgres/test/test-database.js";
+import { compiledScript } from "../support/compiled-script.js";
 import type { WorkerConfig } from "./worker-config.js";
 
 // The randomized fencing checker with worker PROCESSES against the SQLite and
@@ -17,7 +18,7 @@ import type { WorkerConfig } from "./worker-config.js";
 // mid-transaction. A fenced run must show zero violations; the same run
 // without the fence must show some, or the checker proves nothing.
 
-const workerScript = fileURLToPath(new URL("./worker.ts", import.meta.url));
+const workerScript = await compiledScript(fileURLToPath(new URL("./worker.ts", import.meta.url)));
 const WORKERS = 6;
 const OPS = 450;
 const KILLS = 3;
@@ -66,7 +67,7 @@ async function runProcesses(kind: WorkerConfig["store"], location: string, fence
       seed: seed++,
       eventsFile,
     };
-    return spawn(process.execPath, ["--import", "tsx", workerScript, JSON.stringify(config)], {
+    return spawn(process.execPath, [workerScript, JSON.stringify(config)], {
       stdio: ["ignore", "ignore", "inherit"],
     });
   };

@@ -15,6 +15,7 @@ import Docker from "dockerode";
 import { afterAll, describe, expect, it } from "vitest";
 import { type LocalS3, startLocalS3 } from "../../packages/home-store-s3/test/local-s3.js";
 import { databaseAnswers, workerDatabaseUrl } from "../../packages/state-store-postgres/test/test-database.js";
+import { compiledScript } from "../support/compiled-script.js";
 import { botBytes, botFile } from "./bot-bytes.js";
 import type { WorkerConfig } from "./worker-config.js";
 
@@ -32,7 +33,7 @@ const env = await chooseTestProvider(
 const postgres = await databaseAnswers();
 if (!postgres && !env.missing) throw new Error("PostgreSQL does not answer at the test URL");
 
-const workerScript = fileURLToPath(new URL("./worker.ts", import.meta.url));
+const workerScript = await compiledScript(fileURLToPath(new URL("./worker.ts", import.meta.url)));
 const LEASE_TTL_MS = 3000;
 const IDLE_MS = 4000;
 
@@ -51,7 +52,7 @@ class Worker {
   readonly ready: Promise<void>;
 
   constructor(config: WorkerConfig) {
-    this.child = spawn(process.execPath, ["--import", "tsx", workerScript, JSON.stringify(config)], {
+    this.child = spawn(process.execPath, [workerScript, JSON.stringify(config)], {
       stdio: ["pipe", "pipe", "inherit"],
     });
     let started: () => void = () => {};

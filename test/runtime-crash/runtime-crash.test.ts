@@ -10,13 +10,14 @@ import { createComputerRuntime } from "@agent-computer/runtime";
 import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
 import { createFakeProvider } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
+import { compiledScript } from "../support/compiled-script.js";
 import { generationBytes } from "./generation.js";
 
 // Kill -9 the runtime process at random moments of a checkpoint (packing,
 // writing, swapping, committing): the previous revision must stay
 // restorable, and what restores is one whole generation, never a torn mix.
 
-const child = fileURLToPath(new URL("./checkpoint-child.ts", import.meta.url));
+const child = await compiledScript(fileURLToPath(new URL("./checkpoint-child.ts", import.meta.url)));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface ChildRun {
@@ -27,7 +28,7 @@ interface ChildRun {
 
 function runChild(args: string[], killAfterWrittenMs?: number): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", child, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    const proc = spawn(process.execPath, [child, ...args], { stdio: ["ignore", "pipe", "inherit"] });
     const result: ChildRun = { writtenAt: 0, killed: false };
     let out = "";
     proc.stdout.on("data", (chunk: Buffer) => {

@@ -10,19 +10,20 @@ import { createComputerRuntime } from "@agent-computer/runtime";
 import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
 import { createFakeProvider } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
+import { compiledScript } from "../support/compiled-script.js";
 
 // A worker process killed with SIGKILL in the middle of an update: its
 // operation turns interrupted after the heartbeat timeout (an injected store
 // clock jumps past it), the computer stays reserved until the owner
 // releases it asserting the workers stopped, and recovery then succeeds.
 
-const child = fileURLToPath(new URL("./update-worker-child.ts", import.meta.url));
+const child = await compiledScript(fileURLToPath(new URL("./update-worker-child.ts", import.meta.url)));
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
 
 /** Runs the child until it hangs in provisioning and has heartbeated, then kills it; resolves the operation id. */
 function killMidUpdate(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", child, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    const proc = spawn(process.execPath, [child, ...args], { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     let killing = false;
     proc.stdout.on("data", (chunk: Buffer) => {

@@ -9,6 +9,7 @@ import { LeaseEngine } from "@agent-computer/leases";
 import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
 import { GetObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compiledScript } from "../../../test/support/compiled-script.js";
 import { chunkKeysOf } from "../src/chunked/chunk-keys.js";
 import { openManifest } from "../src/chunked/sealed-manifest.js";
 import { ComputerHomeRecords, ContentKeyring, ObjectAgentHomeStore } from "../src/index.js";
@@ -21,7 +22,7 @@ import { type LocalS3, startLocalS3 } from "./local-s3.js";
 // once the reconciler has run past its grace period no orphaned chunk
 // remains and no referenced one is missing.
 
-const child = fileURLToPath(new URL("./checkpoint-child.ts", import.meta.url));
+const child = await compiledScript(fileURLToPath(new URL("./checkpoint-child.ts", import.meta.url)));
 const contentKey = randomBytes(32).toString("hex");
 const GRACE_MS = 15_000;
 
@@ -37,7 +38,7 @@ interface Run {
 
 /** Starts a format-2 checkpointing child now (its start-up overlaps the previous run's checks); `go` runs it. */
 function startChild(): { go(source: string, killAfterMs?: number): Promise<Run> } {
-  const args = ["--import", "tsx", child, String(s3.port), s3.bucket, state.dataDir, state.stateFile];
+  const args = [child, String(s3.port), s3.bucket, state.dataDir, state.stateFile];
   const proc = spawn(process.execPath, args, {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, CRASH_CONTENT_KEY: contentKey, CRASH_FORMAT: "2", CRASH_CHUNK_GRACE_MS: String(GRACE_MS) },

@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { LeaseEngine } from "@agent-computer/leases";
 import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compiledScript } from "../../../test/support/compiled-script.js";
 import { ComputerHomeRecords, ContentKeyring, ObjectAgentHomeStore } from "../src/index.js";
 import { generationOf, writeGeneration } from "./generation.js";
 import { type LocalS3, startLocalS3 } from "./local-s3.js";
@@ -16,7 +17,7 @@ import { type LocalS3, startLocalS3 } from "./local-s3.js";
 // moments: a restore then gives the old or the new home, whole, and the
 // reconciler removes whatever the dead process left in the bucket.
 
-const child = fileURLToPath(new URL("./checkpoint-child.ts", import.meta.url));
+const child = await compiledScript(fileURLToPath(new URL("./checkpoint-child.ts", import.meta.url)));
 const contentKey = randomBytes(32).toString("hex");
 
 let s3: LocalS3;
@@ -30,13 +31,13 @@ interface ChildRun {
 }
 
 interface Child {
-  /** Starts the checkpoint of `source`; kills the process (SIGKILL, the real one: node --import tsx, no wrapper) at `stopAt` or `killAfterMs` after "ready". */
+  /** Starts the checkpoint of `source`; kills the process (SIGKILL, the real one: node on the compiled child, no wrapper) at `stopAt` or `killAfterMs` after "ready". */
   go(source: string, options: { stopAt?: string; killAfterMs?: number }): Promise<ChildRun & { checkpointMs: number }>;
 }
 
 /** Spawns a checkpointing child that loads and then waits, so its start-up overlaps the previous run's checks. */
 function startChild(): Child {
-  const args = ["--import", "tsx", child, String(s3.port), s3.bucket, state.dataDir, state.stateFile];
+  const args = [child, String(s3.port), s3.bucket, state.dataDir, state.stateFile];
   const proc = spawn(process.execPath, args, {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, CRASH_CONTENT_KEY: contentKey },

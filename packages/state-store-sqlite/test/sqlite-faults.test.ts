@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LeaseEngine } from "@agent-computer/leases";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { compiledScript } from "../../../test/support/compiled-script.js";
 import { SqliteStateStore } from "../src/sqlite-state-store.js";
 
 const freshFile = () => join(mkdtempSync(join(tmpdir(), "sqlite-faults-")), "state.db");
@@ -28,9 +29,9 @@ describe("sqlite state store faults", () => {
       ),
     ).toBe(true);
 
-    // node itself (with tsx as a loader), not the tsx wrapper: SIGKILL must hit the writer.
-    const script = fileURLToPath(new URL("./killed-writer.ts", import.meta.url));
-    const child = spawn(process.execPath, ["--import", "tsx", script, file], {
+    // node itself (the writer compiled to plain JS), no wrapper: SIGKILL must hit the writer.
+    const script = await compiledScript(fileURLToPath(new URL("./killed-writer.ts", import.meta.url)));
+    const child = spawn(process.execPath, [script, file], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     await new Promise<void>((resolve, reject) => {

@@ -8,9 +8,10 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { compiledScript } from "../../../../test/support/compiled-script.js";
 import { digestTree } from "./home-tree.test-helpers.js";
 
-const child = join(import.meta.dirname, "checkpoint-round-trip.child.ts");
+const child = await compiledScript(join(import.meta.dirname, "checkpoint-round-trip.child.ts"));
 let root: string | undefined;
 
 afterAll(async () => {
@@ -35,11 +36,9 @@ describe("checkpoint round trip at scale", () => {
       createWriteStream(join(home, "large.bin")),
     );
     const target = join(root, "restored");
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ["--import", "tsx", child, home, join(root, "home.sealed"), target],
-      { maxBuffer: 1024 * 1024 },
-    );
+    const { stdout } = await promisify(execFile)(process.execPath, [child, home, join(root, "home.sealed"), target], {
+      maxBuffer: 1024 * 1024,
+    });
     const report = JSON.parse(stdout);
     expect(report.packed.files).toBe(20_001);
     expect(report.restored.files).toBe(20_001);

@@ -5,11 +5,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { beforeAll, describe, expect, it } from "vitest";
+import { compiledScript } from "../../../../test/support/compiled-script.js";
 import { digestTree } from "./home-tree.test-helpers.js";
 import { packHome } from "./pack-home.js";
 import { recoverInterruptedRestore, restoreHome, stageHome } from "./restore-home.js";
 
-const child = join(import.meta.dirname, "restore-home.crash-child.ts");
+const child = await compiledScript(join(import.meta.dirname, "restore-home.crash-child.ts"));
 let root: string;
 let archive: string;
 let oldArchive: string;
@@ -26,7 +27,7 @@ async function makeHome(dir: string, files: number, content: string): Promise<vo
 /** Runs the child restore, kills it after `afterMs` (from its start), resolves whether it had finished. */
 function restoreInChild(target: string, afterMs: number): Promise<boolean> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", child, archive, target], {
+    const proc = spawn(process.execPath, [child, archive, target], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     let output = "";
