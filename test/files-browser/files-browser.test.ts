@@ -4,6 +4,7 @@ import { readFile } from "node:fs/promises";
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { COMPUTER_LABELS } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { checkDockerHost, type DockerHostCheck, dockerProvider } from "@agent-computer/provider-docker";
 import { createComputerRuntime } from "@agent-computer/runtime";
@@ -25,9 +26,14 @@ const env = await chooseTestProvider({ kind: "docker", check: checkDockerHost, c
 const missing =
   env.missing ?? (existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (run .ci/chromium-setup.sh)`);
 
-/** Ids of the engine's running containers. */
-async function running(docker: DockerHostCheck["docker"]): Promise<string[]> {
-  return (await docker.listContainers()).map((c) => c.Id).sort();
+/**
+ * Ids of the running containers of one computer (its own and its display's,
+ * by the computer-id label): other files' containers come and go beside
+ * this one (docs/testing.md, "Side by side").
+ */
+async function running(docker: DockerHostCheck["docker"], computerId: string): Promise<string[]> {
+  const label = `${COMPUTER_LABELS.computerId}=${computerId}`;
+  return (await docker.listContainers({ filters: { label: [label] } })).map((c) => c.Id).sort();
 }
 
 if (missing) reportMissingProvider("files in a real browser", { kind: "docker", missing });
@@ -70,7 +76,7 @@ else {
         expect(containerId).toBeTruthy();
         const container = env.docker.getContainer(containerId as string);
         expect((await container.inspect()).State.Running).toBe(false);
-        const before = await running(env.docker);
+        const before = await running(env.docker, computerId);
 
         browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
         const context = await browser.newContext({ acceptDownloads: true });
@@ -102,7 +108,7 @@ else {
         expect(throughLinks).toEqual([400, 400, 400, 400]);
         // Listing and preview came from the stored home: no container started.
         expect((await container.inspect()).State.Running).toBe(false);
-        expect(await running(env.docker)).toEqual(before);
+        expect(await running(env.docker, computerId)).toEqual(before);
         expect(await runtime.runningMachine(computerId)).toBeUndefined();
 
         // Running again: a file the bot writes shows within the refresh interval.

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { PassThrough, type Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import {
   AgentComputerError,
   checkOpContext,
@@ -10,9 +10,16 @@ import {
   signalOf,
 } from "@agent-computer/core";
 import { enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
-import { HostedMachine, text } from "@agent-computer/provider-kit";
+import {
+  type DetachedChannel,
+  downloadInParts,
+  HostedMachine,
+  removeFileAndParts,
+  runDetachedCommand,
+  text,
+  uploadInParts,
+} from "@agent-computer/provider-kit";
 import { BOX_GONE_STATES, BOX_READY_STATES, type BoxClient, type BoxCommandResult } from "./box-client.js";
-import { type BoxCommandHost, runBoxCommand, STAGE_PART_BYTES, shellQuote, stageBytes } from "./box-command.js";
 import type { ParsedBoxOptions } from "./box-provider-options.js";
 
 /** What every machine of one provider shares. */
@@ -24,14 +31,14 @@ export interface BoxMachineHost {
 
 /**
  * One Box, a HostedMachine of the kit. Commands run detached through the
- * commands API with their output polled (box-command.ts); the home is a
- * folder inside the box, moved in and out as one tar through the files API
- * in parts; ports are the service's private routes (`host <port>
+ * commands API with their output polled (the kit's runDetachedCommand over
+ * this machine as its DetachedChannel); the home is a folder inside the
+ * box, moved in and out as one tar through the files API in parts; ports are the service's private routes (`host <port>
  * --private`). Use refreshes the box's TTL, so an idle box archives after
  * its TTL and a busy one never does; stop archives it (memory is not kept)
  * and a command on an archived box resumes it first (`noEnv` again).
  */
-export class BoxMachine extends HostedMachine implements BoxCommandHost {
+export class BoxMachine extends HostedMachine implements DetachedChannel {
   readonly ref: ProviderRef;
   private readonly routes = new Map<number, Promise<string>>();
 
@@ -74,18 +81,39 @@ export class BoxMachine extends HostedMachine implements BoxCommandHost {
     }
   }
 
+  detach(line: string, signal: AbortSignal): Promise<string> {
+    return this.client.detach(this.boxId, { command: line, cwd: "/" }, signal);
+  }
+
+  async processState(id: string, signal: AbortSignal) {
+    const status = await this.client.commandStatus(this.boxId, id, 2048, signal);
+    return { running: status.status === "running", exitCode: status.exitCode };
+  }
+
+  writeFile(path: string, bytes: Uint8Array, signal: AbortSignal): Promise<void> {
+    return this.client.writeFile(this.boxId, path, bytes, signal);
+  }
+
+  readFile(path: string, signal: AbortSignal): Promise<Buffer> {
+    return this.client.readFile(this.boxId, path, signal);
+  }
+
+  redact(text: string): string {
+    return this.client.redact(text);
+  }
+
   protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
     this.refuseSpent();
     const signal = signalOf(context, what);
-    try {
-      return await runBoxCommand(this, { ...command, signal });
-    } catch (error) {
-      if (AgentComputerError.is(error, "CONFLICT")) {
+    return this.keptAlive(async () => {
+      try {
+        return await runDetachedCommand(this, { ...command, signal });
+      } catch (error) {
+        if (!AgentComputerError.is(error, "CONFLICT")) throw error;
         await resumeBox(this.host, this.boxId, signal);
-        return runBoxCommand(this, { ...command, signal });
+        return runDetachedCommand(this, { ...command, signal });
       }
-      throw error;
-    }
+    });
   }
 
   /**
@@ -163,47 +191,14 @@ export class BoxMachine extends HostedMachine implements BoxCommandHost {
     loggerOf(checkOpContext(ctx)).info("box deleted", { ref: this.ref });
   }
 
+  /** The home's tar into the box through the files API, in parts joined in the box (the kit's uploadInParts). */
   protected uploadFile(file: string, data: Readable, signal: AbortSignal): Promise<void> {
-    return this.upload(data, file, signal);
+    return uploadInParts(this, data, file, signal);
   }
 
-  /**
-   * Reads a file (the home's export) through the files API: split in the
-   * box into parts, read two ahead and streamed on; the parts go with the
-   * file once the reader is done (`removeLater`).
-   */
-  protected async downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
-    const split = await this.sync(
-      `split -b ${STAGE_PART_BYTES} -d -a 6 -- "$0" "$0.part-" && rm -f -- "$0" && ls -- "$0".part-* | wc -l`.replaceAll(
-        "$0",
-        shellQuote(file),
-      ),
-      signal,
-      300,
-    );
-    if (split.exitCode !== 0) {
-      throw new AgentComputerError(
-        "UNAVAILABLE",
-        `The box could not split its export: ${this.client.redact(split.stderr.slice(0, 300))}`,
-      );
-    }
-    const parts = Number(split.stdout.trim());
-    const tar = new PassThrough();
-    const read = (index: number) =>
-      this.client.readFile(this.boxId, `${file}.part-${String(index).padStart(6, "0")}`, signal);
-    void (async () => {
-      const ahead: Promise<Buffer>[] = [];
-      for (let i = 0; i < Math.min(2, parts); i++) ahead.push(read(i));
-      for (let i = 0; i < parts; i++) {
-        const bytes = await (ahead.shift() as Promise<Buffer>);
-        if (i + 2 < parts) ahead.push(read(i + 2));
-        for (const p of ahead) p.catch(() => {});
-        if (tar.destroyed) return;
-        if (!tar.write(bytes)) await new Promise((resolve) => tar.once("drain", resolve));
-      }
-      tar.end();
-    })().catch((error: unknown) => tar.destroy(error as Error));
-    return tar;
+  /** The export read through the files API, split in the box into parts read two ahead (the kit's downloadInParts). */
+  protected downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
+    return downloadInParts(this, file, signal);
   }
 
   /** A file outside the home for one transfer. */
@@ -213,50 +208,6 @@ export class BoxMachine extends HostedMachine implements BoxCommandHost {
 
   goneError(): AgentComputerError {
     return new AgentComputerError("PROVIDER_GONE", `${this.ref} was deleted.`);
-  }
-
-  /** Streams `tar` into the box through the files API in parts (two writes in flight), then joins them. */
-  private async upload(tar: Readable, file: string, signal: AbortSignal): Promise<void> {
-    let index = 0;
-    const inFlight = new Set<Promise<void>>();
-    let failure: unknown;
-    const send = async (bytes: Buffer) => {
-      const part = `${file}.part-${String(index++).padStart(6, "0")}`;
-      const write = this.client.writeFile(this.boxId, part, bytes, signal).catch((error: unknown) => {
-        failure ??= error;
-      });
-      inFlight.add(write);
-      void write.finally(() => inFlight.delete(write));
-      if (inFlight.size >= 2) await Promise.race(inFlight);
-      if (failure !== undefined) throw failure;
-    };
-    let pending: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of tar) {
-      const bytes = Buffer.from(chunk as Uint8Array);
-      pending.push(bytes);
-      size += bytes.length;
-      while (size >= STAGE_PART_BYTES) {
-        const all = Buffer.concat(pending);
-        await send(all.subarray(0, STAGE_PART_BYTES));
-        pending = [all.subarray(STAGE_PART_BYTES)];
-        size = all.length - STAGE_PART_BYTES;
-      }
-    }
-    if (size > 0 || index === 0) await send(Buffer.concat(pending));
-    await Promise.all(inFlight);
-    if (failure !== undefined) throw failure;
-    const joined = await this.sync(
-      `cat "$0".part-* > "$0" && rm -f "$0".part-*`.replaceAll("$0", shellQuote(file)),
-      signal,
-      300,
-    );
-    if (joined.exitCode !== 0) {
-      throw new AgentComputerError(
-        "UNAVAILABLE",
-        `The box could not join the uploaded home: ${joined.stderr.slice(0, 300)}`,
-      );
-    }
   }
 
   /** Runs a setup script (the tools a computer needs) from `/`; a failure is UNAVAILABLE with its last words. */
@@ -275,15 +226,8 @@ export class BoxMachine extends HostedMachine implements BoxCommandHost {
     }
   }
 
-  /** Stages bytes at an absolute path in the box (files API, in parts when large). */
-  stage(path: string, bytes: Uint8Array, signal: AbortSignal): Promise<void> {
-    return stageBytes(this, path, bytes, signal);
-  }
-
   protected override removeLater(file: string): void {
-    void this.sync(`rm -f -- ${shellQuote(file)} ${shellQuote(file)}.part-*`, AbortSignal.timeout(30_000), 30).catch(
-      () => {},
-    );
+    void this.sync(removeFileAndParts(file), AbortSignal.timeout(30_000), 30).catch(() => {});
   }
 }
 

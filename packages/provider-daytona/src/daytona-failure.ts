@@ -1,5 +1,5 @@
 import { AgentComputerError } from "@agent-computer/core";
-import { redactSecrets } from "@agent-computer/provider-kit";
+import { serviceFailure } from "@agent-computer/provider-kit";
 
 /** What the SDK's errors (DaytonaError and its subclasses) carry that this package reads. */
 interface SdkErrorShape {
@@ -44,45 +44,23 @@ export function isTransient(error: unknown): boolean {
   return status === 400 || status === 409 || status === 429 || status >= 500;
 }
 
-/** Removes the API key, preview tokens and anything token-like (the kit's `redactSecrets`). */
-export const redact = redactSecrets;
-
 /**
- * Turns an SDK failure into the project's one error type. The message is
- * built from the status and the server's text with secrets removed; the
- * SDK's error is never attached as the cause, because it holds the request
- * (its Authorization header) that made it.
+ * Turns an SDK failure into the project's one error type, sorted by the
+ * kit's `serviceFailure` (docs/architecture.md §9), with two Daytona
+ * readings: the SDK's DaytonaAuthenticationError is a refused key whatever
+ * its status, and a 409 that outlasted the retries is still "not now"
+ * (the API answers 409 while a sandbox changes state, Daytona #4142), so
+ * UNAVAILABLE and retryable rather than CONFLICT. The SDK's error is never
+ * attached as the cause: it holds the request (its Authorization header).
  */
 export function daytonaFailure(error: unknown, what: string, secrets: Iterable<string>): AgentComputerError {
   if (AgentComputerError.is(error)) return error;
-  const status = statusOf(error);
-  const detail = redact(String((error as SdkErrorShape | undefined)?.message ?? ""), secrets).slice(0, 300);
   if ((error as SdkErrorShape | undefined)?.name === "AbortError") {
     return new AgentComputerError("ABORTED", `Could not ${what}: aborted.`);
   }
-  if (isAuthFailure(error)) {
-    return new AgentComputerError(
-      "UNAVAILABLE",
-      `Could not ${what}: the Daytona API did not accept the API key (${status ?? "unauthenticated"}). Check DAYTONA_API_KEY and its organization; no computer was replaced.`,
-      { retryable: false, details: { status } },
-    );
-  }
-  if (status === undefined) {
-    return new AgentComputerError(
-      "UNAVAILABLE",
-      `Could not ${what}: the Daytona API is unreachable (${detail || "no answer"}). Check apiUrl and the network.`,
-    );
-  }
-  if (status === 404) {
-    return new AgentComputerError("NOT_FOUND", `Could not ${what}: not found (${detail}).`, { details: { status } });
-  }
-  if (status === 400 || status === 422) {
-    return new AgentComputerError("INVALID_ARGUMENT", `Could not ${what}: the Daytona API refused it: ${detail}`, {
-      details: { status },
-    });
-  }
-  return new AgentComputerError("UNAVAILABLE", `Could not ${what}: the Daytona API failed (${status}: ${detail}).`, {
-    retryable: status >= 500 || status === 429 || status === 409,
-    details: { status },
-  });
+  const status = isAuthFailure(error) ? (statusOf(error) ?? 401) : statusOf(error);
+  const failure = { service: "The Daytona API", what, status, secrets, detail: (error as SdkErrorShape)?.message };
+  const sorted = serviceFailure(failure);
+  if (status !== 409) return sorted;
+  return new AgentComputerError("UNAVAILABLE", sorted.message, { retryable: true, details: sorted.details });
 }

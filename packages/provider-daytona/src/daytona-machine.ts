@@ -203,8 +203,7 @@ export class DaytonaMachine extends HostedMachine implements SessionCommandHost 
 
   protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
     this.refuseSpent();
-    this.touch();
-    return runSessionCommand(this, { ...command, signal: signalOf(context, what) });
+    return this.keptAlive(() => runSessionCommand(this, { ...command, signal: signalOf(context, what) }));
   }
 
   /** The SDK's own wait for a stop or delete, in seconds; the call's signal still ends ours first. */

@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { AgentComputerError, type ExecResult } from "@agent-computer/core";
 import { type MachineCommand, RunningCommand } from "@agent-computer/core/provider-utils";
+import { shellQuote } from "@agent-computer/provider-kit";
 import type { Sandbox } from "@daytonaio/sdk";
-import { FramedStream, SESSION_FRAMER, shellQuote } from "./session-framer.js";
+import { FramedStream, SESSION_FRAMER } from "./session-framer.js";
 
 /** What running a command in a sandbox needs from its machine. */
 export interface SessionCommandHost {

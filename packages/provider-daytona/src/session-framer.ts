@@ -105,8 +105,3 @@ export class FramedStream {
     }
   }
 }
-
-/** Quotes one word for sh. */
-export function shellQuote(word: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
-}

@@ -50,6 +50,13 @@ export class E2bMachine extends HostedMachine {
       logName: "e2b",
       screenLimit,
       ...(host.options.stagingDir ? { stagingRoot: host.options.stagingDir } : {}),
+      // The sandbox's timeout counts from create or connect (both set it): while the
+      // machine is used it is set again, so a long command is not paused under it.
+      keepAlive: {
+        everyMs: Math.max(1_000, host.options.timeoutMs / 4),
+        refresh: () => sandbox.setTimeout(host.options.timeoutMs, { requestTimeoutMs: 30_000 }),
+        freshAtStart: true,
+      },
     });
     this.ref = `${host.sdk.kind}:${sandbox.sandboxId}` as ProviderRef;
     this.commands = {
@@ -197,7 +204,9 @@ export class E2bMachine extends HostedMachine {
     this.refuseSpent();
     await this.refuseQuarantined();
     try {
-      return await runEnvdCommand(this.commands, { ...command, signal: signalOf(context, what) }, what);
+      return await this.keptAlive(() =>
+        runEnvdCommand(this.commands, { ...command, signal: signalOf(context, what) }, what),
+      );
     } catch (error) {
       await this.refuseQuarantined();
       throw error;

@@ -53,6 +53,20 @@ if (!env.missing) {
       });
     }, 150_000);
 
+    it("sets the sandbox's timeout again while a command outlasts a quarter of it", async () => {
+      const short = env.provider({ timeoutMs: 4_000 });
+      const machine = await short.provision({ computerId: "kept-alive", homeKey: `kept-alive-${Date.now()}` });
+      owned.push(machine);
+      const before = env.emulator.sandbox(idOf(machine))?.timeouts.length ?? 0;
+      expect((await machine.exec({ argv: ["sleep", "3.5"] })).exitCode).toBe(0);
+      // Refreshed every second (a quarter of the 4 s timeout) while the command ran, each time with the app's timeout.
+      const refreshes = (env.emulator.sandbox(idOf(machine))?.timeouts ?? []).slice(before);
+      expect(refreshes.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(refreshes)).toEqual(new Set([4]));
+      const calls = env.emulator.calls.filter((c) => c.path === `/sandboxes/${idOf(machine)}/timeout`);
+      expect(calls.length).toBe(refreshes.length);
+    }, 90_000);
+
     it("stop pauses; reconnect resumes the same sandbox with a process started before the stop, and the app's timeout", async () => {
       const machine = await provision("pause");
       const started = await machine.exec({

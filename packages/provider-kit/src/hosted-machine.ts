@@ -77,6 +77,24 @@ export abstract class HostedMachine extends CommandChannelMachine {
     void keepAlive.refresh().catch(() => {});
   }
 
+  /**
+   * Runs `work` with the service's idle timer kept fresh: refreshed now
+   * when due, then every `everyMs` until the work settles, so a command
+   * that outlasts the service's timeout is not paused under it.
+   */
+  protected async keptAlive<T>(work: () => Promise<T>): Promise<T> {
+    this.touch();
+    const everyMs = this.hosted.keepAlive?.everyMs;
+    if (everyMs === undefined) return work();
+    const timer = setInterval(() => this.touch(), everyMs);
+    timer.unref();
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
   /** A fresh name beside the home (on its filesystem, so a final move is a rename). */
   protected transferFile(suffix = ".tar"): string {
     const slash = this.workspacePath.lastIndexOf("/");

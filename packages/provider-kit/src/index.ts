@@ -1,3 +1,14 @@
+export type { DetachedChannel, SyncAnswer } from "./detached-channel.js";
+export { type DetachedCommand, runDetachedCommand } from "./detached-command.js";
+export {
+  bytesOf,
+  downloadInParts,
+  FILE_PART_BYTES,
+  type FileChannel,
+  removeFileAndParts,
+  stageBytes,
+  uploadInParts,
+} from "./file-parts.js";
 export { HOSTED_COMPUTER_CAPABILITIES, SERVICE_ID_PATTERN } from "./hosted-capabilities.js";
 export { HostedMachine, type HostedMachineSettings, text } from "./hosted-machine.js";
 export {
@@ -15,3 +26,4 @@ export {
   serviceFailure,
   statusOfFailure,
 } from "./service-failure.js";
+export { shellQuote } from "./shell-quote.js";
