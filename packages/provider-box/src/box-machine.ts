@@ -33,8 +33,8 @@ export interface BoxMachineHost {
  * One Box, a HostedMachine of the kit. Commands run detached through the
  * commands API with their output polled (the kit's runDetachedCommand over
  * this machine as its DetachedChannel); the home is a folder inside the
- * box, moved in and out as one tar through the files API in parts; ports are the service's private routes (`host <port>
- * --private`). Use refreshes the box's TTL, so an idle box archives after
+ * box, moved in and out as one tar through the files API in parts; ports
+ * are the service's private routes (`host <port> --private`). Use refreshes the box's TTL, so an idle box archives after
  * its TTL and a busy one never does; stop archives it (memory is not kept)
  * and a command on an archived box resumes it first (`noEnv` again).
  */

@@ -1,8 +1,6 @@
 import { AgentComputerError } from "@agent-computer/core";
 import { isNetworkFailure, retryWithin, serviceFailure } from "@agent-computer/provider-kit";
 
-export { statusOfFailure } from "@agent-computer/provider-kit";
-
 /**
  * The HTTP status of a control-plane failure the SDK threw, when it says
  * one. By the error's name, not its class: the e2b SDK and Novita's fork
@@ -41,7 +39,7 @@ function brief(error: unknown): string {
  * The contract's error for a control-plane failure, sorted by the kit
  * (`serviceFailure`): a refused key or the network is UNAVAILABLE and
  * never "gone"; only the service saying it does not know a sandbox means
- * gone, which callers read from `statusOfFailure` (docs/architecture.md §9).
+ * gone, which callers read from the kit's `statusOfFailure` (docs/architecture.md §9).
  */
 export function e2bFailure(error: unknown, what: string, service = "E2B"): AgentComputerError {
   if (AgentComputerError.is(error)) return error;

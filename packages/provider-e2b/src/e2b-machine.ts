@@ -11,9 +11,9 @@ import {
   signalOf,
 } from "@agent-computer/core";
 import { enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
-import { type ComputerQuarantine, HostedMachine, text } from "@agent-computer/provider-kit";
+import { type ComputerQuarantine, HostedMachine, statusOfFailure, text } from "@agent-computer/provider-kit";
 import type { ConnectionOpts } from "e2b";
-import { e2bFailure, sdkStatus, statusOfFailure, withControlPlaneRetry } from "./e2b-failure.js";
+import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
 import type { ResolvedE2bProviderOptions } from "./e2b-provider-options.js";
 import { type EnvdCommandHost, runEnvdCommand } from "./envd-command.js";
 import { processHeaders, processRpcOf } from "./envd-process.js";

@@ -7,9 +7,14 @@ import {
   type SandboxProvider,
 } from "@agent-computer/core";
 import { defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
-import { type ComputerQuarantine, HOSTED_COMPUTER_CAPABILITIES, memoryQuarantine } from "@agent-computer/provider-kit";
+import {
+  type ComputerQuarantine,
+  HOSTED_COMPUTER_CAPABILITIES,
+  memoryQuarantine,
+  statusOfFailure,
+} from "@agent-computer/provider-kit";
 import type { ConnectionOpts } from "e2b";
-import { e2bFailure, statusOfFailure, withControlPlaneRetry } from "./e2b-failure.js";
+import { e2bFailure, withControlPlaneRetry } from "./e2b-failure.js";
 import { E2bMachine, type E2bMachineHost, quarantinedError } from "./e2b-machine.js";
 import {
   type E2bProviderOptions,

@@ -6,9 +6,9 @@
  * stream"). Box is one; the kit runs byte-exact commands over it.
  */
 export interface DetachedChannel {
-  /** Runs \`line\` with sh from \`/\`; on a machine the service put to sleep, wakes it first. */
+  /** Runs `line` with sh from `/`; on a machine the service put to sleep, wakes it first. */
   sync(line: string, signal: AbortSignal, timeoutSeconds?: number): Promise<SyncAnswer>;
-  /** Starts \`line\` with sh from \`/\`, outliving the call; answers the service's id of the process. */
+  /** Starts `line` with sh from `/`, outliving the call; answers the service's id of the process. */
   detach(line: string, signal: AbortSignal): Promise<string>;
   /** Whether the service still counts a detached process as running, and its exit code once it ended. */
   processState(id: string, signal: AbortSignal): Promise<{ running: boolean; exitCode?: number | null }>;

@@ -142,13 +142,13 @@ interface PollAnswer {
 type Stream = "stdout" | "stderr";
 
 /**
- * Runs \`command\` over a channel that has no stream and no stdin
+ * Runs `command` over a channel that has no stream and no stdin
  * (docs/architecture.md §9): stdin is staged to a file through the files
  * API, the command starts detached under the wrapper, and its output is
  * polled from files in byte ranges as base64, so every byte arrives exactly
  * and a cut of the service's answer only shrinks the next range. Output
  * past the cap is not fetched (unless a listener wants it) and the result
- * says \`truncated\`. A timeout or an abort SIGKILLs the command's process
+ * says `truncated`. A timeout or an abort SIGKILLs the command's process
  * tree (found by its marker) and its process group.
  */
 export async function runDetachedCommand(channel: DetachedChannel, command: DetachedCommand): Promise<ExecResult> {

@@ -86,8 +86,8 @@ export async function uploadInParts(
 /**
  * Reads `file` (absolute) through the files API as a stream: split in the
  * machine into parts of FILE_PART_BYTES (the file itself goes), read two
- * ahead. The parts stay until `removeParts` (the caller's, once the reader
- * is done).
+ * ahead. The parts stay until the caller removes them (a `sync` of
+ * `removeFileAndParts(file)` once its reader is done).
  */
 export async function downloadInParts(channel: FileChannel, file: string, signal: AbortSignal): Promise<Readable> {
   const split = await channel.sync(

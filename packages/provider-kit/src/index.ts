@@ -1,7 +1,6 @@
 export type { DetachedChannel, SyncAnswer } from "./detached-channel.js";
 export { type DetachedCommand, runDetachedCommand } from "./detached-command.js";
 export {
-  bytesOf,
   downloadInParts,
   FILE_PART_BYTES,
   type FileChannel,
