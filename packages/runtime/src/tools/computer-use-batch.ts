@@ -22,6 +22,34 @@ const VISUAL = new Set([
   "key_up",
 ]);
 
+/**
+ * How a batch waits for the screen to stop changing before it looks: an
+ * app repaints after the input that changed it (a click's page update
+ * lands a frame or more later, on a busy machine hundreds of milliseconds
+ * later), and a screenshot taken in between shows the model the old
+ * screen under the new title. The screen is settled once its frame has
+ * not changed for `SETTLE_QUIET_MS`; a screen that never settles (a video)
+ * costs the budget, then the model gets it as it is.
+ */
+const SETTLE_POLL_MS = 100;
+const SETTLE_QUIET_MS = 300;
+const SETTLE_BUDGET_MS = 2_000;
+
+async function settled(desktop: DesktopSession): Promise<void> {
+  const started = Date.now();
+  const hash = async () => (await desktop.observe(undefined, { includeImage: false })).frameHash;
+  let last = await hash();
+  let changedAt = started;
+  while (Date.now() - changedAt < SETTLE_QUIET_MS && Date.now() - started < SETTLE_BUDGET_MS) {
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+    const next = await hash();
+    if (next !== last) {
+      last = next;
+      changedAt = Date.now();
+    }
+  }
+}
+
 /** A look at the desktop with the image at the model's size (the desktop scales it: `maxWidth`). */
 async function observeForModel(
   desktop: DesktopSession,
@@ -107,6 +135,7 @@ export async function runComputerUseBatch(
     const desktop = await session.desktop();
     const before = session.lastFrameHash ?? (await desktop.observe(undefined, { includeImage: false })).frameHash;
     const outcome = await desktop.act(batch.actions);
+    if (visual) await settled(desktop);
     const after = await observeForModel(desktop, scaling);
     session.lastAct = { key, changed: after.frameHash !== before };
     const failed = outcome.results.find((r) => r.status === "failed");
