@@ -1,5 +1,5 @@
 import { AgentComputerError, type SandboxProvider } from "@agent-computer/core";
-import { boxProvider } from "@agent-computer/provider-box";
+import { boatProvider } from "@agent-computer/provider-box";
 import { daytonaProvider } from "@agent-computer/provider-daytona";
 import { buildComputerImage, checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { e2bProvider } from "@agent-computer/provider-e2b";
@@ -142,13 +142,15 @@ function remote(name: Exclude<SandboxProviderName, "docker">, env: Environment):
         ...(snapshot ? { snapshot } : {}),
       } as Parameters<typeof daytonaProvider>[0]);
     }
+    case "boat":
     case "box": {
-      const snapshot = optional(env, "BOX_SNAPSHOT");
-      return boxProvider({
-        apiKey: required(env, name, "BOX_API_KEY", "the account's API key"),
-        baseUrl: required(env, name, "BOX_API_URL", "the service's API base URL"),
-        ...(snapshot ? { snapshot } : {}),
-      } as Parameters<typeof boxProvider>[0]);
+      // Boat was called Box: its BOX_* names are still read.
+      const either = (boat: string, box: string) => optional(env, boat) ?? optional(env, box);
+      const snapshot = either("BOAT_SNAPSHOT", "BOX_SNAPSHOT");
+      const apiUrl = either("BOAT_API_URL", "BOX_API_URL");
+      const apiKey =
+        either("BOAT_API_KEY", "BOX_API_KEY") ?? required(env, name, "BOAT_API_KEY", "the account's API key");
+      return boatProvider({ apiKey, ...(apiUrl ? { baseUrl: apiUrl } : {}), ...(snapshot ? { snapshot } : {}) }, {});
     }
   }
 }

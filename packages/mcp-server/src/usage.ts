@@ -15,7 +15,7 @@ Where the computer runs: SANDBOX_PROVIDER (default docker)
               KUBERNETES_SANDBOX_HOME_CLAIM (+ _HOME_COLOCATE_NAMESPACE, _HOME_COLOCATE_LABELS)
   e2b         E2B_API_KEY and E2B_TEMPLATE (required), E2B_API_URL, E2B_DOMAIN
   daytona     DAYTONA_API_KEY (required), DAYTONA_API_URL, DAYTONA_TARGET, DAYTONA_SNAPSHOT
-  box         BOX_API_KEY and BOX_API_URL (required), BOX_SNAPSHOT
+  boat        BOAT_API_KEY (required), BOAT_API_URL, BOAT_SNAPSHOT (box, BOX_*: the old names)
   fake        in-process, commands run on this host in a temporary folder: demos and tests only
 
 The bot: AGENT_COMPUTER_WORKSPACE (default mcp), AGENT_COMPUTER_BOT (default mcp),

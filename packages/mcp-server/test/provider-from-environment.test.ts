@@ -16,12 +16,14 @@ describe("providerFromEnvironment", () => {
         { SANDBOX_PROVIDER: "daytona", DAYTONA_API_KEY: "k", DAYTONA_API_URL: "https://daytona.invalid/api" },
         "daytona",
       ],
-      [{ SANDBOX_PROVIDER: "box", BOX_API_KEY: "k", BOX_API_URL: "https://box.invalid/v1" }, "box"],
+      [{ SANDBOX_PROVIDER: "boat", BOAT_API_KEY: "k" }, "boat"],
+      [{ SANDBOX_PROVIDER: "box", BOX_API_KEY: "k", BOX_API_URL: "https://box.invalid/box/v1" }, "box"],
     ];
     for (const [env, kind] of cases) {
       const chosen = await providerFromEnvironment(env, { dataDir: await dataDir() });
       expect(chosen.name).toBe(kind);
-      expect(chosen.provider.kind).toBe(kind);
+      // Boat's refs keep Box's `box:` prefix, so computers recorded before the rename reconnect.
+      expect(chosen.provider.kind).toBe(kind === "boat" ? "box" : kind);
       expect(chosen.reason).toBe(`SANDBOX_PROVIDER=${kind}`);
     }
   });

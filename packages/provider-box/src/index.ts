@@ -1,16 +1,25 @@
+export type {
+  BoatCommandResult,
+  BoatCommandStatus,
+  BoatNamedSnapshot,
+  BoatSandbox,
+} from "./boat-answers.js";
 export {
-  BOX_GONE_STATES,
-  BOX_READY_STATES,
-  BoxClient,
-  type BoxClientOptions,
-  type BoxCommandResult,
-  type BoxCommandStatus,
-  type BoxNamedSnapshot,
-  type BoxRecord,
-  DEFAULT_CONFIRM_DELETE_HEADER,
+  BOAT_API_URL,
+  BOAT_GONE_STATES,
+  BOAT_READY_STATES,
+  BoatClient,
+  type BoatClientOptions,
+  CONFIRM_DELETE_HEADER,
+  LEGACY_BOX_API_URL,
   MAX_COMMAND_SECONDS,
-} from "./box-client.js";
-export { BoxMachine } from "./box-machine.js";
-export { BOX_CAPABILITIES, boxNameOf, boxProvider, labelsOfBox } from "./box-provider.js";
-export { type BoxProviderOptions, boxProviderOptionsSchema } from "./box-provider-options.js";
+} from "./boat-client.js";
+export { BoatMachine } from "./boat-machine.js";
+export { labelsOfName, sandboxNameOf } from "./boat-names.js";
+export { BOAT_CAPABILITIES, BOX_CAPABILITIES, boatProvider, boxProvider } from "./boat-provider.js";
+export {
+  type BoatProviderOptions,
+  type BoatProviderOptions as BoxProviderOptions,
+  boatProviderOptionsSchema,
+} from "./boat-provider-options.js";
 export { NamedSnapshot, type SnapshotState, snapshotNameOf } from "./named-snapshot.js";

@@ -45,10 +45,10 @@ if (!env.missing) {
 
     it("stages a stdin larger than one files-API part and runs each command detached", async () => {
       const input = randomBytes(9 * 1024 * 1024 + 17);
-      const before = env.emulator.detached.get(machine.ref.slice(4)) ?? 0;
+      const before = env.emulator.detachedIn(machine.ref.slice(4));
       const r = await machine.exec({ argv: ["sha256sum"], stdin: input });
       expect(new TextDecoder().decode(r.stdout).split(" ")[0]).toBe(createHash("sha256").update(input).digest("hex"));
-      expect(env.emulator.detached.get(machine.ref.slice(4))).toBe(before + 1);
+      expect(env.emulator.detachedIn(machine.ref.slice(4))).toBe(before + 1);
       // A missing program is exit 127, a result and not an error.
       expect((await machine.exec({ argv: ["no-such-program"] })).exitCode).toBe(127);
     }, 120_000);

@@ -133,14 +133,15 @@ if (!env.missing) {
         await desktop.observe(ctx());
         await desktop.release(ctx());
 
-        // A service that echoes the secrets back in its error text.
+        // A service that echoes the secrets back in its error text (a 400 the definition lists for op:command).
         env.emulator.inject({
           path: /\/commands$/,
-          status: 422,
+          status: 400,
+          code: "invalid_request",
           message: `bad request for Authorization: Bearer ${TEST_API_KEY} (route ?_token=${tokens[0]})`,
         });
         const echoed = await failureOf(box.exec({ argv: ["true"] }, ctx()));
-        expect(AgentComputerError.is(echoed, "UNAVAILABLE")).toBe(true);
+        expect(AgentComputerError.is(echoed, "INVALID_ARGUMENT")).toBe(true);
         noteError(echoed);
 
         // A refused key: an error, never "gone", naming no key.
@@ -173,7 +174,7 @@ if (!env.missing) {
       const everything = said.join("\n");
       // The search is real: the run said things, and the errors carry their context.
       expect(said.length).toBeGreaterThan(10);
-      expect(everything).toContain("box provisioned");
+      expect(everything).toContain("sandbox provisioned");
       expect(everything).toContain("[redacted]");
       expect(everything).not.toContain(TEST_API_KEY);
       for (const token of tokens) {
@@ -182,16 +183,53 @@ if (!env.missing) {
       }
     }, 150_000);
 
+    it("finds its computers across pages of an account with many sandboxes, and no one else's", async () => {
+      // 250 sandboxes of someone else (a teammate's, or made by hand): more than one page of 200.
+      const foreign = env.emulator.addSandboxes(250);
+      const ours = await provider.list({ labels: { "agent-computer.org/computer-id": "routes" } });
+      expect(ours).toEqual([machine.ref]);
+      const lists = env.emulator.requests.filter((r) => r === "GET /sandboxes").length;
+      await provider.list({ labels: {} });
+      expect(env.emulator.requests.filter((r) => r === "GET /sandboxes").length).toBeGreaterThanOrEqual(lists + 2);
+      expect((await provider.list({ labels: {} })).some((ref) => foreign.includes(ref.slice(4)))).toBe(false);
+      expect(await provider.reconnect(`box:${foreign[0]}`)).toBe("gone");
+      // A name the service keeps whole: within 120 characters, and ours by its digests only.
+      const name = env.emulator.nameOf(machine.ref.slice(4)) as string;
+      expect(name.length).toBeLessThanOrEqual(120);
+      expect(name).toMatch(/^ac1 s\d+( [A-Za-z0-9_-]{8})+$/);
+    }, 60_000);
+
+    it("deletes only with the confirmation the service asks for, and follows the deletion to its end", async () => {
+      const doomed = await provider.provision({ computerId: "doomed", homeKey: `doomed-${Date.now()}` });
+      const id = doomed.ref.slice(4);
+      // Without the header the service refuses and keeps the sandbox (as a client we did not write would find).
+      const bare = await fetch(`${env.emulator.baseUrl}/sandboxes/${id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${TEST_API_KEY}` },
+      });
+      expect(bare.status).toBe(409);
+      expect(((await bare.json()) as { code: string }).code).toBe("delete_confirmation_required");
+      expect(env.emulator.stateOf(id)).toBe("ready");
+      await doomed.destroy();
+      expect(env.emulator.stateOf(id)).toBe("deleted");
+      expect(env.emulator.containerOf(id)).toBeUndefined();
+      expect(env.emulator.requests.some((r) => r.startsWith("GET /deletion-operations/bdop_"))).toBe(true);
+      expect(await provider.reconnect(doomed.ref)).toBe("gone");
+      // The hand-made DELETE without the header left the definition: the recorder saw it, and only it.
+      const refused = env.emulator.recorder.violations.splice(0);
+      expect(refused).toMatchObject([{ operation: "deleteSandbox", where: "request" }]);
+    }, 120_000);
+
     it("retries 429 and 5xx within the deadline, then says UNAVAILABLE; a deleted box is gone", async () => {
       const id = machine.ref.slice("box:".length);
       env.emulator.inject({ method: "POST", path: /\/commands$/, status: 429, times: 2 });
-      env.emulator.inject({ method: "GET", path: new RegExp(`^/boxes/${id}$`), status: 503, times: 3 });
+      env.emulator.inject({ method: "GET", path: new RegExp(`^/sandboxes/${id}$`), status: 503, times: 3 });
       expect(new TextDecoder().decode((await machine.exec({ shell: "printf ok" })).stdout)).toBe("ok");
       expect(await provider.reconnect(machine.ref)).not.toBe("gone");
       expect(env.emulator.pendingFaults).toBe(0);
 
       const impatient = env.provider({ retryMs: 1_000 });
-      env.emulator.inject({ method: "GET", path: new RegExp(`^/boxes/${id}$`), status: 502, times: 1_000 });
+      env.emulator.inject({ method: "GET", path: new RegExp(`^/sandboxes/${id}$`), status: 502, times: 1_000 });
       const started = Date.now();
       const failure = await failureOf(impatient.reconnect(machine.ref));
       env.emulator.clearFaults();
@@ -200,9 +238,9 @@ if (!env.missing) {
       expect(Date.now() - started).toBeLessThan(5_000);
 
       // A create whose answer was lost: the retry carries the same idempotency key and gets the same box.
-      const creates = () => env.emulator.requests.filter((r) => r === "POST /v1/boxes").length;
+      const creates = () => env.emulator.requests.filter((r) => r === "POST /sandboxes").length;
       const [createsBefore, madeBefore] = [creates(), env.emulator.froms.length];
-      env.emulator.inject({ method: "POST", path: /^\/boxes$/, status: 502, after: true });
+      env.emulator.inject({ method: "POST", path: /^\/sandboxes$/, status: 502, after: true });
       const once = await provider.provision({ computerId: "once", homeKey: `once-${Date.now()}` });
       owned.push(once);
       expect(creates()).toBe(createsBefore + 2);
@@ -211,7 +249,7 @@ if (!env.missing) {
 
       await env.emulator.deleteBehindTheProvider(id);
       expect(await provider.reconnect(machine.ref)).toBe("gone");
-      expect(await provider.reconnect("box:box_0000000000000000")).toBe("gone");
+      expect(await provider.reconnect("box:bx_22222222")).toBe("gone");
     }, 90_000);
   });
 }

@@ -11,12 +11,12 @@ import {
 import { afterAll, describe, expect, it } from "vitest";
 import { boxTestEnvironment } from "./box-test-environment.js";
 
-// The runtime on Box, through the package's client and the emulator: two
+// The runtime on Boat, through the package's client and the emulator: two
 // bots with their own desktops and cookies (their calls ride the private
-// route); archive and reconnect keep the box id, the home and both
-// profiles on a recreated container; a box the service reports
-// unrecoverable is replaced and its home restored; the TTL is refreshed
-// while a run works and the idle box archives after it.
+// route); archive and reconnect keep the sandbox id, the home and both
+// profiles on a recreated container; a sandbox the service reports
+// unrecoverable is replaced and its home restored; the auto-stop is kept
+// ahead while a run works and the idle sandbox archives after it.
 const env = await boxTestEnvironment("box: the runtime");
 if (!env.missing) {
   const provider = env.provider();
@@ -76,7 +76,7 @@ if (!env.missing) {
         owned,
         // The box breaks at the service: state "error", and resume refuses it.
         lose: async (lost) => {
-          await env.emulator.breakBox(idOf(lost));
+          await env.emulator.breakSandbox(idOf(lost));
           expect(await provider.reconnect(lost.ref)).toBe("gone");
         },
       });
@@ -93,7 +93,7 @@ if (!env.missing) {
       const box = await run.machine();
       owned.push(box);
       const id = idOf(box);
-      const patches = () => env.emulator.requests.filter((r) => r === `PATCH /v1/boxes/${id}`).length;
+      const patches = () => env.emulator.requests.filter((r) => r === `PATCH /sandboxes/${id}`).length;
       const patchedBefore = patches();
       // Twice the TTL of work: the box never archives.
       const until = Date.now() + 6_500;
@@ -103,6 +103,10 @@ if (!env.missing) {
         await sleep(300);
       }
       expect(patches()).toBeGreaterThan(patchedBefore + 3);
+      // The service counts the TTL from the start: the provider asked for the time since then plus the window.
+      const due = env.emulator.archiveAfterOf(id) as number;
+      expect(due - Date.now()).toBeGreaterThan(1_500);
+      expect(due - Date.now()).toBeLessThan(3_600);
       // Idle: archived once the TTL has run out, not before.
       const idleSince = Date.now();
       await expect.poll(() => env.emulator.stateOf(id), { timeout: 15_000, interval: 100 }).toBe("archived");

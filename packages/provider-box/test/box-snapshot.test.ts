@@ -5,16 +5,16 @@ import { boxProvider, snapshotNameOf } from "../src/index.js";
 import { ACCOUNT_ENV, boxTestEnvironment, TEST_API_KEY } from "./box-test-environment.js";
 
 // The named snapshot: missing at first, so the first computer runs the
-// setup itself while one build runs in the background from a fresh box
+// setup itself while one build runs in the background from a fresh sandbox
 // (noEnv, no home, no bot data); once ready, new computers start from it
 // and do not run the setup; the log says missing, building, ready.
 const env = await boxTestEnvironment("box: the named snapshot");
 if (!env.missing) {
   // Each run of the setup adds a line; the environment it saw is kept beside.
   const SETUP = `set -e
-mkdir -p /home/computer/.tools
-cat /proc/sys/kernel/random/uuid >> /home/computer/.tools/runs
-env > /home/computer/.tools/env
+mkdir -p /home/user/.tools
+cat /proc/sys/kernel/random/uuid >> /home/user/.tools/runs
+env > /home/user/.tools/env
 sleep 1
 # setup ${Date.now()}`;
   const name = snapshotNameOf(SETUP);
@@ -30,7 +30,7 @@ sleep 1
   const states = () => said.filter((s) => s.message === "snapshot").map((s) => s.state);
   const sh = async (m: Machine, line: string) => new TextDecoder().decode((await m.exec({ shell: line })).stdout);
 
-  describe("box: the named snapshot", () => {
+  describe("boat: the named snapshot", () => {
     afterAll(async () => {
       for (const m of owned) await m.destroy().catch(() => {});
     }, 60_000);
@@ -41,26 +41,26 @@ sleep 1
       const first = await provider.provision({ computerId: "snap-1", homeKey: `snap-1-${Date.now()}` }, ctx());
       owned.push(first);
       expect(env.emulator.froms.at(-1)).toBeNull();
-      expect((await sh(first, "cat /home/computer/.tools/runs")).trim().split("\n")).toHaveLength(1);
+      expect((await sh(first, "cat /home/user/.tools/runs")).trim().split("\n")).toHaveLength(1);
       expect(states().slice(0, 2)).toEqual(["missing", "building"]);
 
-      await expect.poll(() => env.emulator.namedSnapshot(name)?.state, { timeout: 90_000 }).toBe("ready");
-      const built = env.emulator.namedSnapshot(name) as { fromBox: string };
-      // From its own fresh box, created with noEnv, deleted once snapshotted.
-      expect(`box:${built.fromBox}`).not.toBe(first.ref);
-      expect(env.emulator.noEnvOf(built.fromBox)).toBe(true);
-      await expect.poll(() => env.emulator.stateOf(built.fromBox), { timeout: 30_000 }).toBe("deleted");
+      await expect.poll(() => env.emulator.namedSnapshot(name)?.status, { timeout: 90_000 }).toBe("ready");
+      const built = env.emulator.namedSnapshot(name) as { sourceSandboxId: string };
+      // From its own fresh sandbox, created with noEnv, deleted once saved.
+      expect(`box:${built.sourceSandboxId}`).not.toBe(first.ref);
+      await expect.poll(() => env.emulator.stateOf(built.sourceSandboxId), { timeout: 30_000 }).toBe("deleted");
+      expect(env.emulator.noEnvSeen.every(Boolean)).toBe(true);
 
       // Ready: the next computer starts from it and runs no setup.
       const second = await provider.provision({ computerId: "snap-2", homeKey: `snap-2-${Date.now()}` }, ctx());
       owned.push(second);
       expect(env.emulator.froms.at(-1)).toBe(name);
       expect(states()).toEqual(["missing", "building", "ready"]);
-      const runs = (await sh(second, "cat /home/computer/.tools/runs")).trim().split("\n");
+      const runs = (await sh(second, "cat /home/user/.tools/runs")).trim().split("\n");
       expect(runs).toHaveLength(1);
-      expect(runs[0]).not.toBe((await sh(first, "cat /home/computer/.tools/runs")).trim());
+      expect(runs[0]).not.toBe((await sh(first, "cat /home/user/.tools/runs")).trim());
       // No account environment and no bot data in the snapshot.
-      expect(await sh(second, "cat /home/computer/.tools/env")).not.toContain(ACCOUNT_ENV.ACCOUNT_SECRET);
+      expect(await sh(second, "cat /home/user/.tools/env")).not.toContain(ACCOUNT_ENV.ACCOUNT_SECRET);
       expect(await second.files.list("")).toEqual([]);
       expect(said.map((s) => JSON.stringify(s)).join("\n")).not.toContain(TEST_API_KEY);
     }, 240_000);

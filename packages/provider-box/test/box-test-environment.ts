@@ -2,31 +2,41 @@ import { checkDockerHost } from "@agent-computer/provider-docker";
 import { chooseTestProvider } from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
 import { afterAll } from "vitest";
-import { type BoxProviderOptions, boxProvider } from "../src/index.js";
-import { BoxEmulator, type BoxEmulatorOptions } from "../src/testing/index.js";
+import { type BoatProviderOptions, boatProvider } from "../src/index.js";
+import { BoatEmulator, type BoatEmulatorOptions } from "../src/testing/index.js";
 
 /** The key the emulator takes; tests grep logs, events, errors and homes for it. */
-export const TEST_API_KEY = `box_test_${"k3y".repeat(12)}`;
-/** The account's environment the emulator gives a box created without `noEnv`. */
+export const TEST_API_KEY = `boat_test_${"k3y".repeat(12)}`;
+/** The account's environment the emulator gives a sandbox created without `noEnv`. */
 export const ACCOUNT_ENV = { ACCOUNT_SECRET: `account-secret-${"s3cr3t".repeat(4)}` };
 
-type EmulatorProviderOptions = Partial<BoxProviderOptions> & { emulator: BoxEmulator; image: string; docker?: unknown };
+type EmulatorProviderOptions = Partial<BoatProviderOptions> & {
+  emulator: BoatEmulator;
+  image: string;
+  docker?: unknown;
+};
 
 /**
- * Box as this package's suites run it: the provider's client against a
- * loopback emulator whose boxes are containers of this machine's Docker
- * engine (the computer image is what it needs). The emulator starts here
- * and closes (removing its containers and images) when the file's tests
- * end; without the engine or the image the suite is reported (failing
+ * Boat as this package's suites run it: the provider's client against a
+ * loopback emulator held to boat-v1.yaml, whose sandboxes are containers
+ * of this machine's Docker engine (the computer image is what it needs).
+ * `base: "box"` speaks the legacy Box base instead of Boat's. The
+ * emulator starts here; when the file's tests end it asserts that no
+ * exchange left the definition, then closes (removing its containers and
+ * images). Without the engine or the image the suite is reported (failing
  * under CI, skipped elsewhere).
  */
-export function boxTestEnvironment(suite?: string, emulatorOptions: Partial<BoxEmulatorOptions> = {}) {
+export function boxTestEnvironment(
+  suite?: string,
+  emulatorOptions: Partial<BoatEmulatorOptions> = {},
+  base: "boat" | "box" = "boat",
+) {
   return chooseTestProvider(
     {
       kind: "box",
       async check() {
         const host = await checkDockerHost();
-        const emulator = new BoxEmulator({
+        const emulator = new BoatEmulator({
           docker: host.docker as Docker,
           apiKey: TEST_API_KEY,
           baseImage: host.image as string,
@@ -35,12 +45,26 @@ export function boxTestEnvironment(suite?: string, emulatorOptions: Partial<BoxE
         });
         if (!host.missing) {
           await emulator.start();
-          afterAll(() => emulator.close(), 120_000);
+          afterAll(async () => {
+            try {
+              emulator.recorder.assertNoViolations();
+            } finally {
+              await emulator.close();
+            }
+          }, 120_000);
         }
         return { ...host, emulator };
       },
       create: ({ emulator, image: _image, docker: _engine, ...options }: EmulatorProviderOptions) =>
-        boxProvider({ apiKey: TEST_API_KEY, baseUrl: emulator.baseUrl, retryMs: 10_000, ...options }),
+        boatProvider(
+          {
+            apiKey: TEST_API_KEY,
+            baseUrl: base === "box" ? emulator.legacyBaseUrl : emulator.baseUrl,
+            retryMs: 10_000,
+            ...options,
+          },
+          {},
+        ),
     },
     suite,
   );

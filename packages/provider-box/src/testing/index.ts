@@ -1,8 +1,9 @@
-// A loopback Box service for tests: the API box-client.ts speaks, boxes as real containers (docs/architecture.md §12).
+// A loopback Boat service for tests, held to boat-v1.yaml (boat-definition.ts): sandboxes as real containers (docs/architecture.md §12).
+export { SYNC_OUTPUT_CAP } from "./boat-commands.js";
+export { BOAT_OPERATIONS } from "./boat-definition.js";
 export {
-  BOX_EMULATOR_LABEL,
-  BoxEmulator,
-  type BoxEmulatorOptions,
-  type BoxFaultRule,
-  SYNC_OUTPUT_CAP,
-} from "./box-emulator.js";
+  BOAT_EMULATOR_LABEL,
+  BoatEmulator,
+  type BoatEmulatorOptions,
+  type BoatFaultRule,
+} from "./boat-emulator.js";

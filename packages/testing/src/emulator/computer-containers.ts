@@ -24,8 +24,8 @@ export interface MachineSpec {
   shmBytes: number;
   /** The seccomp profile, as JSON (the computer image's computerSeccompProfile()). */
   seccompProfile: string;
-  /** Files put in before the first start. */
-  files?: { path: string; mode: number; body: Buffer }[];
+  /** Files (or, with `directory`, folders) put in before the first start; owned by root unless `uid`/`gid` say. */
+  files?: MachineFile[];
 }
 
 /** One command's end: its exit code and both outputs, whole. */
@@ -240,10 +240,23 @@ export function demuxEngineStream(
 }
 
 /** A tar of a few files owned by root, for `putArchive`. */
-function tarOf(files: { path: string; mode: number; body: Buffer }[]): Readable {
+/** A file or folder a machine starts with. */
+export interface MachineFile {
+  path: string;
+  mode: number;
+  body?: Buffer;
+  directory?: boolean;
+  uid?: number;
+  gid?: number;
+}
+
+function tarOf(files: MachineFile[]): Readable {
   const pack = tar.pack();
-  for (const file of files)
-    pack.entry({ name: file.path.replace(/^\//, ""), mode: file.mode, uid: 0, gid: 0 }, file.body);
+  for (const file of files) {
+    const header = { name: file.path.replace(/^\//, ""), mode: file.mode, uid: file.uid ?? 0, gid: file.gid ?? 0 };
+    if (file.directory) pack.entry({ ...header, type: "directory" });
+    else pack.entry(header, file.body ?? Buffer.alloc(0));
+  }
   pack.finalize();
   return pack as unknown as Readable;
 }

@@ -46,6 +46,14 @@ describe("ServiceRecorder", () => {
         query: z.object({ verbose: z.enum(["true", "false"]) }).partial(),
         responses: { 200: z.object({ id: z.string() }) },
       },
+      {
+        name: "deleteThing",
+        method: "DELETE",
+        path: /^\/things\/[^/]+$/,
+        source: "example openapi.yaml#/paths/~1things~1{id}/delete",
+        headers: z.looseObject({ "x-confirm": z.string().min(1) }),
+        responses: { 204: null },
+      },
     ]);
 
   it("records exchanges that keep to the definition without a violation", () => {
@@ -55,6 +63,16 @@ describe("ServiceRecorder", () => {
     expect(r.calls.map((c) => c.operation)).toEqual(["createThing", "getThing"]);
     expect(r.violations).toEqual([]);
     r.assertNoViolations();
+  });
+
+  it("checks the headers an operation names and lets the others through", () => {
+    const r = recorder();
+    r.request("DELETE", "/things/t1", { headers: { "x-confirm": "t1", accept: "*/*" } }).answer(204);
+    expect(r.violations).toEqual([]);
+    r.request("DELETE", "/things/t1", { headers: { accept: "*/*" } }).answer(204);
+    expect(r.violations).toMatchObject([
+      { where: "request", operation: "deleteThing", message: /^headers: x-confirm/ },
+    ]);
   });
 
   it("counts an unknown route, a bad body or query, an unlisted status and a bad answer", () => {

@@ -7,6 +7,7 @@ export {
   ComputerContainers,
   demuxEngineStream,
   type ExecOptions,
+  type MachineFile,
   type MachineInput,
   type MachineSpec,
   type StartedExec,

@@ -18,6 +18,12 @@ export interface ServiceOperation {
   /** The query parameters, as strings. */
   query?: z.ZodType;
   /**
+   * The request headers the definition names (lower-cased names, string
+   * values), checked with the rest passed through: declare it as a
+   * `z.looseObject`.
+   */
+  headers?: z.ZodType;
+  /**
    * The answers the definition lists, by status, each with its body's
    * schema (null: no body checked). An answer with a status not listed is
    * a violation.
@@ -65,7 +71,11 @@ export class ServiceRecorder {
   ) {}
 
   /** Checks a request against its operation and opens the exchange its answer completes. */
-  request(method: string, path: string, input: { query?: URLSearchParams; body?: unknown } = {}): Exchange {
+  request(
+    method: string,
+    path: string,
+    input: { query?: URLSearchParams; body?: unknown; headers?: Record<string, string | string[] | undefined> } = {},
+  ): Exchange {
     const operation = this.operations.find((op) => op.method === method && op.path.test(path));
     const call = `${method} ${path}`;
     if (!operation) {
@@ -94,13 +104,17 @@ export class ServiceRecorder {
   private checkRequest(
     operation: ServiceOperation,
     call: string,
-    input: { query?: URLSearchParams; body?: unknown },
+    input: { query?: URLSearchParams; body?: unknown; headers?: Record<string, string | string[] | undefined> },
   ): void {
     const refuse = (message: string) =>
       this.violations.push({ call, operation: operation.name, where: "request", message });
     if (operation.query) {
       const result = operation.query.safeParse(Object.fromEntries(input.query ?? []));
       if (!result.success) refuse(`query: ${summary(result.error)}`);
+    }
+    if (operation.headers) {
+      const result = operation.headers.safeParse(input.headers ?? {});
+      if (!result.success) refuse(`headers: ${summary(result.error)}`);
     }
     if (operation.body) {
       const result = operation.body.safeParse(input.body);
