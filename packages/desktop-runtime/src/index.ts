@@ -39,5 +39,5 @@ export {
   computerImageRef,
   computerImageTag,
 } from "./image/computer-image-ref.js";
-export { COMPUTER_SHM_BYTES, computerSeccompProfile } from "./image/computer-sandbox.js";
+export { COMPUTER_PATH, COMPUTER_SHM_BYTES, computerSeccompProfile } from "./image/computer-sandbox.js";
 export { computerImageDir, desktopRuntimePackage } from "./image/desktop-runtime-root.js";

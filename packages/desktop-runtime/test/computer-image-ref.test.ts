@@ -1,5 +1,14 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { COMPUTER_IMAGE_REPOSITORY, computerImageFiles, computerImageRef, computerImageTag } from "../src/index.js";
+import {
+  COMPUTER_IMAGE_REPOSITORY,
+  COMPUTER_PATH,
+  computerImageDir,
+  computerImageFiles,
+  computerImageRef,
+  computerImageTag,
+} from "../src/index.js";
 
 describe("computer image ref", () => {
   it("tags with the package version and a hash of the build inputs, which extras change", async () => {
@@ -28,5 +37,13 @@ describe("computer image ref", () => {
         env: { AGENT_COMPUTER_IMAGE: "registry.example/computer:1", AGENT_COMPUTER_IMAGE_TAG: "x" },
       }),
     ).toBe("registry.example/computer:1");
+  });
+});
+
+describe("COMPUTER_PATH", () => {
+  it("is the image's own PATH, so a service that builds the environment itself finds the desktop command", async () => {
+    const dockerfile = await readFile(join(computerImageDir(), "Dockerfile"), "utf8");
+    expect(dockerfile).toContain(`ENV PATH=${COMPUTER_PATH}\n`);
+    expect(COMPUTER_PATH.split(":")[0]).toBe("/opt/agent-computer/bin");
   });
 });

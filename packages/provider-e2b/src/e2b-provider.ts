@@ -7,6 +7,7 @@ import {
   type SandboxProvider,
 } from "@agent-computer/core";
 import { defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
+import { COMPUTER_PATH } from "@agent-computer/desktop-runtime";
 import {
   type ComputerQuarantine,
   HOSTED_COMPUTER_CAPABILITIES,
@@ -144,7 +145,9 @@ function sandboxProviderOn(
           Sandbox.create(template, {
             ...opts,
             metadata,
-            envs: { LANG: "C.UTF-8", ...parsed.envs, HOME: parsed.workspacePath },
+            // envd builds every process's environment itself (its PATH is systemd's default, not the
+            // image's): the sandbox's variables are the only way the image's PATH reaches commands.
+            envs: { LANG: "C.UTF-8", PATH: COMPUTER_PATH, ...parsed.envs, HOME: parsed.workspacePath },
             timeoutMs: parsed.timeoutMs,
             // A sandbox that times out pauses with its memory; it is never killed with the home in it.
             lifecycle: { onTimeout: "pause" },

@@ -3,7 +3,7 @@ import { checkDockerHost } from "@agent-computer/provider-docker";
 import { chooseTestProvider } from "@agent-computer/testing/provider-test";
 import { afterAll } from "vitest";
 import { type E2bProviderOptions, e2bProvider, novitaProvider } from "../src/index.js";
-import { E2bEmulator } from "../src/testing/index.js";
+import { E2bEmulator, type E2bEmulatorOptions } from "../src/testing/index.js";
 
 /** The template the emulator maps to the computer image. */
 export const TEST_TEMPLATE = "agent-computer-test";
@@ -21,9 +21,15 @@ type EmulatorProviderOptions = Partial<E2bProviderOptions> & {
  * loopback emulator, whose sandboxes are containers of the computer image
  * on this machine's Docker engine. The emulator starts here and closes
  * when the file's tests end; without the engine or the image the result
- * says what is missing and `suite` is reported (failing under CI).
+ * says what is missing and `suite` is reported (failing under CI). When
+ * the file's tests end, every exchange must have kept to E2B's published
+ * definition (the emulator's recorder), or the file fails.
  */
-export function e2bTestEnvironment(suite?: string, flavour: "e2b" | "novita" = "e2b") {
+export function e2bTestEnvironment(
+  suite?: string,
+  flavour: "e2b" | "novita" = "e2b",
+  emulatorOptions: Partial<Omit<E2bEmulatorOptions, "docker" | "apiKey">> = {},
+) {
   const make = flavour === "novita" ? novitaProvider : e2bProvider;
   return chooseTestProvider(
     {
@@ -31,10 +37,21 @@ export function e2bTestEnvironment(suite?: string, flavour: "e2b" | "novita" = "
       async check() {
         const host = await checkDockerHost();
         const apiKey = `e2b_${randomBytes(20).toString("hex")}`;
-        const emulator = new E2bEmulator({ docker: host.docker, templates: { [TEST_TEMPLATE]: host.image }, apiKey });
+        const emulator = new E2bEmulator({
+          templates: { [TEST_TEMPLATE]: host.image },
+          ...emulatorOptions,
+          docker: host.docker,
+          apiKey,
+        });
         if (!host.missing) {
           await emulator.start();
-          afterAll(() => emulator.close(), 120_000);
+          afterAll(async () => {
+            try {
+              emulator.recorder.assertNoViolations();
+            } finally {
+              await emulator.close();
+            }
+          }, 120_000);
         }
         return { ...host, emulator, apiKey };
       },

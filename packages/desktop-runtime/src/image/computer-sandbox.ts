@@ -9,6 +9,14 @@ import { computerImageDir } from "./desktop-runtime-root.js";
  */
 export const COMPUTER_SHM_BYTES = 1024 * 1024 * 1024;
 
+/**
+ * The computer image's PATH (its Dockerfile's `ENV PATH`): the in-computer
+ * `desktop` command and its helpers are in /opt/agent-computer/bin. A
+ * service that builds a process's environment itself rather than from
+ * the image (E2B's envd does: systemd's default PATH) is given this one.
+ */
+export const COMPUTER_PATH = "/opt/agent-computer/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 let profile: string | undefined;
 
 /**

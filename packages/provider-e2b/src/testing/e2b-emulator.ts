@@ -1,37 +1,42 @@
-import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
-import { COMPUTER_SHM_BYTES, computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import {
   ComputerContainers,
-  demuxEngineStream,
+  type Exchange,
   FaultRules,
-  forwardPort,
   HttpAnswer,
   listenLoopback,
-  parseSingleFilePart,
-  pipeStdout,
   proxyHttp,
   proxyUpgrade,
   readBody,
   readJson,
+  refuseUpgrade,
+  ServiceRecorder,
   sendJson,
 } from "@agent-computer/testing/emulator";
 import type Docker from "dockerode";
-import { END_STREAM, envelope, parseEnvelopes } from "./connect-envelope.js";
+import { parseEnvelopes } from "./connect-envelope.js";
+import { type Answer, ControlPlane, type EmulatedTemplateBuild } from "./e2b-control-plane.js";
+import { E2B_OPERATIONS } from "./e2b-definition.js";
+import { type EmulatedSandbox, lookUpUser, TEMPLATE_USER } from "./e2b-sandbox.js";
+import { shortSandboxId } from "./e2b-schemas.js";
+import { EnvdFiles } from "./envd-files.js";
+import { type ConnectFailure, EnvdProcesses, ProcessStream } from "./envd-processes.js";
 
-/** The exit code of the read script when the path is not a file. */
-const NO_SUCH_FILE = 66;
+export type { EmulatedTemplateBuild } from "./e2b-control-plane.js";
+export { CLIENT_ID, EMULATED_ENVD_VERSION, TEMPLATE_USER } from "./e2b-sandbox.js";
 
 /** The label on every container an emulator starts: its id, so `close` (or a sweep) finds them. */
 export const E2B_EMULATOR_LABEL = "agent-computer.e2b-emulator";
-/** The envd version the emulator reports: new enough for octet-stream uploads and the default user. */
-export const EMULATED_ENVD_VERSION = "0.5.8";
 
 export interface E2bEmulatorOptions {
   /** The Docker engine the sandboxes run on (a dockerode client). */
   docker: Docker;
-  /** Templates by id, each a Docker image (the computer image for the computer template). */
+  /**
+   * Templates by id, each a Docker image (the computer image for the computer
+   * template). Each sandbox gets what a v2 template build adds to its image:
+   * the `user` user (uid 1001 on an image whose uid 1000 is taken) and its home.
+   */
   templates: Record<string, string>;
   /** The one API key the control plane accepts. */
   apiKey: string;
@@ -39,6 +44,16 @@ export interface E2bEmulatorOptions {
   ports?: number[];
   /** The sandbox domain used in `<port>-<id>.<domain>` Host routing (default e2b.emulator). */
   domain?: string;
+  /**
+   * The keepalive interval of process streams, in ms, overriding the
+   * request's Keepalive-Ping-Interval seconds (envd: 90 s without one; the
+   * SDK asks for 50 s). For tests that wait for one.
+   */
+  keepaliveMs?: number;
+  /** How often the evictor looks for sandboxes past their end (default 50 ms, evictor/evict.go). */
+  sweepMs?: number;
+  /** The team's longest sandbox life, in hours (default 24, E2B's Pro tier). */
+  maxLengthHours?: number;
 }
 
 /** One control-plane or envd call, as the emulator saw it (never its headers: they carry the key and tokens). */
@@ -48,44 +63,6 @@ export interface EmulatorCall {
   sandboxId?: string;
   body?: unknown;
   status: number;
-}
-
-interface ProcessRecord {
-  stream?: Duplex;
-  pidFile: string;
-  /** SIGKILL or SIGTERM: stop waiting for the output to close; the end follows the leader's exit. */
-  cancelOutput?: () => void;
-}
-
-interface EmulatedSandbox {
-  id: string;
-  templateId: string;
-  containerId: string;
-  ip: string;
-  metadata: Record<string, string>;
-  envdAccessToken: string;
-  state: "running" | "paused";
-  startedAt: Date;
-  /** Every timeout the sandbox was given, in seconds: on create, on each connect, by setTimeout. */
-  timeouts: (number | undefined)[];
-  autoPause: boolean;
-  processes: Map<number, ProcessRecord>;
-  nextPid: number;
-  portListeners: Map<number, { url: string; close: () => void }>;
-}
-
-/** A template build the control plane was asked for. */
-export interface EmulatedTemplateBuild {
-  templateId: string;
-  buildId: string;
-  name: string;
-  cpuCount?: number;
-  memoryMB?: number;
-  /** The image the build starts from (the trigger's fromImage). */
-  fromImage?: string;
-  status: "waiting" | "building" | "ready" | "error";
-  /** Status polls answered so far. */
-  polls: number;
 }
 
 /** A fault the next matching requests get. */
@@ -101,35 +78,46 @@ export interface ControlPlaneFault {
 }
 
 type SandboxView = Readonly<
-  Pick<EmulatedSandbox, "id" | "state" | "metadata" | "timeouts" | "containerId" | "autoPause" | "envdAccessToken">
+  Pick<
+    EmulatedSandbox,
+    "id" | "state" | "metadata" | "timeouts" | "containerId" | "autoPause" | "envdAccessToken" | "startedAt" | "endAt"
+  >
 >;
-type Reply = (status: number, payload?: unknown, headers?: Record<string, string>) => void;
-type Body = Record<string, unknown> | undefined;
+
+/** envd paths its token middleware lets through (infra packages/envd/internal/api/auth.go authExcludedPaths). */
+const TOKEN_EXEMPT = ["GET/health", "GET/files", "POST/files", "POST/init"];
+const STREAMS = ["/process.Process/Start", "/process.Process/Connect", "/process.Process/StreamInput"];
+const UNARY = ["List", "Update", "SendInput", "SendSignal", "CloseStdin"];
 
 /**
- * A loopback E2B (docs/architecture.md §12): the control-plane REST calls
- * the `e2b` SDK makes (create, connect, pause, kill, get, list with metadata
- * and paging, timeout) and envd's Connect-protocol JSON process service,
- * `/files` and `/health`, with the SDK's access-token headers, each sandbox
- * a real container of its template's image, so the shared desktop runtime
- * really runs. Port traffic (plain HTTP and websocket upgrades) reaches a
- * container's port through `portUrl(id, port)` or a `Host: <port>-<id>.<domain>`
- * request. It records what it was asked and injects faults. msw cannot
- * stand in: the SDK fetches through its own undici agent.
+ * A loopback E2B (docs/architecture.md §12), held to the service's published
+ * definition (e2b-definition.ts; `recorder`): the control-plane REST calls
+ * the `e2b` and `novita-sandbox` SDKs make, and envd's `/health`, `/files`
+ * and Connect process service behind the edge's sandbox headers. Each
+ * sandbox is a real container of its template's image with what a template
+ * build adds; its timeout is an absolute end at which it pauses or dies.
+ * Port traffic reaches a container's port through `portUrl(id, port)` or a
+ * `Host: <port>-<id>.<domain>` request. It records what it was asked and
+ * injects faults (which are not held to the definition). msw cannot stand
+ * in: the SDK fetches through its own undici agent.
  */
 export class E2bEmulator {
   /** The label value on this emulator's containers. */
   readonly id: string;
   readonly calls: EmulatorCall[] = [];
+  /** Every exchange, checked against e2b-definition.ts; suites assert `recorder.assertNoViolations()`. */
+  readonly recorder = new ServiceRecorder("E2B", E2B_OPERATIONS);
   /** Template builds by build id. */
   readonly templateBuilds = new Map<string, EmulatedTemplateBuild>();
   readonly domain: string;
-  private readonly templates: Record<string, string>;
   private readonly sandboxes = new Map<string, EmulatedSandbox>();
   private readonly containers: ComputerContainers;
   private readonly faults = new FaultRules();
   private readonly server: Server;
-  private readonly ports: number[];
+  private readonly plane: ControlPlane;
+  private readonly processes: EnvdProcesses;
+  private readonly files: EnvdFiles;
+  private sweeper: NodeJS.Timeout | undefined;
   private dropStreams = 0;
   private dropAfterBytes = 0;
   private killFails = 0;
@@ -139,9 +127,31 @@ export class E2bEmulator {
   constructor(private readonly options: E2bEmulatorOptions) {
     this.containers = new ComputerContainers(options.docker, E2B_EMULATOR_LABEL);
     this.id = this.containers.instance;
-    this.templates = { ...options.templates };
-    this.ports = options.ports ?? [6080, 8080];
     this.domain = options.domain ?? "e2b.emulator";
+    this.plane = new ControlPlane({
+      containers: this.containers,
+      sandboxes: this.sandboxes,
+      templates: { ...options.templates },
+      templateBuilds: this.templateBuilds,
+      ports: options.ports ?? [6080, 8080],
+      maxLengthHours: options.maxLengthHours ?? 24,
+      removeSandbox: (sandbox) => this.removeSandbox(sandbox),
+      cutStreams: (sandbox) => this.cutStreams(sandbox),
+    });
+    this.processes = new EnvdProcesses({
+      containers: this.containers,
+      keepaliveMs: options.keepaliveMs,
+      takeStartFailure: () => this.killFails > 0 && this.killFails-- > 0,
+      takeStreamDrop: () => {
+        if (this.dropStreams <= 0) return -1;
+        this.dropStreams--;
+        return this.dropAfterBytes;
+      },
+      streamDropped: () => {
+        this.killFails += this.failStartsAfterDrop;
+      },
+    });
+    this.files = new EnvdFiles(this.containers);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) =>
         sendJson(res, 500, { code: 500, message: (error as Error).message.slice(0, 300) }),
@@ -149,13 +159,23 @@ export class E2bEmulator {
     });
     this.server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const target = this.portTargetOfHost(req.headers.host);
-      if (target) proxyUpgrade(req, socket, head, target);
+      if (target === "unroutable") refuseUpgrade(socket, 502, "Bad Gateway");
+      else if (target) proxyUpgrade(req, socket, head, target);
       else socket.destroy();
     });
   }
 
   async start(): Promise<this> {
     this.address = await listenLoopback(this.server);
+    let sweeping = false;
+    this.sweeper = setInterval(() => {
+      if (sweeping) return;
+      sweeping = true;
+      void this.plane.sweep().finally(() => {
+        sweeping = false;
+      });
+    }, this.options.sweepMs ?? 50);
+    this.sweeper.unref();
     return this;
   }
 
@@ -171,14 +191,14 @@ export class E2bEmulator {
 
   /** A URL that reaches `port` of sandbox `id` (a loopback listener opened when the sandbox was made). */
   portUrl(id: string, port: number): string {
-    const listener = this.sandboxes.get(id)?.portListeners.get(port);
+    const listener = this.sandboxes.get(shortSandboxId(id) ?? id)?.portListeners.get(port);
     if (!listener) throw new Error(`The emulator has no port ${port} for sandbox ${id}; list it in ports.`);
     return listener.url;
   }
 
   /** The sandboxes the emulator knows, with what it recorded of them. */
   sandbox(id: string): SandboxView | undefined {
-    return this.sandboxes.get(id);
+    return this.sandboxes.get(shortSandboxId(id) ?? id);
   }
 
   get sandboxIds(): string[] {
@@ -231,6 +251,7 @@ export class E2bEmulator {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.sweeper);
     for (const sandbox of this.sandboxes.values()) await this.removeSandbox(sandbox);
     this.sandboxes.clear();
     await this.containers.removeAll();
@@ -242,6 +263,11 @@ export class E2bEmulator {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const portTarget = this.portTargetOfHost(req.headers.host);
+    if (portTarget === "unroutable") {
+      // proxy/template/sandbox_not_found.go: the edge cannot route to it.
+      const sandboxId = /^\d+-([^.-]+)/.exec(req.headers.host ?? "")?.[1] ?? "";
+      return sendJson(res, 502, { sandboxId, message: "The sandbox was not found", code: 502 });
+    }
     if (portTarget) return proxyHttp(req, res, portTarget);
     const url = new URL(req.url ?? "/", "http://emulator");
     // E2B's header, or Novita's (its SDK is a fork that renamed them).
@@ -250,11 +276,15 @@ export class E2bEmulator {
     return this.controlPlane(req, res, url);
   }
 
-  private portTargetOfHost(host: string | undefined): { host: string; port: number } | undefined {
-    const match = /^(\d+)-([A-Za-z0-9]+)\./.exec(host ?? "");
+  /**
+   * `<port>-<id>[-...].<domain>`: the left-most label split on `-`, the
+   * second part the id (infra packages/shared/pkg/proxy/host.go parseHost).
+   */
+  private portTargetOfHost(host: string | undefined): { host: string; port: number } | "unroutable" | undefined {
+    const match = /^(\d+)-([^.-]+)[^.]*\./.exec(host ?? "");
     if (!match || !(host ?? "").includes(this.domain)) return undefined;
     const sandbox = this.sandboxes.get(match[2] as string);
-    if (sandbox?.state !== "running") return undefined;
+    if (sandbox?.state !== "running") return "unroutable";
     return { host: sandbox.ip, port: Number(match[1]) };
   }
 
@@ -263,413 +293,182 @@ export class E2bEmulator {
     if (this.calls.length > 5000) this.calls.splice(0, 1000);
   }
 
-  /** The sandbox with this id; a 404 answers for one the service does not know. */
-  private find(id: string | undefined): EmulatedSandbox {
-    const sandbox = this.sandboxes.get(id as string);
-    if (!sandbox) throw new HttpAnswer(404, { code: 404, message: `sandbox "${id}" not found` });
-    return sandbox;
-  }
-
   // ---------------------------------------------------------- control plane
 
   private async controlPlane(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const method = req.method ?? "GET";
     const path = url.pathname;
-    // A body that is not JSON is taken as none.
-    const body = (await readJson(req).catch(() => undefined)) as Body;
-    const reply: Reply = (status, payload, headers) => {
-      this.record({ method, path, body, status, sandboxId: /\/sandboxes\/([^/]+)/.exec(path)?.[1] });
+    const body = (await readJson(req).catch(() => Symbol.for("not json"))) as Record<string, unknown> | undefined;
+    const notJson = typeof body === "symbol";
+    const exchange = this.recorder.request(method, path, {
+      query: url.searchParams,
+      body: notJson ? "(not JSON)" : body,
+      headers: req.headers,
+    });
+    const reply = (status: number, payload?: unknown, headers: Record<string, string> = {}, injected = false) => {
+      const sandboxId = /\/sandboxes\/([^/]+)/.exec(path)?.[1];
+      this.record({ method, path, body: notJson ? undefined : body, status, sandboxId });
+      // An injected fault is the service failing on purpose: not held to the definition.
+      if (!injected) exchange.answer(status, payload);
       sendJson(res, status, payload, headers);
     };
+    // auth middleware.go: an unknown key.
     if (req.headers["x-api-key"] !== this.options.apiKey) {
-      return reply(401, { code: 401, message: "Invalid API key, it must start with 'e2b_'" });
+      const message = "Invalid API key, please visit https://e2b.dev/docs/api-key for more information.";
+      return reply(401, { code: 401, message });
     }
+    if (notJson) return reply(400, { code: 400, message: "Error when parsing request: the body is not JSON" });
     const fault = this.faults.take(method, path);
     if (fault) {
-      return reply(
-        fault.status,
-        { code: fault.status, message: fault.status === 429 ? "rate limited" : "injected failure" },
-        fault.status === 429 && fault.retryAfter !== undefined ? { "retry-after": String(fault.retryAfter) } : {},
-      );
+      const message = fault.status === 429 ? "rate limited" : "injected failure";
+      const headers: Record<string, string> =
+        fault.status === 429 && fault.retryAfter !== undefined ? { "retry-after": String(fault.retryAfter) } : {};
+      return reply(fault.status, { code: fault.status, message }, headers, true);
     }
-    const routes: [string, RegExp, (match: RegExpExecArray) => unknown][] = [
-      ["POST", /^\/v3\/templates$/, () => reply(202, this.requestBuild(body))],
-      ["POST", /^\/v2\/templates\/([^/]+)\/builds\/([^/]+)$/, (m) => reply(this.triggerBuild(m, body))],
-      ["GET", /^\/templates\/([^/]+)\/builds\/([^/]+)\/status$/, (m) => reply(200, this.pollBuild(m[2] as string))],
-      // /v2/sandboxes is E2B's create; /sandboxes (v1) is Novita's.
-      ["POST", /^(?:\/v2)?\/sandboxes$/, () => this.create(body ?? {}, reply)],
-      ["GET", /^\/v2\/sandboxes$/, () => this.list(url, reply)],
-      ["POST", /^(?:\/v2)?\/sandboxes\/([^/]+)\/connect$/, (m) => this.connect(this.find(m[1]), body, reply)],
-      ["POST", /^\/sandboxes\/([^/]+)\/pause$/, (m) => this.pause(this.find(m[1]), reply)],
-      [
-        "POST",
-        /^\/sandboxes\/([^/]+)\/timeout$/,
-        (m) => {
-          this.find(m[1]).timeouts.push(body?.timeout as number | undefined);
-          reply(204);
-        },
-      ],
-      ["*", /^\/sandboxes\/([^/]+)$/, (m) => this.getOrKill(method, path, this.find(m[1]), reply)],
-    ];
     try {
-      for (const [verb, route, run] of routes) {
-        const match = verb === "*" || verb === method ? route.exec(path) : null;
-        if (match) return void (await run(match));
-      }
-      reply(404, { code: 404, message: `no route ${method} ${path}` });
+      const [status, payload, headers] = await this.route(method, path, url, body ?? {}, body);
+      reply(status, payload, headers);
     } catch (error) {
       if (!(error instanceof HttpAnswer)) throw error;
       reply(error.status, error.body);
     }
   }
 
-  /** Connects to a sandbox, resuming a paused one (201); each connect's timeout is recorded. */
-  private async connect(sandbox: EmulatedSandbox, body: Body, reply: Reply) {
-    sandbox.timeouts.push(body?.timeout as number | undefined);
-    const resumed = sandbox.state === "paused";
-    if (resumed) {
-      await this.containers.unpause(sandbox.containerId);
-      sandbox.state = "running";
-    }
-    reply(resumed ? 201 : 200, this.sandboxBody(sandbox));
-  }
-
-  private async pause(sandbox: EmulatedSandbox, reply: Reply) {
-    if (sandbox.state === "paused") return reply(409, { code: 409, message: "sandbox is already paused" });
-    await this.containers.pause(sandbox.containerId);
-    sandbox.state = "paused";
-    reply(204);
-  }
-
-  private async getOrKill(method: string, path: string, sandbox: EmulatedSandbox, reply: Reply) {
-    if (method === "GET") return reply(200, { ...this.listedBody(sandbox), envdAccessToken: sandbox.envdAccessToken });
-    if (method !== "DELETE") return reply(404, { code: 404, message: `no route ${method} ${path}` });
-    this.sandboxes.delete(sandbox.id);
-    await this.removeSandbox(sandbox);
-    reply(204);
-  }
-
-  private requestBuild(body: Body) {
-    const build: EmulatedTemplateBuild = {
-      templateId: `t${randomBytes(8).toString("hex")}`,
-      buildId: randomBytes(8).toString("hex"),
-      name: String(body?.name ?? ""),
-      cpuCount: body?.cpuCount as number | undefined,
-      memoryMB: body?.memoryMB as number | undefined,
-      status: "waiting",
-      polls: 0,
-    };
-    this.templateBuilds.set(build.buildId, build);
-    const { templateId: templateID, buildId: buildID, name } = build;
-    return { templateID, buildID, public: false, names: [name], aliases: [name], tags: [] };
-  }
-
-  /** Starts a build from the trigger's image; gives the answer's status. */
-  private triggerBuild(match: RegExpExecArray, body: Body): number {
-    const build = this.templateBuilds.get(match[2] as string);
-    if (!build || build.templateId !== match[1]) throw new HttpAnswer(404, { code: 404, message: "build not found" });
-    build.fromImage = body?.fromImage as string | undefined;
-    build.status = "building";
-    return 202;
-  }
-
-  private pollBuild(buildId: string) {
-    const build = this.templateBuilds.get(buildId);
-    if (!build) throw new HttpAnswer(404, { code: 404, message: "build not found" });
-    build.polls++;
-    // One poll while building (with a log line), then ready: the template then starts sandboxes of its image.
-    const logEntries =
-      build.polls === 1
-        ? [{ timestamp: new Date().toISOString(), level: "info", message: `Pulling ${build.fromImage}` }]
-        : [];
-    if (build.polls >= 2 && build.status === "building") {
-      build.status = build.fromImage ? "ready" : "error";
-      if (build.fromImage) {
-        this.templates[build.name] = build.fromImage;
-        this.templates[build.templateId] = build.fromImage;
-      }
-    }
-    return {
-      templateID: build.templateId,
-      buildID: build.buildId,
-      status: build.status,
-      logEntries,
-      logs: logEntries.map((e) => e.message),
-      ...(build.status === "error" ? { reason: { message: "no image to build from" } } : {}),
-    };
-  }
-
-  private async create(body: Record<string, unknown>, reply: Reply) {
-    const templateId = String(body.templateID ?? "");
-    const image = this.templates[templateId];
-    if (!image) return reply(404, { code: 404, message: `template '${templateId}' not found` });
-    const id = `i${randomBytes(10).toString("hex")}`;
-    // As the emulator always made them: uid 1000, Docker's default capabilities and no no-new-privileges
-    // (not hardened), on the default network.
-    const { id: containerId, ip } = await this.containers.create({
-      image,
-      name: id,
-      labels: { "agent-computer.e2b-sandbox": id },
-      user: "1000:1000",
-      env: (body.envVars ?? {}) as Record<string, string>,
-      hardened: false,
-      shmBytes: COMPUTER_SHM_BYTES,
-      seccompProfile: computerSeccompProfile(),
-    });
-    const sandbox: EmulatedSandbox = {
-      id,
-      templateId,
-      containerId,
-      ip,
-      metadata: (body.metadata ?? {}) as Record<string, string>,
-      envdAccessToken: randomBytes(24).toString("hex"),
-      state: "running",
-      startedAt: new Date(),
-      timeouts: [typeof body.timeout === "number" ? body.timeout : undefined],
-      autoPause: body.autoPause === true,
-      processes: new Map(),
-      nextPid: 1000,
-      portListeners: new Map(),
-    };
-    this.sandboxes.set(id, sandbox);
-    // E2B's templates run as "user" with its home at /home/user.
-    const setup = "mkdir -p /home/user /tmp/.envd && chown 1000:1000 /home/user && chmod 1777 /tmp/.envd";
-    await this.containers.run(containerId, ["sh", "-c", setup], { user: "0:0" });
-    const running = () => this.sandboxes.get(id)?.state === "running";
-    for (const port of this.ports) sandbox.portListeners.set(port, await forwardPort({ host: ip, port }, running));
-    reply(201, this.sandboxBody(sandbox));
-  }
-
-  private list(url: URL, reply: Reply) {
-    const wanted = new URLSearchParams(url.searchParams.get("metadata") ?? "");
-    const filter = [...wanted.entries()].map(([k, v]) => [decodeURIComponent(k), decodeURIComponent(v)] as const);
-    const states = (url.searchParams.get("state") ?? "running,paused").split(",");
-    const limit = Number(url.searchParams.get("limit") ?? 100);
-    const offset = Number(url.searchParams.get("nextToken") ?? 0);
-    const matching = [...this.sandboxes.values()].filter(
-      (s) => states.includes(s.state) && filter.every(([k, v]) => s.metadata[k] === v),
-    );
-    const page = matching.slice(offset, offset + limit).map((s) => this.listedBody(s));
-    reply(200, page, offset + limit < matching.length ? { "x-next-token": String(offset + limit) } : {});
-  }
-
-  private sandboxBody(sandbox: EmulatedSandbox) {
-    return {
-      templateID: sandbox.templateId,
-      sandboxID: sandbox.id,
-      clientID: "emulator",
-      envdVersion: EMULATED_ENVD_VERSION,
-      envdAccessToken: sandbox.envdAccessToken,
-      trafficAccessToken: null,
-      domain: null,
-    };
-  }
-
-  private listedBody(sandbox: EmulatedSandbox) {
-    // No clientID: Novita's SDK would append it to the id.
-    return {
-      templateID: sandbox.templateId,
-      sandboxID: sandbox.id,
-      startedAt: sandbox.startedAt.toISOString(),
-      endAt: new Date(sandbox.startedAt.valueOf() + 3600_000).toISOString(),
-      cpuCount: 2,
-      memoryMB: 4096,
-      diskSizeMB: 10240,
-      metadata: sandbox.metadata,
-      state: sandbox.state,
-      envdVersion: EMULATED_ENVD_VERSION,
-    };
+  private route(
+    method: string,
+    path: string,
+    url: URL,
+    body: Record<string, unknown>,
+    given: Record<string, unknown> | undefined,
+  ): Answer | Promise<Answer> {
+    const plane = this.plane;
+    const id = /^(?:\/v2)?\/sandboxes\/([^/]+)(\/[a-z]+)?$/.exec(path);
+    const build = /^\/v2\/templates\/([^/]+)\/builds\/([^/]+)$/.exec(path);
+    const status = /^\/templates\/[^/]+\/builds\/([^/]+)\/status$/.exec(path);
+    const v2 = path.startsWith("/v2/");
+    if (method === "POST" && path === "/v3/templates") return plane.requestBuild(body);
+    if (method === "POST" && build) return plane.triggerBuild(build[1] as string, build[2] as string, body);
+    if (method === "GET" && status) return plane.pollBuild(status[1] as string);
+    if (method === "POST" && (path === "/v2/sandboxes" || path === "/sandboxes")) return plane.create(body, v2);
+    if (method === "GET" && path === "/v2/sandboxes") return plane.list(url.searchParams);
+    if (id && method === "POST" && id[2] === "/connect") return plane.connect(id[1] as string, given, v2);
+    if (id && !v2 && method === "POST" && id[2] === "/pause") return plane.pause(id[1] as string);
+    if (id && !v2 && method === "POST" && id[2] === "/timeout") return plane.setTimeout(id[1] as string, body);
+    if (id && !v2 && method === "GET" && !id[2]) return plane.get(id[1] as string);
+    if (id && !v2 && method === "DELETE" && !id[2]) return plane.kill(id[1] as string);
+    return [404, { code: 404, message: `no route ${method} ${path}` }];
   }
 
   // ------------------------------------------------------------------- envd
 
-  private async envd(req: IncomingMessage, res: ServerResponse, url: URL, id: string): Promise<void> {
+  private async envd(req: IncomingMessage, res: ServerResponse, url: URL, rawId: string): Promise<void> {
+    const method = req.method ?? "GET";
     const path = url.pathname;
+    const rpc = path.startsWith("/process.") || path.startsWith("/filesystem.");
+    const stream = STREAMS.includes(path) || path === "/filesystem.Filesystem/WatchDir";
+    let body: unknown;
+    if (rpc) {
+      const raw = await readBody(req);
+      try {
+        body = stream ? parseEnvelopes(raw)[0] : raw.length > 0 ? JSON.parse(raw.toString("utf8")) : undefined;
+      } catch {
+        body = "(not JSON)";
+      }
+    }
+    const exchange = this.recorder.request(method, path, { query: url.searchParams, body, headers: req.headers });
+    const id = shortSandboxId(rawId) ?? rawId;
     const sandbox = this.sandboxes.get(id);
-    const record = (status: number) => this.record({ method: req.method ?? "GET", path, sandboxId: id, status });
-    // E2B's edge answers 502 for a sandbox it cannot reach: unknown, paused or killed.
-    if (sandbox?.state !== "running") {
-      record(502);
-      await readBody(req);
-      return sendJson(res, 502, { sandboxId: id, message: "The sandbox was not found", code: 502 });
+    const answer = (status: number, payload?: unknown) => {
+      this.record({ method, path, sandboxId: id, status });
+      exchange.answer(status, payload);
+      if (!rpc) req.resume();
+      sendJson(res, status, payload);
+    };
+    // proxy/template/sandbox_not_found.go: unknown, paused or killed, the edge answers 502.
+    if (sandbox?.state !== "running")
+      return answer(502, { sandboxId: id, message: "The sandbox was not found", code: 502 });
+    // api/auth.go WithAuthorization: the token, on every path it does not exempt.
+    const token = sandbox.envdAccessToken;
+    if (token && req.headers["x-access-token"] !== token && !TOKEN_EXEMPT.includes(method + path)) {
+      const message = "unauthorized access, please provide a valid access token or method signing if supported";
+      return answer(401, { code: 401, message });
     }
-    if (req.headers["x-access-token"] !== sandbox.envdAccessToken) {
-      record(401);
-      await readBody(req);
-      const code = path.startsWith("/process.") ? "unauthenticated" : 401;
-      return sendJson(res, 401, { code, message: "invalid access token" });
+    if (method === "GET" && path === "/health") return answer(204);
+    if (path === "/files" && (method === "GET" || method === "POST")) {
+      this.record({ method, path, sandboxId: id, status: 200 });
+      return method === "GET"
+        ? this.files.download(req, res, sandbox, url, exchange)
+        : this.files.upload(req, res, sandbox, url, exchange);
     }
-    const user = userOf(req.headers.authorization);
-    if (path === "/health") {
-      record(204);
-      return sendJson(res, 204);
-    }
-    if (path === "/files") {
-      record(200);
-      return req.method === "POST"
-        ? this.writeFile(req, res, sandbox, url, user)
-        : this.readFile(res, sandbox, url, user);
-    }
+    if (!rpc) return answer(404, { code: 404, message: `no route ${method} ${path}` });
+    return this.rpc(req, res, sandbox, path, (body ?? {}) as Record<string, unknown>, exchange, stream);
+  }
+
+  /** The Connect RPCs, after authn (permissions/authenticate.go: an unknown Basic user is refused). */
+  private async rpc(
+    req: IncomingMessage,
+    res: ServerResponse,
+    sandbox: EmulatedSandbox,
+    path: string,
+    body: Record<string, unknown>,
+    exchange: Exchange,
+    stream: boolean,
+  ): Promise<void> {
+    const record = (status: number) => this.record({ method: "POST", path, sandboxId: sandbox.id, status });
+    const unary = (status: number, payload: unknown) => {
+      record(status);
+      exchange.answer(status, payload);
+      sendJson(res, status, payload);
+    };
+    const fail = (failure: ConnectFailure) => {
+      if (stream) {
+        record(200);
+        return new ProcessStream(res, exchange).finish(failure);
+      }
+      const { status, body: payload } = EnvdProcesses.failure(failure);
+      unary(status, payload);
+    };
+    const basic = /^Basic (.*)$/.exec(String(req.headers.authorization ?? ""))?.[1];
+    const named = basic === undefined ? undefined : Buffer.from(basic, "base64").toString("utf8").split(":")[0];
+    if (named !== undefined && !(await lookUpUser(this.containers, sandbox, named)))
+      return fail({ code: "unauthenticated", message: `invalid username: '${named}'` });
+    const user = named || TEMPLATE_USER;
+    const call = path.slice(path.lastIndexOf("/") + 1);
     if (path === "/process.Process/Start") {
-      const body = await readBody(req);
       record(200);
-      return this.startProcess(res, sandbox, parseEnvelopes(body)[0] as StartRequest, user);
+      return this.processes.start(req, res, sandbox, body, user, exchange);
     }
-    // A body that is not JSON is taken as none.
-    const input = (await readJson(req).catch(() => undefined)) as ProcessInput;
-    record(200);
-    const call = path.slice("/process.Process/".length);
-    if (!path.startsWith("/process.Process/") || !["SendInput", "CloseStdin", "SendSignal"].includes(call))
+    if (path === "/process.Process/Connect") {
+      record(200);
+      return this.processes.connect(req, res, sandbox, body, exchange);
+    }
+    if (!path.startsWith("/process.Process/") || !UNARY.includes(call)) {
+      // Not emulated (StreamInput, the filesystem service): a 404, which connect-es reads as
+      // unimplemented and the recorder reports as an answer the definition does not list.
+      record(404);
+      exchange.answer(404, undefined);
       return sendJson(res, 404, { code: "unimplemented", message: `${path} is not emulated` });
-    const proc = sandbox.processes.get(Number(input.process?.pid));
-    if (!proc || (call !== "SendSignal" && !proc.stream))
-      return sendJson(res, 404, { code: "not_found", message: "process not found" });
-    if (call === "SendInput") proc.stream?.write(Buffer.from(input.input?.stdin ?? "", "base64"));
-    if (call === "CloseStdin") proc.stream?.end();
-    if (call === "SendSignal") {
-      // Like envd: the signal reaches the leader only (E2B #500).
-      const signal = input.signal === "SIGNAL_SIGTERM" ? "TERM" : "KILL";
-      proc.cancelOutput?.();
-      const argv = ["sh", "-c", `kill -${signal} "$(cat "$1")"`, "signal", proc.pidFile];
-      await this.containers.run(sandbox.containerId, argv, { user: "0:0" });
     }
-    sendJson(res, 200, {});
+    const result = await this.processes.unary(sandbox, call, body);
+    if ("code" in result && typeof result.code === "string") return fail(result as ConnectFailure);
+    unary(200, result);
   }
 
-  private async startProcess(res: ServerResponse, sandbox: EmulatedSandbox, request: StartRequest, user: string) {
-    if (this.killFails > 0) {
-      this.killFails--;
-      return sendJson(res, 502, { sandboxId: sandbox.id, message: "injected failure", code: 502 });
+  // ---------------------------------------------------------------- sandboxes
+
+  /** The edge stops routing a sandbox: the envd answers it was giving are cut. */
+  private cutStreams(sandbox: EmulatedSandbox): void {
+    for (const res of sandbox.streams) {
+      res.socket?.destroy();
+      res.destroy();
     }
-    const pid = sandbox.nextPid++;
-    const pidFile = `/tmp/.envd/${pid}.pid`;
-    const config = request.process ?? { cmd: "true" };
-    const withStdin = request.stdin === true;
-    const home = homeOf(user);
-    // The leader writes its pid where SendSignal finds it, then becomes the command.
-    const argv = ["/bin/sh", "-c", 'echo $$ > "$0"; exec "$@"', pidFile, config.cmd, ...(config.args ?? [])];
-    const env = { HOME: home, USER: user, ...config.envs };
-    const options = { user: uidOf(user), env, workingDir: config.cwd || home, stdin: withStdin };
-    const started = await this.containers.startCommand(sandbox.containerId, argv, options).catch((e: Error) => e);
-    if (started instanceof Error)
-      return sendJson(res, 400, { code: "invalid_argument", message: started.message.slice(0, 300) });
-    const { exec, stream } = started;
-    const proc: ProcessRecord = { stream: withStdin ? stream : undefined, pidFile };
-    sandbox.processes.set(pid, proc);
-    res.writeHead(200, { "content-type": "application/connect+json" });
-    res.write(envelope({ event: { start: { pid } } }));
-    let drop = this.dropStreams > 0 ? this.dropAfterBytes : -1;
-    this.dropStreams = Math.max(0, this.dropStreams - 1);
-    let sent = 0;
-    let ended = false;
-    const send = (name: "stdout" | "stderr") => (payload: Buffer) => {
-      if (ended) return;
-      res.write(envelope({ event: { data: { [name]: payload.toString("base64") } } }));
-      sent += payload.length;
-      if (drop >= 0 && sent >= drop) {
-        // A dropped stream: the connection is cut, the process keeps running (as when a proxy drops it).
-        ended = true;
-        drop = -1;
-        this.killFails += this.failStartsAfterDrop;
-        res.socket?.destroy();
-      }
-    };
-    demuxEngineStream(stream, send("stdout"), send("stderr"));
-    stream.on("error", () => {});
-    const finish = async () => {
-      if (ended) return;
-      ended = true;
-      sandbox.processes.delete(pid);
-      const state = await exec.inspect().catch(() => undefined);
-      const exitCode = state?.ExitCode ?? -1;
-      res.write(envelope({ event: { end: { exitCode, exited: true, status: `exit status ${exitCode}` } } }));
-      res.end(envelope({}, END_STREAM));
-      stream.destroy();
-    };
-    // envd's Wait sends the end event once the output pipes close, so a background child
-    // holding them keeps the command open; SIGKILL or SIGTERM cancels that wait, and the
-    // end follows the leader's exit (infra packages/envd/internal/services/process/handler/handler.go: Wait, SendSignal).
-    stream.once("end", () => void finish());
-    let poll: NodeJS.Timeout | undefined;
-    proc.cancelOutput = () => {
-      poll ??= setInterval(async () => {
-        const state = await exec.inspect().catch(() => undefined);
-        if (state && !state.Running) {
-          clearInterval(poll);
-          await finish();
-        }
-      }, 100);
-    };
-    res.once("close", () => {
-      clearInterval(poll);
-      if (!ended) {
-        ended = true;
-        stream.destroy();
-      }
-    });
-  }
-
-  private async readFile(res: ServerResponse, sandbox: EmulatedSandbox, url: URL, user: string) {
-    const path = this.filePath(url, user);
-    let started = false;
-    const open = () => {
-      if (!started) res.writeHead(200, { "content-type": "application/octet-stream" });
-      started = true;
-    };
-    const argv = ["sh", "-c", `[ -f "$1" ] || exit ${NO_SUCH_FILE}; exec cat -- "$1"`, "read", path];
-    const read = await pipeStdout(this.containers, sandbox.containerId, argv, { user: uidOf(user) }, res, open);
-    if (started) return void res.end();
-    if (read.exitCode === NO_SUCH_FILE)
-      return sendJson(res, 404, { code: 404, message: `path '${path}' does not exist` });
-    if (read.exitCode !== 0) return sendJson(res, 500, { code: 500, message: `could not read '${path}'` });
-    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": 0 }).end();
-  }
-
-  private async writeFile(req: IncomingMessage, res: ServerResponse, sandbox: EmulatedSandbox, url: URL, user: string) {
-    const contentType = req.headers["content-type"] ?? "";
-    let path = this.filePath(url, user);
-    let body: Buffer | IncomingMessage = req;
-    if (contentType.startsWith("multipart/form-data")) {
-      const part = parseSingleFilePart(await readBody(req), contentType);
-      if (!part) return sendJson(res, 400, { code: 400, message: "no file part" });
-      body = part.data;
-      if (!url.searchParams.get("path"))
-        path = this.filePath(new URL(`http://x/?path=${encodeURIComponent(part.filename)}`), user);
-    }
-    const argv = ["sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "write", path];
-    const written = await this.containers.run(sandbox.containerId, argv, { user: uidOf(user), input: body });
-    if (written.exitCode !== 0) return sendJson(res, 500, { code: 500, message: `could not write '${path}'` });
-    sendJson(res, 200, [{ name: path.split("/").pop(), type: "file", path }]);
-  }
-
-  private filePath(url: URL, user: string): string {
-    const path = url.searchParams.get("path") ?? "";
-    return path.startsWith("/") ? path : `${homeOf(user)}/${path}`;
+    sandbox.streams.clear();
   }
 
   private async removeSandbox(sandbox: EmulatedSandbox): Promise<void> {
+    this.cutStreams(sandbox);
     for (const listener of sandbox.portListeners.values()) listener.close();
     sandbox.portListeners.clear();
     await this.containers.remove(sandbox.containerId);
   }
 }
-
-interface StartRequest {
-  process?: { cmd: string; args?: string[]; envs?: Record<string, string>; cwd?: string };
-  stdin?: boolean;
-}
-
-type ProcessInput = { process?: { pid?: number }; input?: { stdin?: string }; signal?: string };
-
-function userOf(authorization: string | undefined): string {
-  const match = /^Basic (.+)$/.exec(authorization ?? "");
-  if (!match) return "user";
-  return (
-    Buffer.from(match[1] as string, "base64")
-      .toString("utf8")
-      .split(":")[0] || "user"
-  );
-}
-
-const uidOf = (user: string) => (user === "root" ? "0:0" : "1000:1000");
-const homeOf = (user: string) => (user === "root" ? "/root" : "/home/user");
