@@ -165,6 +165,7 @@ export class BoatMachine extends HostedMachine implements DetachedChannel {
   async stop(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "stop");
     this.refuseSpent();
+    this.dropHolds(); // a stopped machine is kept alive by nothing
     const signal = signalOf(context, "stop");
     try {
       let sandbox = await this.client.get(this.sandboxId, signal);

@@ -146,6 +146,7 @@ export class DaytonaMachine extends HostedMachine implements SessionCommandHost 
   async stop(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "stop");
     this.refuseSpent();
+    this.dropHolds(); // a stopped machine is kept alive by nothing
     const signal = signalOf(context, "stop");
     const archive = this.host.options.stopMode === "archive";
     try {

@@ -11,7 +11,17 @@ import {
   signalOf,
 } from "@agent-computer/core";
 import { enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
-import { type ComputerQuarantine, HostedMachine, statusOfFailure, text } from "@agent-computer/provider-kit";
+import {
+  abortableSleep,
+  type ComputerQuarantine,
+  downloadInParts,
+  type FileChannel,
+  HostedMachine,
+  removeFileAndParts,
+  statusOfFailure,
+  text,
+  uploadInParts,
+} from "@agent-computer/provider-kit";
 import type { ConnectionOpts } from "e2b";
 import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
 import type { ResolvedE2bProviderOptions } from "./e2b-provider-options.js";
@@ -53,7 +63,7 @@ export class E2bMachine extends HostedMachine {
       // The sandbox's timeout counts from create or connect (both set it): while the
       // machine is used it is set again, so a long command is not paused under it.
       keepAlive: {
-        everyMs: Math.max(1_000, host.options.timeoutMs / 4),
+        everyMs: host.options.keepAliveMs ?? Math.max(1_000, host.options.timeoutMs / 4),
         refresh: () => sandbox.setTimeout(host.options.timeoutMs, { requestTimeoutMs: 30_000 }),
         freshAtStart: true,
       },
@@ -82,8 +92,9 @@ export class E2bMachine extends HostedMachine {
     return this.upload(file, data, signal, "import the workspace");
   }
 
-  /** Reads `file` through envd's /files (raw bytes, read with backpressure). */
+  /** Reads `file` through envd's /files (raw bytes, read with backpressure; in parts where the SDK needs it). */
   protected async downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
+    if (this.host.sdk.transfersInParts) return downloadInParts(this.inParts("export the workspace"), file, signal, 1);
     try {
       const stream = await this.sandbox.files.read(file, { format: "stream", user: this.host.options.user, signal });
       return Readable.fromWeb(stream as import("node:stream/web").ReadableStream<Uint8Array>);
@@ -93,18 +104,66 @@ export class E2bMachine extends HostedMachine {
     }
   }
 
-  /** Streams `data` to `path` (absolute) through envd's /files as the sandbox user. */
+  /**
+   * Streams `data` to `path` (absolute) through envd's /files as the
+   * sandbox user. Always as a stream: the SDK buffers bytes or a Blob and
+   * bounds them by `requestTimeoutMs`, a stream it does not.
+   */
   private async upload(path: string, data: Uint8Array | Readable, signal: AbortSignal, what: string): Promise<void> {
-    const body =
-      data instanceof Uint8Array
-        ? new Blob([data as Uint8Array<ArrayBuffer>])
-        : (Readable.toWeb(data) as unknown as ReadableStream<Uint8Array>);
+    const source = data instanceof Uint8Array ? Readable.from([data]) : data;
+    if (this.host.sdk.transfersInParts) return uploadInParts(this.inParts(what), source, path, signal, 1);
+    const body = Readable.toWeb(source) as unknown as ReadableStream<Uint8Array>;
     try {
       await this.sandbox.files.write(path, body, { user: this.host.options.user, useOctetStream: true, signal });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw await this.transportFailure(error, what);
     }
+  }
+
+  /**
+   * /files in parts (the kit's uploadInParts and downloadInParts), each
+   * part one request within `requestTimeoutMs`, one at a time: the SDK's
+   * deadline starts when a request is asked for, so a part queued behind
+   * another for the connection would spend it waiting. The caller's abort ends
+   * the wait at once even where the SDK would not stop the request, and no
+   * later part is sent.
+   */
+  private inParts(what: string): FileChannel {
+    const user = this.host.options.user;
+    const failed = async (error: unknown, signal: AbortSignal) => {
+      if (signal.aborted) throw signal.reason;
+      throw await this.transportFailure(error, what);
+    };
+    return {
+      sync: async (line, signal, timeoutSeconds) => {
+        const done = await this.runCommand(
+          {
+            argv: ["sh", "-c", line],
+            workingDir: "/",
+            maxOutputBytes: 1024 * 1024,
+            ...(timeoutSeconds ? { timeoutMs: timeoutSeconds * 1000 } : {}),
+          },
+          { signal },
+          what,
+        );
+        return { exitCode: done.exitCode, stdout: text(done.stdout), stderr: text(done.stderr) };
+      },
+      writeFile: (path, bytes, signal) =>
+        untilAborted(
+          this.sandbox.files.write(path, new Blob([bytes as Uint8Array<ArrayBuffer>]), { user, signal }),
+          signal,
+        ).then(
+          () => undefined,
+          (error) => failed(error, signal),
+        ),
+      readFile: (path, signal) =>
+        untilAborted(this.sandbox.files.read(path, { format: "bytes", user, signal }), signal).then(
+          (bytes) => Buffer.from(bytes),
+          (error) => failed(error, signal),
+        ),
+      redact: (line) => line,
+    };
   }
 
   /**
@@ -147,6 +206,18 @@ export class E2bMachine extends HostedMachine {
     }
   }
 
+  /** A transfer file, and its parts where bytes move in parts. */
+  protected override removeLater(file: string): void {
+    if (!this.host.sdk.transfersInParts) return super.removeLater(file);
+    void this.runScript(
+      removeFileAndParts(file),
+      "remove-transfer",
+      [],
+      AbortSignal.timeout(30_000),
+      "remove a transfer file",
+    ).catch(() => {});
+  }
+
   get sandboxId(): string {
     return this.sandbox.sandboxId;
   }
@@ -162,9 +233,15 @@ export class E2bMachine extends HostedMachine {
     return `https://${this.sandbox.getHost(port)}`;
   }
 
-  /** Pauses the sandbox: processes and memory are kept, and reconnect resumes it. */
+  /**
+   * Pauses the sandbox: processes and memory are kept, and reconnect
+   * resumes it. A pause is a blocking memory snapshot (seconds per GB): one
+   * that outlives the request goes on at the service, so a failed call is
+   * followed by the sandbox's state until it says paused.
+   */
   async stop(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "stop");
+    this.dropHolds();
     try {
       await withControlPlaneRetry(
         () =>
@@ -178,9 +255,21 @@ export class E2bMachine extends HostedMachine {
       );
     } catch (error) {
       if (AgentComputerError.is(error) && statusOfFailure(error) === 404) throw this.goneError();
-      throw error;
+      await this.untilPaused(error, signalOf(context, "stop"));
     }
     loggerOf(context).info("e2b machine stopped (paused)", { ref: this.ref });
+  }
+
+  /** After a pause call failed: the state until it says paused (or gone), else the call's error. */
+  private async untilPaused(failure: unknown, signal: AbortSignal): Promise<void> {
+    const until = Date.now() + this.host.options.pauseDeadlineMs;
+    while (Date.now() < until) {
+      const state = await this.state().catch(() => "unknown" as const);
+      if (state === "paused") return;
+      if (state === "gone") throw this.goneError();
+      await abortableSleep(1_000, signal);
+    }
+    throw failure;
   }
 
   async destroy(ctx?: OpContext): Promise<void> {
@@ -268,6 +357,17 @@ export class E2bMachine extends HostedMachine {
       `The sandbox behind ${this.ref} no longer exists (killed or expired); provision a replacement and restore its home.`,
     );
   }
+}
+
+/** The promise, or the signal's reason as soon as it aborts (the work itself may go on). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  work.catch(() => {});
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** What every call on a quarantined computer throws. */

@@ -30,6 +30,14 @@ export const e2bProviderOptionsSchema = z.object({
     .int()
     .min(1000)
     .default(60 * 60 * 1000),
+  /**
+   * How often work in flight (a command, an open desktop, a transfer) sets
+   * the sandbox's timeout again, so it is not paused under the work
+   * (default: a quarter of `timeoutMs`, at least 1 s).
+   */
+  keepAliveMs: z.number().int().min(100).optional(),
+  /** How long a stop follows a pause that outlived its request before it fails (a pause snapshots memory: seconds per GB). */
+  pauseDeadlineMs: z.number().int().positive().default(600_000),
   /** How long a control-plane call may retry 5xx, 429 and network failures before UNAVAILABLE. */
   controlPlaneDeadlineMs: z.number().int().positive().default(30_000),
   /** The SDK's per-request timeout. */

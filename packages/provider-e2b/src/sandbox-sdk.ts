@@ -20,6 +20,12 @@ export interface SandboxSdk {
    * computer (Novita's rule): reconnect refuses it until it is recovered.
    */
   readonly quarantineUnconfirmedKills: boolean;
+  /**
+   * Bytes move through /files in parts that each fit one request (Novita:
+   * its SDK buffers an upload whole, bounds the whole request, body
+   * included, by `requestTimeoutMs`, and ignores the caller's abort).
+   */
+  readonly transfersInParts: boolean;
 }
 
 export const E2B_SDK: SandboxSdk = {
@@ -28,6 +34,7 @@ export const E2B_SDK: SandboxSdk = {
   Sandbox,
   envPrefix: "E2B",
   quarantineUnconfirmedKills: false,
+  transfersInParts: false,
 };
 
 export const NOVITA_SDK: SandboxSdk = {
@@ -36,4 +43,5 @@ export const NOVITA_SDK: SandboxSdk = {
   Sandbox: NovitaSandbox as unknown as typeof Sandbox,
   envPrefix: "NOVITA",
   quarantineUnconfirmedKills: true,
+  transfersInParts: true,
 };

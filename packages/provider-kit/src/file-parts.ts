@@ -41,6 +41,8 @@ export async function uploadInParts(
   data: AsyncIterable<Uint8Array | string>,
   file: string,
   signal: AbortSignal,
+  /** Parts sent at once: 1 where a request's deadline starts when it is asked, not when it is sent (a pooled client). */
+  inFlightMost = 2,
 ): Promise<void> {
   let index = 0;
   const inFlight = new Set<Promise<void>>();
@@ -51,7 +53,7 @@ export async function uploadInParts(
     });
     inFlight.add(write);
     void write.finally(() => inFlight.delete(write));
-    if (inFlight.size >= 2) await Promise.race(inFlight);
+    if (inFlight.size >= inFlightMost) await Promise.race(inFlight);
     if (failure !== undefined) throw failure;
   };
   let pending: Buffer[] = [];
@@ -89,7 +91,13 @@ export async function uploadInParts(
  * ahead. The parts stay until the caller removes them (a `sync` of
  * `removeFileAndParts(file)` once its reader is done).
  */
-export async function downloadInParts(channel: FileChannel, file: string, signal: AbortSignal): Promise<Readable> {
+export async function downloadInParts(
+  channel: FileChannel,
+  file: string,
+  signal: AbortSignal,
+  /** Parts read at once (see uploadInParts). */
+  inFlightMost = 2,
+): Promise<Readable> {
   const split = await channel.sync(
     `split -b ${FILE_PART_BYTES} -d -a 6 -- "$0" "$0.part-" && rm -f -- "$0" && ls -- "$0".part-* | wc -l`.replaceAll(
       "$0",
@@ -106,14 +114,18 @@ export async function downloadInParts(channel: FileChannel, file: string, signal
   }
   const parts = Number(split.stdout.trim());
   const out = new PassThrough();
-  const read = (index: number) => channel.readFile(partName(file, index), signal);
+  const read = (index: number) => {
+    const part = channel.readFile(partName(file, index), signal);
+    // Read ahead: a part nobody awaits any more (an earlier one failed) must not fail unheard.
+    part.catch(() => {});
+    return part;
+  };
   void (async () => {
     const ahead: Promise<Buffer>[] = [];
-    for (let i = 0; i < Math.min(2, parts); i++) ahead.push(read(i));
+    for (let i = 0; i < Math.min(inFlightMost, parts); i++) ahead.push(read(i));
     for (let i = 0; i < parts; i++) {
       const bytes = await (ahead.shift() as Promise<Buffer>);
-      if (i + 2 < parts) ahead.push(read(i + 2));
-      for (const p of ahead) p.catch(() => {});
+      if (i + inFlightMost < parts) ahead.push(read(i + inFlightMost));
       if (out.destroyed) return;
       if (!out.write(bytes)) await new Promise((resolve) => out.once("drain", resolve));
     }

@@ -43,6 +43,9 @@ export interface HostedMachineSettings {
 export abstract class HostedMachine extends CommandChannelMachine {
   private spent = false;
   private lastKeepAlive = 0;
+  /** Work that keeps the machine alive until it ends: commands, open desktops, exports being read. */
+  private holds = 0;
+  private holdTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(protected readonly hosted: HostedMachineSettings) {
     // Desktops come from the shared Linux runtime, through this machine's exec and port URLs (docs/architecture.md §4).
@@ -51,6 +54,37 @@ export abstract class HostedMachine extends CommandChannelMachine {
       (machine) => new LinuxDesktopRuntime(machine, { screenLimit: hosted.screenLimit ?? 0 }),
     );
     if (hosted.keepAlive?.freshAtStart) this.lastKeepAlive = Date.now();
+    this.holdOpenDesktops();
+  }
+
+  /**
+   * An open desktop is work in flight: a person may be watching its screen
+   * or taking it over, and nothing else calls the service meanwhile. The
+   * machine is held alive from the open's start until the session's release.
+   */
+  private holdOpenDesktops(): void {
+    const open = this.openDesktop;
+    if (!open || !this.hosted.keepAlive) return;
+    (this as { openDesktop: typeof open }).openDesktop = async (botId, ctx, opts) => {
+      // Held from the start: a desktop starts through the resident service, not a command.
+      const letGo = this.holdAlive();
+      let session: Awaited<ReturnType<typeof open>>;
+      try {
+        session = await open(botId, ctx, opts);
+      } catch (error) {
+        letGo();
+        throw error;
+      }
+      const release = session.release.bind(session);
+      session.release = async (context) => {
+        try {
+          await release(context);
+        } finally {
+          letGo();
+        }
+      };
+      return session;
+    };
   }
 
   /** The error for a machine that no longer exists (PROVIDER_GONE, saying how to replace it). */
@@ -63,6 +97,7 @@ export abstract class HostedMachine extends CommandChannelMachine {
   /** From now on every call on this handle says gone: its machine was deleted through it. */
   protected markSpent(): void {
     this.spent = true;
+    this.dropHolds();
   }
 
   protected refuseSpent(): void {
@@ -78,20 +113,43 @@ export abstract class HostedMachine extends CommandChannelMachine {
   }
 
   /**
-   * Runs `work` with the service's idle timer kept fresh: refreshed now
-   * when due, then every `everyMs` until the work settles, so a command
-   * that outlasts the service's timeout is not paused under it.
+   * Keeps the service's timer fresh until the returned function is called:
+   * refreshed now when due, then every `everyMs` while any hold lasts, so
+   * work that outlasts the service's timeout (a command, an open desktop,
+   * a transfer) is not paused under it. Calling it twice lets go once.
    */
-  protected async keptAlive<T>(work: () => Promise<T>): Promise<T> {
-    this.touch();
+  protected holdAlive(): () => void {
     const everyMs = this.hosted.keepAlive?.everyMs;
-    if (everyMs === undefined) return work();
-    const timer = setInterval(() => this.touch(), everyMs);
-    timer.unref();
+    if (everyMs === undefined || this.spent) return () => {};
+    this.touch();
+    this.holds++;
+    if (!this.holdTimer) {
+      this.holdTimer = setInterval(() => this.touch(), everyMs);
+      this.holdTimer.unref();
+    }
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.holds = Math.max(0, this.holds - 1);
+      if (this.holds === 0) this.dropHolds();
+    };
+  }
+
+  /** Ends every hold: the machine stopped or went, so nothing of it is kept alive any more. */
+  protected dropHolds(): void {
+    this.holds = 0;
+    if (this.holdTimer) clearInterval(this.holdTimer);
+    this.holdTimer = undefined;
+  }
+
+  /** Runs `work` held alive (holdAlive) until it settles. */
+  protected async keptAlive<T>(work: () => Promise<T>): Promise<T> {
+    const letGo = this.holdAlive();
     try {
       return await work();
     } finally {
-      clearInterval(timer);
+      letGo();
     }
   }
 
@@ -159,18 +217,24 @@ export abstract class HostedMachine extends CommandChannelMachine {
       throw homeExportFailure(packed, this);
     }
     let tar: Readable;
+    const letGo = this.holdAlive();
     try {
       tar = await this.downloadFile(file, signal);
     } catch (error) {
+      letGo();
       this.removeLater(file);
       throw signal.aborted ? signal.reason : error;
     }
-    tar.once("close", () => this.removeLater(file));
+    // Held alive while the reader takes it: a long export is not paused under it.
+    tar.once("close", () => {
+      letGo();
+      this.removeLater(file);
+    });
     return tar;
   }
 
   protected importHome(tar: Readable, context: OpContext): Promise<void> {
-    return this.importInTurn(() => this.importNow(tar, context));
+    return this.importInTurn(() => this.keptAlive(() => this.importNow(tar, context)));
   }
 
   /**

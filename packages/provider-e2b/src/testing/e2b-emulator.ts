@@ -54,6 +54,11 @@ export interface E2bEmulatorOptions {
   sweepMs?: number;
   /** The team's longest sandbox life, in hours (default 24, E2B's Pro tier). */
   maxLengthHours?: number;
+  /**
+   * How fast /files moves bytes each way (default: as fast as loopback):
+   * a real link's bandwidth, for transfers longer than one request's timeout.
+   */
+  filesBytesPerSecond?: number;
 }
 
 /** One control-plane or envd call, as the emulator saw it (never its headers: they carry the key and tokens). */
@@ -151,7 +156,7 @@ export class E2bEmulator {
         this.killFails += this.failStartsAfterDrop;
       },
     });
-    this.files = new EnvdFiles(this.containers);
+    this.files = new EnvdFiles(this.containers, options.filesBytesPerSecond);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) =>
         sendJson(res, 500, { code: 500, message: (error as Error).message.slice(0, 300) }),

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Readable, Writable } from "node:stream";
+import { type Readable, Transform, type Writable } from "node:stream";
 import { createGunzip, createGzip } from "node:zlib";
 import {
   type ComputerContainers,
@@ -50,8 +50,25 @@ chown "$owner" -- "$p"`;
 
 type Reply = (status: number, body?: unknown) => void;
 
+/** A stream that passes bytes on no faster than `bytesPerSecond` (a real link's bandwidth). */
+function throttled(bytesPerSecond: number): Transform {
+  const started = Date.now();
+  let passed = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      passed += chunk.length;
+      const wait = started + (passed / bytesPerSecond) * 1000 - Date.now();
+      setTimeout(() => done(null, chunk), Math.max(0, wait));
+    },
+  });
+}
+
 export class EnvdFiles {
-  constructor(private readonly containers: ComputerContainers) {}
+  constructor(
+    private readonly containers: ComputerContainers,
+    /** /files' bandwidth each way (unset: loopback's). */
+    private readonly bytesPerSecond?: number,
+  ) {}
 
   /** GET /files (download.go GetFiles). */
   async download(req: IncomingMessage, res: ServerResponse, sandbox: EmulatedSandbox, url: URL, exchange: Exchange) {
@@ -66,7 +83,9 @@ export class EnvdFiles {
     let started = false;
     const zipped = gzip ? createGzip() : undefined;
     zipped?.pipe(res);
-    const sink: Writable = zipped ?? res;
+    const slow = this.bytesPerSecond ? throttled(this.bytesPerSecond) : undefined;
+    slow?.pipe(zipped ?? res);
+    const sink: Writable = slow ?? zipped ?? res;
     const open = () => {
       if (started) return;
       started = true;
@@ -108,7 +127,10 @@ export class EnvdFiles {
     }
     const user = await this.user(sandbox, url);
     if ("message" in user) return reply(401, { code: 401, message: user.message });
-    const body = (): Readable => (encoding === "gzip" ? req.pipe(createGunzip()) : req);
+    const body = (): Readable => {
+      const plain: Readable = encoding === "gzip" ? req.pipe(createGunzip()) : req;
+      return this.bytesPerSecond ? plain.pipe(throttled(this.bytesPerSecond)) : plain;
+    };
     const contentType = req.headers["content-type"] ?? "";
     const raw = url.searchParams.get("path");
     if (/^application\/octet-stream\b/i.test(contentType)) {
