@@ -2,7 +2,7 @@ import { AgentComputerError, type SandboxProvider } from "@agent-computer/core";
 import { boatProvider } from "@agent-computer/provider-box";
 import { daytonaProvider } from "@agent-computer/provider-daytona";
 import { buildComputerImage, checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
-import { e2bProvider } from "@agent-computer/provider-e2b";
+import { e2bProvider, novitaProvider } from "@agent-computer/provider-e2b";
 import { kubernetesProvider } from "@agent-computer/provider-kubernetes";
 import { createFakeProvider } from "@agent-computer/testing";
 import type { ChosenProvider } from "./chosen-provider.js";
@@ -131,6 +131,13 @@ function remote(name: Exclude<SandboxProviderName, "docker">, env: Environment):
       required(env, name, "E2B_API_KEY", "the API key of the team that owns the template");
       required(env, name, "E2B_TEMPLATE", "the computer template built in that team");
       return e2bProvider({}, env);
+    case "novita": {
+      // Novita has no stock computer template: its own is required (SANDBOX_TEMPLATE names another).
+      required(env, name, "NOVITA_API_KEY", "the account's API key");
+      const template = optional(env, "SANDBOX_TEMPLATE") ?? optional(env, "NOVITA_TEMPLATE");
+      if (!template) required(env, name, "NOVITA_TEMPLATE", "the computer template built for Novita");
+      return novitaProvider(template ? { template } : {}, env);
+    }
     case "daytona": {
       const apiUrl = optional(env, "DAYTONA_API_URL");
       const target = optional(env, "DAYTONA_TARGET");

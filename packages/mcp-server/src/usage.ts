@@ -14,6 +14,7 @@ Where the computer runs: SANDBOX_PROVIDER (default docker)
               KUBERNETES_SANDBOX_POD_LABELS / _POD_ANNOTATIONS, KUBERNETES_SANDBOX_READY_TIMEOUT_MS,
               KUBERNETES_SANDBOX_HOME_CLAIM (+ _HOME_COLOCATE_NAMESPACE, _HOME_COLOCATE_LABELS)
   e2b         E2B_API_KEY and E2B_TEMPLATE (required), E2B_API_URL, E2B_DOMAIN
+  novita      NOVITA_API_KEY and NOVITA_TEMPLATE or SANDBOX_TEMPLATE (required), NOVITA_API_URL, NOVITA_DOMAIN
   daytona     DAYTONA_API_KEY (required), DAYTONA_API_URL, DAYTONA_TARGET, DAYTONA_SNAPSHOT
   boat        BOAT_API_KEY (required), BOAT_API_URL, BOAT_SNAPSHOT (box, BOX_*: the old names)
   fake        in-process, commands run on this host in a temporary folder: demos and tests only

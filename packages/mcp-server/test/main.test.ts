@@ -13,7 +13,7 @@ const bin = join(dirname(fileURLToPath(import.meta.url)), "../dist/main.js");
 const env = (extra: Record<string, string>) => {
   const base = Object.fromEntries(
     Object.entries(process.env).filter(
-      ([key]) => !/^(SANDBOX_PROVIDER|E2B_|DAYTONA_|BOX_|BOAT_|KUBERNETES_SANDBOX_|MCP_)/.test(key),
+      ([key]) => !/^(SANDBOX_PROVIDER|E2B_|DAYTONA_|BOX_|BOAT_|NOVITA_|KUBERNETES_SANDBOX_|MCP_)/.test(key),
     ),
   ) as Record<string, string>;
   return { ...base, ...extra };
@@ -47,11 +47,12 @@ describe("the agent-computer-mcp bin", () => {
     [{ SANDBOX_PROVIDER: "e2b" }, /INVALID_ARGUMENT: SANDBOX_PROVIDER=e2b needs E2B_API_KEY/],
     [{ SANDBOX_PROVIDER: "e2b", E2B_API_KEY: "k" }, /needs E2B_TEMPLATE/],
     [{ SANDBOX_PROVIDER: "daytona" }, /needs DAYTONA_API_KEY/],
+    [{ SANDBOX_PROVIDER: "novita", NOVITA_API_KEY: "k" }, /needs NOVITA_TEMPLATE/],
     [{ SANDBOX_PROVIDER: "boat" }, /needs BOAT_API_KEY/],
     [{ SANDBOX_PROVIDER: "kubernetes" }, /needs KUBERNETES_SANDBOX_NAMESPACE/],
     [
-      { SANDBOX_PROVIDER: "novita" },
-      /"novita" is not a provider: use one of docker, kubernetes, e2b, daytona, boat, box, fake/,
+      { SANDBOX_PROVIDER: "nowhere" },
+      /"nowhere" is not a provider: use one of docker, kubernetes, e2b, novita, daytona, boat, box, fake/,
     ],
     [
       { SANDBOX_PROVIDER: "fake", MCP_HTTP_PORT: "0" },

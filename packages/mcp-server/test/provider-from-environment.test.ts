@@ -12,6 +12,7 @@ describe("providerFromEnvironment", () => {
     const cases: [Record<string, string>, string][] = [
       [{ SANDBOX_PROVIDER: "fake" }, "fake"],
       [{ SANDBOX_PROVIDER: "e2b", E2B_API_KEY: "k", E2B_TEMPLATE: "t" }, "e2b"],
+      [{ SANDBOX_PROVIDER: "novita", NOVITA_API_KEY: "k", SANDBOX_TEMPLATE: "t" }, "novita"],
       [
         { SANDBOX_PROVIDER: "daytona", DAYTONA_API_KEY: "k", DAYTONA_API_URL: "https://daytona.invalid/api" },
         "daytona",
