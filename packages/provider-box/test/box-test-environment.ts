@@ -1,7 +1,6 @@
 import { checkDockerHost } from "@agent-computer/provider-docker";
-import { chooseTestProvider } from "@agent-computer/testing/provider-test";
+import { chooseTestProvider, closeEmulatorAfterAll } from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
-import { afterAll } from "vitest";
 import { type BoatProviderOptions, boatProvider } from "../src/index.js";
 import { BoatEmulator, type BoatEmulatorOptions } from "../src/testing/index.js";
 
@@ -45,13 +44,7 @@ export function boxTestEnvironment(
         });
         if (!host.missing) {
           await emulator.start();
-          afterAll(async () => {
-            try {
-              emulator.recorder.assertNoViolations();
-            } finally {
-              await emulator.close();
-            }
-          }, 120_000);
+          closeEmulatorAfterAll(emulator);
         }
         return { ...host, emulator };
       },

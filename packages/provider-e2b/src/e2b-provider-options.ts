@@ -12,6 +12,13 @@ export const e2bProviderOptionsSchema = z.object({
   apiKey: z.string().min(1).optional(),
   /** The template every computer starts from (E2B_TEMPLATE): the computer template, never the stock desktop. */
   template: z.string().min(1),
+  /**
+   * What a computer starts from while `template` does not exist yet: E2B's
+   * stock `desktop` by default (shell and files work; the computer's own
+   * desktop tools need the computer template), `null` to refuse with
+   * NOT_FOUND instead. Novita has no stock computer template: always refused.
+   */
+  stockTemplate: z.string().min(1).nullable().optional(),
   /** The control plane, default `https://api.<domain>` (E2B_API_URL; the SDK marks it internal). */
   apiUrl: z.string().url().optional(),
   /** envd for every sandbox at one address (E2B_SANDBOX_URL; the SDK marks it internal). */

@@ -140,29 +140,43 @@ function sandboxProviderOn(
         [E2B_METADATA.homeKey]: spec.homeKey,
         [E2B_METADATA.screenLimit]: String(spec.screenLimit),
       };
-      const sandbox = await retry(
-        () =>
-          Sandbox.create(template, {
-            ...opts,
-            metadata,
-            // envd builds every process's environment itself (its PATH is systemd's default, not the
-            // image's): the sandbox's variables are the only way the image's PATH reaches commands.
-            envs: { LANG: "C.UTF-8", PATH: COMPUTER_PATH, ...parsed.envs, HOME: parsed.workspacePath },
-            timeoutMs: parsed.timeoutMs,
-            // A sandbox that times out pauses with its memory; it is never killed with the home in it.
-            lifecycle: { onTimeout: "pause" },
-            signal,
-          }),
-        `create a sandbox from template "${template}"`,
-        signal,
-      ).catch((error: unknown) => {
-        if (AgentComputerError.is(error) && statusOfFailure(error) === 404) {
-          throw new AgentComputerError(
+      const create = (from: string) =>
+        retry(
+          () =>
+            Sandbox.create(from, {
+              ...opts,
+              metadata,
+              // envd builds every process's environment itself (its PATH is systemd's default, not the
+              // image's): the sandbox's variables are the only way the image's PATH reaches commands.
+              envs: { LANG: "C.UTF-8", PATH: COMPUTER_PATH, ...parsed.envs, HOME: parsed.workspacePath },
+              timeoutMs: parsed.timeoutMs,
+              // A sandbox that times out pauses with its memory; it is never killed with the home in it.
+              lifecycle: { onTimeout: "pause" },
+              signal,
+            }),
+          `create a sandbox from template "${from}"`,
+          signal,
+        );
+      const missing = (error: unknown) => AgentComputerError.is(error) && statusOfFailure(error) === 404;
+      let used = template;
+      const sandbox = await create(template).catch(async (error: unknown) => {
+        if (!missing(error)) throw error;
+        const notFound = (also: string) =>
+          new AgentComputerError(
             "NOT_FOUND",
-            `The E2B template "${template}" does not exist for this key; build it with agent-computer-e2b-template build.`,
+            `The ${sdk.service} template "${template}" does not exist for this key${also}; build it with agent-computer-e2b-template build.`,
           );
-        }
-        throw error;
+        // Novita has no stock computer template (sdk.stockTemplate unset): refused whatever the options say.
+        const stock =
+          sdk.stockTemplate && (parsed.stockTemplate === undefined ? sdk.stockTemplate : parsed.stockTemplate);
+        if (!stock || stock === template) throw notFound("");
+        // Until the computer template exists, the service's stock desktop: shell and files work, the
+        // computer's own desktop tools do not (they say so); the log says which template it got.
+        used = stock;
+        loggerOf(context).warn("e2b template missing: using the stock template", { requested: template, used: stock });
+        return create(stock).catch((again: unknown) => {
+          throw missing(again) ? notFound(`, nor does the stock template "${stock}"`) : again;
+        });
       });
       const machine = new E2bMachine(host, sandbox, spec.screenLimit);
       try {
@@ -171,7 +185,7 @@ function sandboxProviderOn(
         await Sandbox.kill(sandbox.sandboxId, opts).catch(() => {});
         throw error;
       }
-      loggerOf(context).info("e2b machine provisioned", { ref: machine.ref, homeKey: spec.homeKey, template });
+      loggerOf(context).info("e2b machine provisioned", { ref: machine.ref, homeKey: spec.homeKey, template: used });
       return machine;
     },
 

@@ -26,6 +26,8 @@ export interface SandboxSdk {
    * included, by `requestTimeoutMs`, and ignores the caller's abort).
    */
   readonly transfersInParts: boolean;
+  /** The service's stock desktop template, used until the computer template exists (none: Novita requires its own). */
+  readonly stockTemplate?: string;
 }
 
 export const E2B_SDK: SandboxSdk = {
@@ -35,6 +37,7 @@ export const E2B_SDK: SandboxSdk = {
   envPrefix: "E2B",
   quarantineUnconfirmedKills: false,
   transfersInParts: false,
+  stockTemplate: "desktop",
 };
 
 export const NOVITA_SDK: SandboxSdk = {

@@ -1,4 +1,4 @@
-import type { Logger, Machine, ProviderRef } from "@agent-computer/core";
+import { type Logger, type Machine, opContext, type ProviderRef } from "@agent-computer/core";
 import { failureOf } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bProvider } from "../src/index.js";
@@ -107,6 +107,35 @@ if (!env.missing) {
       expect(error.code).toBe("NOT_FOUND");
       expect(error.message).toContain("no-such-template");
     });
+
+    it("starts from the stock template while the computer template does not exist, and says which it got", async () => {
+      const said: { message: string; fields: unknown }[] = [];
+      const logger = {
+        debug: () => {},
+        info: (message: string, fields: unknown) => void said.push({ message, fields }),
+        warn: (message: string, fields: unknown) => void said.push({ message, fields }),
+        error: () => {},
+      };
+      // The emulator's computer template stands in for E2B's stock `desktop`.
+      const fallback = env.provider({ stockTemplate: TEST_TEMPLATE });
+      const machine = await fallback.provision(
+        { computerId: "stock", homeKey: `stock-${Date.now()}`, image: "not-built-yet" },
+        opContext({ timeoutMs: 120_000, logger }),
+      );
+      try {
+        expect(said).toContainEqual({
+          message: "e2b template missing: using the stock template",
+          fields: { requested: "not-built-yet", used: TEST_TEMPLATE },
+        });
+        expect((await machine.exec({ argv: ["true"] })).exitCode).toBe(0);
+      } finally {
+        await machine.destroy();
+      }
+      // Without a stock template it is NOT_FOUND, as on Novita.
+      const strict = env.provider({ stockTemplate: null });
+      const error = await failureOf(strict.provision({ computerId: "x", homeKey: "x", image: "not-built-yet" }));
+      expect(error.code).toBe("NOT_FOUND");
+    }, 90_000);
 
     it("gives PROVIDER_GONE for a vanished sandbox, and gone from reconnect", async () => {
       const doomed = await provision("vanish");

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { checkDockerHost } from "@agent-computer/provider-docker";
-import { chooseTestProvider } from "@agent-computer/testing/provider-test";
-import { afterAll } from "vitest";
+import { chooseTestProvider, closeEmulatorAfterAll } from "@agent-computer/testing/provider-test";
 import { type E2bProviderOptions, e2bProvider, novitaProvider } from "../src/index.js";
 import { E2bEmulator, type E2bEmulatorOptions } from "../src/testing/index.js";
 
@@ -45,13 +44,7 @@ export function e2bTestEnvironment(
         });
         if (!host.missing) {
           await emulator.start();
-          afterAll(async () => {
-            try {
-              emulator.recorder.assertNoViolations();
-            } finally {
-              await emulator.close();
-            }
-          }, 120_000);
+          closeEmulatorAfterAll(emulator);
         }
         return { ...host, emulator, apiKey };
       },

@@ -4,6 +4,7 @@
 // a computer (a site, an RFB and a terminal client of the screen gateway)
 // and home-transfer bench parts. ESM only: it imports vitest.
 export { chooseTestProvider } from "./choose-test-provider.js";
+export { closeEmulatorAfterAll } from "./close-emulator-after-all.js";
 export { failureOf } from "./failure-of.js";
 export { historyOf, pixelsOf, SITE, SITE_PORT, serveFixtureSite } from "./fixture-site.js";
 export { IMPOSTOR_LOG, impostorHeard, startImpostorGateway } from "./impostor-gateway.js";
