@@ -208,7 +208,10 @@ export class E2bMachine extends HostedMachine {
 
   /** A transfer file, and its parts where bytes move in parts. */
   protected override removeLater(file: string): void {
-    if (!this.host.sdk.transfersInParts) return super.removeLater(file);
+    if (!this.host.sdk.transfersInParts) {
+      super.removeLater(file);
+      return;
+    }
     void this.runScript(
       removeFileAndParts(file),
       "remove-transfer",
