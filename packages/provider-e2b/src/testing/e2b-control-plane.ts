@@ -37,6 +37,8 @@ export interface ControlPlaneHost {
   removeSandbox(sandbox: EmulatedSandbox): Promise<void>;
   /** Cuts the envd streams of a sandbox the edge no longer routes. */
   cutStreams(sandbox: EmulatedSandbox): void;
+  /** How long a pause's memory snapshot takes before the sandbox is paused (default 0). */
+  pauseMs?: number;
 }
 
 /** v2 create and connect default (e2b 2.51.0 index.d.ts NewSandboxV2, ConnectSandboxV2): 300 s. */
@@ -283,6 +285,8 @@ export class ControlPlane {
     const pausing = (async () => {
       // The edge stops routing first (orchestrator/delete_instance.go), so envd's streams are cut.
       this.host.cutStreams(sandbox);
+      // The pause request blocks while memory is snapshotted (about 4 s per GB, notes §3); the state comes after.
+      if (this.host.pauseMs) await new Promise((resolve) => setTimeout(resolve, this.host.pauseMs));
       await this.host.containers.pause(sandbox.containerId);
       sandbox.state = "paused";
       sandbox.pausedAt = new Date();

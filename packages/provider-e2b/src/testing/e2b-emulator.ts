@@ -59,6 +59,8 @@ export interface E2bEmulatorOptions {
    * a real link's bandwidth, for transfers longer than one request's timeout.
    */
   filesBytesPerSecond?: number;
+  /** How long a pause takes at the service (a memory snapshot, seconds per GB; default: at once). */
+  pauseMs?: number;
 }
 
 /** One control-plane or envd call, as the emulator saw it (never its headers: they carry the key and tokens). */
@@ -142,6 +144,7 @@ export class E2bEmulator {
       maxLengthHours: options.maxLengthHours ?? 24,
       removeSandbox: (sandbox) => this.removeSandbox(sandbox),
       cutStreams: (sandbox) => this.cutStreams(sandbox),
+      ...(options.pauseMs ? { pauseMs: options.pauseMs } : {}),
     });
     this.processes = new EnvdProcesses({
       containers: this.containers,
