@@ -30,6 +30,13 @@ import { processHeaders, processRpcOf } from "./envd-process.js";
 import { PLACE_EXIT, PLACE_UPLOAD } from "./place-upload-script.js";
 import type { SandboxSdk } from "./sandbox-sdk.js";
 
+/**
+ * Parts where bytes move in parts (Novita): one request at a time, since
+ * the SDK's deadline starts when a request is asked for, and 4 MiB each,
+ * so a part fits `requestTimeoutMs` with room on a slow link.
+ */
+const NOVITA_PARTS = { inFlightMost: 1, partBytes: 4 * 1024 * 1024 };
+
 /** What every machine of one provider shares. */
 export interface E2bMachineHost {
   readonly sdk: SandboxSdk;
@@ -94,7 +101,8 @@ export class E2bMachine extends HostedMachine {
 
   /** Reads `file` through envd's /files (raw bytes, read with backpressure; in parts where the SDK needs it). */
   protected async downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
-    if (this.host.sdk.transfersInParts) return downloadInParts(this.inParts("export the workspace"), file, signal, 1);
+    if (this.host.sdk.transfersInParts)
+      return downloadInParts(this.inParts("export the workspace"), file, signal, NOVITA_PARTS);
     try {
       const stream = await this.sandbox.files.read(file, { format: "stream", user: this.host.options.user, signal });
       return Readable.fromWeb(stream as import("node:stream/web").ReadableStream<Uint8Array>);
@@ -111,7 +119,7 @@ export class E2bMachine extends HostedMachine {
    */
   private async upload(path: string, data: Uint8Array | Readable, signal: AbortSignal, what: string): Promise<void> {
     const source = data instanceof Uint8Array ? Readable.from([data]) : data;
-    if (this.host.sdk.transfersInParts) return uploadInParts(this.inParts(what), source, path, signal, 1);
+    if (this.host.sdk.transfersInParts) return uploadInParts(this.inParts(what), source, path, signal, NOVITA_PARTS);
     const body = Readable.toWeb(source) as unknown as ReadableStream<Uint8Array>;
     try {
       await this.sandbox.files.write(path, body, { user: this.host.options.user, useOctetStream: true, signal });
@@ -122,10 +130,9 @@ export class E2bMachine extends HostedMachine {
   }
 
   /**
-   * /files in parts (the kit's uploadInParts and downloadInParts), each
-   * part one request within `requestTimeoutMs`, one at a time: the SDK's
-   * deadline starts when a request is asked for, so a part queued behind
-   * another for the connection would spend it waiting. The caller's abort ends
+   * /files in parts (the kit's uploadInParts and downloadInParts, as
+   * NOVITA_PARTS says), each part one request within `requestTimeoutMs`.
+   * The caller's abort ends
    * the wait at once even where the SDK would not stop the request, and no
    * later part is sent.
    */

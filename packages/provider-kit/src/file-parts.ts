@@ -10,6 +10,12 @@ import { shellQuote } from "./shell-quote.js";
  */
 export const FILE_PART_BYTES = 8 * 1024 * 1024;
 
+/** How parts move: how many at once, and how big (default FILE_PART_BYTES). */
+export interface PartOptions {
+  inFlightMost?: number;
+  partBytes?: number;
+}
+
 /** The channel's calls that move files (a subset of DetachedChannel). */
 export type FileChannel = Pick<DetachedChannel, "sync" | "writeFile" | "readFile" | "redact">;
 
@@ -41,8 +47,8 @@ export async function uploadInParts(
   data: AsyncIterable<Uint8Array | string>,
   file: string,
   signal: AbortSignal,
-  /** Parts sent at once: 1 where a request's deadline starts when it is asked, not when it is sent (a pooled client). */
-  inFlightMost = 2,
+  /** Parts sent at once (1 where a request's deadline starts when it is asked, not sent) and their size. */
+  { inFlightMost = 2, partBytes = FILE_PART_BYTES }: PartOptions = {},
 ): Promise<void> {
   let index = 0;
   const inFlight = new Set<Promise<void>>();
@@ -62,11 +68,11 @@ export async function uploadInParts(
     const bytes = typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk);
     pending.push(bytes);
     size += bytes.length;
-    while (size >= FILE_PART_BYTES) {
+    while (size >= partBytes) {
       const all = Buffer.concat(pending);
-      await send(all.subarray(0, FILE_PART_BYTES));
-      pending = [all.subarray(FILE_PART_BYTES)];
-      size = all.length - FILE_PART_BYTES;
+      await send(all.subarray(0, partBytes));
+      pending = [all.subarray(partBytes)];
+      size = all.length - partBytes;
     }
   }
   if (size > 0 || index === 0) await send(Buffer.concat(pending));
@@ -95,11 +101,11 @@ export async function downloadInParts(
   channel: FileChannel,
   file: string,
   signal: AbortSignal,
-  /** Parts read at once (see uploadInParts). */
-  inFlightMost = 2,
+  /** Parts read at once and their size (see uploadInParts). */
+  { inFlightMost = 2, partBytes = FILE_PART_BYTES }: PartOptions = {},
 ): Promise<Readable> {
   const split = await channel.sync(
-    `split -b ${FILE_PART_BYTES} -d -a 6 -- "$0" "$0.part-" && rm -f -- "$0" && ls -- "$0".part-* | wc -l`.replaceAll(
+    `split -b ${partBytes} -d -a 6 -- "$0" "$0.part-" && rm -f -- "$0" && ls -- "$0".part-* | wc -l`.replaceAll(
       "$0",
       shellQuote(file),
     ),

@@ -4,6 +4,7 @@ export {
   downloadInParts,
   FILE_PART_BYTES,
   type FileChannel,
+  type PartOptions,
   removeFileAndParts,
   stageBytes,
   uploadInParts,
