@@ -10,7 +10,7 @@ import {
   type ProviderRef,
   signalOf,
 } from "@agent-computer/core";
-import { enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
+import { abortable, enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
 import {
   abortableSleep,
   type ComputerQuarantine,
@@ -132,9 +132,8 @@ export class E2bMachine extends HostedMachine {
   /**
    * /files in parts (the kit's uploadInParts and downloadInParts, as
    * NOVITA_PARTS says), each part one request within `requestTimeoutMs`.
-   * The caller's abort ends
-   * the wait at once even where the SDK would not stop the request, and no
-   * later part is sent.
+   * The caller's abort ends the wait at once (core's `abortable`) even
+   * where the SDK would not stop the request, and no later part is sent.
    */
   private inParts(what: string): FileChannel {
     const user = this.host.options.user;
@@ -157,7 +156,7 @@ export class E2bMachine extends HostedMachine {
         return { exitCode: done.exitCode, stdout: text(done.stdout), stderr: text(done.stderr) };
       },
       writeFile: (path, bytes, signal) =>
-        untilAborted(
+        abortable(
           this.sandbox.files.write(path, new Blob([bytes as Uint8Array<ArrayBuffer>]), { user, signal }),
           signal,
         ).then(
@@ -165,7 +164,7 @@ export class E2bMachine extends HostedMachine {
           (error) => failed(error, signal),
         ),
       readFile: (path, signal) =>
-        untilAborted(this.sandbox.files.read(path, { format: "bytes", user, signal }), signal).then(
+        abortable(this.sandbox.files.read(path, { format: "bytes", user, signal }), signal).then(
           (bytes) => Buffer.from(bytes),
           (error) => failed(error, signal),
         ),
@@ -367,17 +366,6 @@ export class E2bMachine extends HostedMachine {
       `The sandbox behind ${this.ref} no longer exists (killed or expired); provision a replacement and restore its home.`,
     );
   }
-}
-
-/** The promise, or the signal's reason as soon as it aborts (the work itself may go on). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  work.catch(() => {});
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 /** What every call on a quarantined computer throws. */

@@ -46,6 +46,8 @@ export abstract class HostedMachine extends CommandChannelMachine {
   /** Work that keeps the machine alive until it ends: commands, open desktops, exports being read. */
   private holds = 0;
   private holdTimer: ReturnType<typeof setInterval> | undefined;
+  /** Counts dropHolds: a hold taken before a stop lets go of nothing taken after it. */
+  private holdEra = 0;
 
   constructor(protected readonly hosted: HostedMachineSettings) {
     // Desktops come from the shared Linux runtime, through this machine's exec and port URLs (docs/architecture.md §4).
@@ -127,17 +129,19 @@ export abstract class HostedMachine extends CommandChannelMachine {
       this.holdTimer = setInterval(() => this.touch(), everyMs);
       this.holdTimer.unref();
     }
+    const era = this.holdEra;
     let held = true;
     return () => {
-      if (!held) return;
+      if (!held || era !== this.holdEra) return;
       held = false;
-      this.holds = Math.max(0, this.holds - 1);
+      this.holds--;
       if (this.holds === 0) this.dropHolds();
     };
   }
 
   /** Ends every hold: the machine stopped or went, so nothing of it is kept alive any more. */
   protected dropHolds(): void {
+    this.holdEra++;
     this.holds = 0;
     if (this.holdTimer) clearInterval(this.holdTimer);
     this.holdTimer = undefined;
