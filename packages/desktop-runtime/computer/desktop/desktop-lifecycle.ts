@@ -202,20 +202,25 @@ export async function launchBrowser(
     30_000,
     () => stillRunning(record.browser, dir, "browser"),
   );
-  await settled(framebufferOf(state, record.slot), 5000);
+  await settled(framebufferOf(state, record.slot), 8000);
 }
 
 /**
- * Waits until two looks 200 ms apart show the same pixels (or `ms`
- * passes): a desktop is ready when its first frame is, not when its
- * processes are, so the caller's first observe sees a still screen.
+ * Waits until the frame has not changed for 600 ms (four looks 200 ms
+ * apart), or `ms` passes: a desktop is ready when its first frame is, not
+ * when its processes are, so the caller's first observe sees a still
+ * screen. Two looks were not enough on a loaded machine: Chromium's tab
+ * strip held its loading icon for 200 ms and swapped it for the page's a
+ * moment after the desktop was handed over.
  */
 async function settled(framebuffer: string, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   let last = "";
+  let still = 0;
   while (Date.now() < deadline) {
     const hash = frameHash(readFramebuffer(framebuffer));
-    if (hash === last) return;
+    still = hash === last ? still + 1 : 0;
+    if (still === 3) return;
     last = hash;
     await sleep(200);
   }

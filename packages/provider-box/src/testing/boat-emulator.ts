@@ -90,6 +90,8 @@ export class BoatEmulator {
   private sweeper: ReturnType<typeof setInterval> | undefined;
   /** Every request answered, as `METHOD path` on Boat's paths (no query: tokens never land here). */
   readonly requests: string[] = [];
+  /** How many requests came on each base: Boat's (`/api/v1`) and the legacy Box one (`/api/box/v1`). */
+  readonly requestsOnBase = { boat: 0, box: 0 };
   /** Every refusal, as `STATUS METHOD path`. */
   readonly refusals: string[] = [];
   /** Route requests refused for a missing or wrong token (paths only). */
@@ -219,6 +221,7 @@ export class BoatEmulator {
     const legacy = url.pathname.startsWith("/api/box/v1/");
     const path = legacyRequest.path(url.pathname.replace(/^\/api(\/box)?\/v1/, ""), legacy);
     this.requests.push(`${method} ${path}`);
+    this.requestsOnBase[legacy ? "box" : "boat"] += 1;
     let body: unknown;
     try {
       body = method === "GET" || method === "DELETE" ? undefined : await readJson(req);

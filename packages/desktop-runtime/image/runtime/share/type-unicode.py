@@ -1,7 +1,9 @@
-# Types characters that are not on the keyboard map: each is bound to a
-# spare keycode (rotating over several, so a press never races the rebinding
-# of the key before it; a character bound already keeps its key), given time
-# for clients to see the new map, then pressed with XTest.
+# Types characters that are not on the keyboard map: the text goes in runs
+# of at most as many distinct characters as there are spare keycodes; each
+# run's characters are bound to spare keys at once (a character bound
+# already keeps its key; the least recently pressed key is rebound first),
+# clients are given time to see the new map, then the run is pressed with
+# XTest.
 #
 # The keys stay bound when this ends: a client that takes the last press
 # after an unbind reads no symbol and drops the character (a loaded machine
@@ -49,23 +51,51 @@ for i, keycode in enumerate(range(low.value, high.value + 1)):
         bound[keysyms_of(i)[0]] = keycode
 # Least recently pressed first: unbound keys, then keys bound by earlier runs.
 order = [c for c in spare if c not in bound.values()] + [c for c in spare if c in bound.values()]
-for char in sys.stdin.read():
+
+def keysym_of(char):
     point = ord(char)
-    keysym = point if (0x20 <= point <= 0x7E or 0xA0 <= point <= 0xFF) else 0x01000000 + point
-    keycode = bound.get(keysym)
-    if keycode is not None:
+    return point if (0x20 <= point <= 0x7E or 0xA0 <= point <= 0xFF) else 0x01000000 + point
+
+def segments(text):
+    """Runs of the text with at most len(spare) distinct characters: each run's keys are bound at once."""
+    run, distinct = [], set()
+    for char in text:
+        if char not in distinct and len(distinct) == len(spare):
+            yield run
+            run, distinct = [], set()
+        run.append(char)
+        distinct.add(char)
+    if run:
+        yield run
+
+for run in segments(sys.stdin.read()):
+    wanted = list(dict.fromkeys(keysym_of(c) for c in run))
+    keep = {bound[k] for k in wanted if k in bound}
+    rebound = False
+    for keysym in wanted:
+        if keysym in bound:
+            continue
+        keycode = next(c for c in order if c not in keep)
         order.remove(keycode)
-    else:
-        keycode = order.pop(0)
+        order.append(keycode)
+        keep.add(keycode)
         bound = {k: c for k, c in bound.items() if c != keycode}
         bound[keysym] = keycode
         x11.XChangeKeyboardMapping(display, keycode, 2, (ctypes.c_ulong * 2)(keysym, keysym), 1)
+        rebound = True
+    if rebound:
+        # One wait for the whole run's keys: a client reads the new map when
+        # it handles MappingNotify, and a loaded machine took longer than
+        # 30 ms (the "ä" of a typed text was dropped so).
         x11.XSync(display, 0)
-        time.sleep(0.03)
-    order.append(keycode)
-    xtst.XTestFakeKeyEvent(display, keycode, 1, 0)
-    xtst.XTestFakeKeyEvent(display, keycode, 0, 0)
-    x11.XSync(display, 0)
+        time.sleep(0.2)
+    for char in run:
+        keycode = bound[keysym_of(char)]
+        order.remove(keycode)
+        order.append(keycode)
+        xtst.XTestFakeKeyEvent(display, keycode, 1, 0)
+        xtst.XTestFakeKeyEvent(display, keycode, 0, 0)
+        x11.XSync(display, 0)
 try:
     with open(STATE + ".tmp", "w") as f:
         f.write(" ".join(str(c) for c in sorted(set(bound.values()) | (ours & set(spare)))))
