@@ -91,6 +91,34 @@ if (!env.missing) {
       expect(chromium.log).toMatch(/No usable sandbox|Operation not permitted/);
     }, 90_000);
 
+    it("keeps Chromium's shared memory out of a 64 MiB /dev/shm (a hosted runner's default), and in a large one", () => {
+      // A stand-in chromium earlier on PATH prints the flags the wrapper passes.
+      const flagsWith = (shm: string) => {
+        const run = spawnSync(
+          "docker",
+          [
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            ...(shm ? ["--shm-size", shm] : []),
+            "--entrypoint",
+            "sh",
+            image,
+            "-c",
+            'mkdir -p /tmp/bin && printf \'#!/bin/sh\\necho "$@"\\n\' > /tmp/bin/chromium && chmod +x /tmp/bin/chromium && PATH=/tmp/bin:$PATH agent-computer-chromium /tmp/profile',
+          ],
+          { encoding: "utf8" },
+        );
+        expect(run.status, run.stderr).toBe(0);
+        return run.stdout;
+      };
+      expect(flagsWith("")).toContain("--disable-dev-shm-usage");
+      const large = flagsWith(String(COMPUTER_SHM_BYTES));
+      expect(large).toContain("--user-data-dir=/tmp/profile");
+      expect(large).not.toContain("--disable-dev-shm-usage");
+    }, 60_000);
+
     it("ships the tools docs/architecture.md §4 lists", () => {
       const id = startComputer(join(computerImageDir(), "seccomp", "chromium.json"));
       const tools = [

@@ -1,5 +1,5 @@
-import { Sandbox } from "e2b";
-import { Sandbox as NovitaSandbox } from "novita-sandbox";
+import { Sandbox, Template } from "e2b";
+import { Sandbox as NovitaSandbox, Template as NovitaTemplate } from "novita-sandbox";
 
 /**
  * The SDK a flavour of the provider drives: E2B's `e2b`, or Novita's
@@ -13,6 +13,8 @@ export interface SandboxSdk {
   /** The service's name in messages. */
   readonly service: string;
   readonly Sandbox: typeof Sandbox;
+  /** The SDK's template builder (`Template().fromImage(...)`, `Template.build`): the same wire in both SDKs. */
+  readonly Template: typeof Template;
   /** The prefix of the service's environment variables (E2B_API_KEY, NOVITA_API_KEY). */
   readonly envPrefix: "E2B" | "NOVITA";
   /**
@@ -34,6 +36,7 @@ export const E2B_SDK: SandboxSdk = {
   kind: "e2b",
   service: "E2B",
   Sandbox,
+  Template,
   envPrefix: "E2B",
   quarantineUnconfirmedKills: false,
   transfersInParts: false,
@@ -44,6 +47,7 @@ export const NOVITA_SDK: SandboxSdk = {
   kind: "novita",
   service: "Novita",
   Sandbox: NovitaSandbox as unknown as typeof Sandbox,
+  Template: NovitaTemplate as unknown as typeof Template,
   envPrefix: "NOVITA",
   quarantineUnconfirmedKills: true,
   transfersInParts: true,
