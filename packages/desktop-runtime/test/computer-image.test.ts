@@ -106,7 +106,7 @@ if (!env.missing) {
             "sh",
             image,
             "-c",
-            'mkdir -p /tmp/bin && printf \'#!/bin/sh\\necho "$@"\\n\' > /tmp/bin/chromium && chmod +x /tmp/bin/chromium && PATH=/tmp/bin:$PATH agent-computer-chromium /tmp/profile',
+            "mkdir -p /tmp/bin && printf '#!/bin/sh\\necho \"$@\"\\n' > /tmp/bin/chromium && chmod +x /tmp/bin/chromium && PATH=/tmp/bin:$PATH agent-computer-chromium /tmp/profile",
           ],
           { encoding: "utf8" },
         );
