@@ -5,6 +5,7 @@
 #
 #   bash .ci/docker-setup.sh            # engine + base image + computer image
 #   AGENT_COMPUTER_SKIP_IMAGE=1 ...     # engine + base image only
+#   AGENT_COMPUTER_PACKAGES_BUILT=1 ... # the packages are built already: build none
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -77,10 +78,14 @@ if [ "${AGENT_COMPUTER_SKIP_IMAGE:-}" != "1" ]; then
   [ -d node_modules ] || npm ci
   # What the image command needs, in dependency order: the in-computer CLI
   # bundles core and page-browser; provider-docker imports checkpoint.
-  for pkg in core page-browser checkpoint; do
-    [ -f "packages/$pkg/dist/index.js" ] || npm run build -w "packages/$pkg" >/dev/null
-  done
-  npm run build -w packages/desktop-runtime >/dev/null
-  npm run build -w packages/provider-docker >/dev/null
+  # AGENT_COMPUTER_PACKAGES_BUILT=1 says the caller has just built every
+  # package from this tree (.ci/run does), so none is built twice.
+  if [ "${AGENT_COMPUTER_PACKAGES_BUILT:-}" != "1" ]; then
+    for pkg in core page-browser checkpoint; do
+      [ -f "packages/$pkg/dist/index.js" ] || npm run build -w "packages/$pkg" >/dev/null
+    done
+    npm run build -w packages/desktop-runtime >/dev/null
+    npm run build -w packages/provider-docker >/dev/null
+  fi
   node packages/provider-docker/dist/bin/agent-computer-image.js build
 fi
