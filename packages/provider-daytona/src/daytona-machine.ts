@@ -127,9 +127,11 @@ export class DaytonaMachine extends HostedMachine implements SessionCommandHost 
   }
 
   /**
-   * A signed preview URL of the port: the token is in the URL itself, so
-   * whoever holds the URL reaches the port without the API key. Mapped
-   * through `previewUrl` where the options give one; its query is kept.
+   * A signed preview URL of the port: the token is in the URL itself (in
+   * its host name: `https://<port>-<token>.<proxy domain>`), so whoever
+   * holds the URL reaches the port without the API key. The token is kept
+   * out of every message even when the answer does not name it apart.
+   * Mapped through `previewUrl` where the options give one.
    */
   protected async urlOfPort(port: number, context: OpContext): Promise<string> {
     this.refuseSpent();
@@ -137,8 +139,9 @@ export class DaytonaMachine extends HostedMachine implements SessionCommandHost 
     const preview = await this.control("sign a preview URL", signal, () =>
       this.sandbox.getSignedPreviewUrl(port, this.host.options.previewExpiresInSeconds),
     );
-    if (preview.token) this.host.secrets.add(preview.token);
-    const signed = { sandboxId: this.sandbox.id, port, url: preview.url, token: preview.token };
+    const token = preview.token || signedTokenOf(preview.url, port);
+    if (token) this.host.secrets.add(token);
+    const signed = { sandboxId: this.sandbox.id, port, url: preview.url, token: token ?? "" };
     return this.host.options.previewUrl ? this.host.options.previewUrl(signed) : preview.url;
   }
 
@@ -204,11 +207,25 @@ export class DaytonaMachine extends HostedMachine implements SessionCommandHost 
 
   protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
     this.refuseSpent();
-    return this.keptAlive(() => runSessionCommand(this, { ...command, signal: signalOf(context, what) }));
+    // HOME per command, not for the sandbox: see provision in daytona-provider.ts.
+    const env = { HOME: this.workspacePath, ...command.env };
+    return this.keptAlive(() => runSessionCommand(this, { ...command, env, signal: signalOf(context, what) }));
   }
 
   /** The SDK's own wait for a stop or delete, in seconds; the call's signal still ends ours first. */
   private seconds(): number {
     return Math.max(1, Math.floor(this.host.options.startTimeoutMs / 1000));
   }
+}
+
+/**
+ * The token of a signed preview URL in host form, `<port>-<token>.<proxy
+ * domain>` (daytona apps/api sandbox.service.ts getSignedPortPreviewUrl,
+ * apps/proxy get_sandbox_target.go parseHost: the first label split at its
+ * first "-"); undefined for any other URL.
+ */
+export function signedTokenOf(url: string, port: number): string | undefined {
+  const [label] = new URL(url).hostname.split(".");
+  const prefix = `${port}-`;
+  return label?.startsWith(prefix) && label.length > prefix.length ? label.slice(prefix.length) : undefined;
 }

@@ -117,7 +117,11 @@ export function daytonaProvider(options: DaytonaProviderOptions): SandboxProvide
       const seconds = Math.max(1, Math.floor(parsed.startTimeoutMs / 1000));
       const common = {
         labels,
-        envVars: { ...parsed.envVars, HOME: parsed.workspacePath },
+        // No HOME here: the toolbox daemon takes the sandbox's HOME for its
+        // own folder (.daytona: every command's script, stdin and log), which
+        // would then sit in the home and go out in every export. Each command
+        // gets HOME instead (DaytonaMachine.runCommand).
+        envVars: { ...parsed.envVars },
         // Daytona stops a sandbox after 15 idle minutes by default, mid-run for an agent: off.
         autoStopInterval: 0,
         public: false,

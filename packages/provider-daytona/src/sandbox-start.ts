@@ -3,7 +3,10 @@ import { abortable } from "@agent-computer/core/provider-utils";
 import type { Sandbox } from "@daytonaio/sdk";
 import { daytonaFailure, isAuthFailure, isTransient, statusOf } from "./daytona-failure.js";
 
-/** States a sandbox passes through on its own; the wait goes on. */
+/**
+ * States a sandbox passes through on its own; the wait goes on (the API's
+ * SandboxState enum: @daytona/api-client src/models/sandbox-state.d.ts).
+ */
 const MOVING = new Set([
   "creating",
   "starting",
@@ -14,8 +17,14 @@ const MOVING = new Set([
   "building_snapshot",
   "pulling_snapshot",
   "resizing",
+  "snapshotting",
+  "forking",
+  "pausing",
+  "resuming",
   "unknown",
 ]);
+/** States a start request leaves (a paused sandbox resumes through start). */
+const STARTABLE = new Set(["stopped", "archived", "paused"]);
 const POLL_MS = 250;
 
 /** What a start needs to say and to keep out of messages. */
@@ -36,8 +45,9 @@ export function sandboxGone(ref: string): AgentComputerError {
 }
 
 /**
- * Brings a sandbox to "started" and returns once it is: a stopped or
- * archived one is started, one in a state change is waited for. Transient
+ * Brings a sandbox to "started" and returns once it is: a stopped,
+ * archived or paused one is started (resumed), one in a state change is
+ * waited for. Transient
  * answers (502/503/504, 400/409 during a transition, a dropped connection)
  * are retried, and a start from archive may take longer than the server's
  * own 30 s wait: the call's deadline decides, not the server's. A 404 of
@@ -60,7 +70,7 @@ export async function ensureStarted(sandbox: Sandbox, context: StartContext): Pr
       await abortable(sandbox.refreshData(), signal);
       last = String(sandbox.state);
       if (last === "started") return;
-      if (last === "stopped" || last === "archived") {
+      if (STARTABLE.has(last)) {
         // The SDK waits for "started" too; bounded by what is left of our own wait.
         const seconds = Math.max(1, Math.floor((until - Date.now()) / 1000));
         await abortable(sandbox.start(seconds), signal);

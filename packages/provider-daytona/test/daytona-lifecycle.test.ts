@@ -37,7 +37,11 @@ if (!env.missing) {
         [COMPUTER_LABELS.managed]: "true",
         [COMPUTER_LABELS.computerId]: "lifecycle",
       });
-      expect(info?.env.HOME).toBe(machine.workspacePath);
+      // No HOME for the sandbox (the toolbox daemon would keep its files in the home); each command gets it.
+      expect(info?.env.HOME).toBeUndefined();
+      expect(new TextDecoder().decode((await machine.exec({ shell: 'printf %s "$HOME"' })).stdout)).toBe(
+        machine.workspacePath,
+      );
       // The SDK's default: state changes over socket.io, with the key as its auth token.
       expect(env.emulator.eventSubscribers).toBeGreaterThan(0);
       expect(await provider.list({ labels: { "team.example/owner": "qa" } })).toEqual([machine.ref]);
