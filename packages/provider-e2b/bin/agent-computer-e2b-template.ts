@@ -3,7 +3,7 @@
 // registry the service can pull), with staged progress. The key and the
 // control plane come from the environment: E2B_API_KEY and E2B_API_URL, or
 // NOVITA_API_KEY, NOVITA_API_URL and NOVITA_DOMAIN.
-import { buildE2bTemplate } from "../src/index.js";
+import { buildE2bTemplate, e2bOptionsFromEnv } from "../src/index.js";
 
 const usage = `Usage: agent-computer-e2b-template build --image <registry ref> [options]
 
@@ -29,7 +29,8 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const prefix = service === "novita" ? "NOVITA" : "E2B";
-  const apiKey = process.env[`${prefix}_API_KEY`];
+  // The same <prefix>_* variables the provider reads.
+  const { apiKey, apiUrl, domain } = e2bOptionsFromEnv(process.env, prefix);
   if (!apiKey) {
     process.stderr.write(`Set ${prefix}_API_KEY.\n`);
     return 2;
@@ -40,8 +41,8 @@ async function main(argv: string[]): Promise<number> {
       apiKey,
       image,
       name: flags.name,
-      apiUrl: process.env[`${prefix}_API_URL`] || undefined,
-      domain: process.env[`${prefix}_DOMAIN`] || undefined,
+      apiUrl,
+      domain,
       cpuCount: flags.cpu ? Number(flags.cpu) : undefined,
       memoryMB: flags["memory-mb"] ? Number(flags["memory-mb"]) : undefined,
       onProgress: (stage, message) => process.stdout.write(`[${stage}] ${message}\n`),
