@@ -115,7 +115,12 @@ export async function runEnvdCommand(
       await running.kill().catch(() => {});
       throw running.abortError();
     }
-    throw await host.failure(error, what);
+    const failure = await host.failure(error, what);
+    // A stream cut before its start event reached us may have started the
+    // command all the same: kill by its marker, as after a cut mid-run.
+    if (failure.code === "UNAVAILABLE" && !(await confirmKill(running)))
+      await host.killUnconfirmed?.(what).catch(() => {});
+    throw failure;
   }
   running.startTimeout();
   const stdinDone = withStdin

@@ -82,6 +82,16 @@ if (!env.missing) {
       expect((await machine.exec({ argv: ["true"] })).exitCode).toBe(0);
     }, 60_000);
 
+    it("kills by its marker a command whose stream was cut before its start event came", async () => {
+      // envd started it, but the client never learnt its pid: the marker still finds its tree.
+      const probe = `unseen-start-${Date.now()}`;
+      emulator.dropNextStreams(1, 0);
+      const error = await failureOf(machine.exec({ shell: `exec -a ${probe} sleep 60 & sleep 60; : ${probe}` }));
+      expect(error.code).toBe("UNAVAILABLE");
+      expect(await emulator.countProcesses(idOf(machine), probe)).toBe(0);
+      expect((await machine.exec({ argv: ["true"] })).exitCode).toBe(0);
+    }, 60_000);
+
     it("never replaces a computer on an auth error: reconnect throws, it does not say gone", async () => {
       const other = wrongKey();
       const error = await failureOf(other.reconnect(machine.ref));

@@ -63,5 +63,18 @@ if (!env.missing) {
       // Gone now: the runtime replaces it from its last checkpoint.
       expect(await provider.reconnect(machine.ref)).toBe("gone");
     }, 60_000);
+
+    it("quarantines a computer whose stream was cut before the command's start came and whose kill failed", async () => {
+      // envd may have started it: unconfirmed is unconfirmed, pid known or not.
+      const machine = await provider.provision({ computerId: "q2", homeKey: `quarantine-start-${Date.now()}` });
+      owned.push(machine);
+      emulator.dropNextStreams(1, 0, { thenFailStarts: 1 });
+      const error = await failureOf(machine.exec({ shell: "sleep 60" }));
+      expect(error.code).toBe("CONFLICT");
+      expect(error.details).toMatchObject({ quarantined: true });
+      expect(emulator.sandbox(idOf(machine))?.state).toBe("paused");
+      await provider.recover(machine.ref);
+      expect(emulator.sandbox(idOf(machine))).toBeUndefined();
+    }, 60_000);
   });
 }

@@ -227,7 +227,8 @@ export class E2bEmulator {
 
   /**
    * The next `count` process streams are cut after `afterBytes` bytes of
-   * output (the process keeps running); with `thenFailStarts`, that many
+   * output (the process keeps running; 0 cuts before the start event reaches
+   * the client, so it never learns the pid); with `thenFailStarts`, that many
    * process starts after each cut fail too (so a kill cannot be confirmed).
    */
   dropNextStreams(count = 1, afterBytes = 1, options: { thenFailStarts?: number } = {}): void {

@@ -117,7 +117,21 @@ export class ProcessStream {
   }
 
   /** The connection is cut (the edge lost the sandbox, or an injected drop): nothing more, no end. */
+  /**
+   * Cuts the connection after what was written so far leaves (a drop after
+   * `afterBytes` delivered bytes): Node corks a response's socket until the
+   * next tick, and a destroy in the same tick would lose the start event too.
+   */
   cut(): void {
+    this.closed = true;
+    setImmediate(() => {
+      this.res.socket?.destroy();
+      this.res.destroy();
+    });
+  }
+
+  /** Cuts the connection before anything of the stream was written. */
+  cutNow(): void {
     this.closed = true;
     this.res.socket?.destroy();
     this.res.destroy();
@@ -191,8 +205,14 @@ export class EnvdProcesses {
         return;
       }
       proc = this.track(sandbox, said.pid, config, request.tag, exec, stream, stdin, () => void finish());
+      const dropAfter = this.host.takeStreamDrop();
+      if (dropAfter === 0) {
+        // Injected: cut before the start event reaches the client; the process runs on.
+        writer.cutNow();
+        return void this.host.streamDropped();
+      }
       writer.event({ start: { pid: said.pid } });
-      this.subscribe(proc, writer, req, res, this.host.takeStreamDrop());
+      this.subscribe(proc, writer, req, res, dropAfter);
       for (const [kind, chunk] of early.splice(0)) emit(kind, chunk);
     };
     demuxEngineStream(
