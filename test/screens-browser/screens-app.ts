@@ -110,13 +110,31 @@ export async function removeComputer(app: ScreensApp, env: DockerHostCheck, comp
 }
 
 /** Waits until the `/app` page's frame `frame` last reported `state`. */
-export async function waitForState(page: Page, frame: string, state: string, timeoutMs = 30_000): Promise<void> {
-  await page.waitForFunction(
-    ([name, wanted]) =>
-      ((window as unknown as { states: Record<string, string[]> }).states[name as string] ?? []).at(-1) === wanted,
-    [frame, state],
-    { timeout: Math.max(timeoutMs, 1), polling: 50 },
-  );
+export async function waitForState(
+  page: Page,
+  frame: string,
+  state: string,
+  timeoutMs = 30_000,
+  events: readonly ScreenEvent[] = [],
+): Promise<void> {
+  try {
+    await page.waitForFunction(
+      ([name, wanted]) =>
+        ((window as unknown as { states: Record<string, string[]> }).states[name as string] ?? []).at(-1) === wanted,
+      [frame, state],
+      { timeout: Math.max(timeoutMs, 1), polling: 50 },
+    );
+  } catch (error) {
+    // Say what the frame went through, so a failure shows where it stuck.
+    const seen = await page
+      .evaluate((name) => (window as unknown as { states: Record<string, string[]> }).states[name] ?? [], frame)
+      .catch(() => ["(page gone)"]);
+    const proxySaid = events.slice(-12).map(({ type, at: _at, ...rest }) => `${type} ${JSON.stringify(rest)}`);
+    throw new Error(
+      `frame ${frame} never reached ${state}; its states: ${seen.join(" → ") || "none"}; the proxy's last events:\n${proxySaid.join("\n")}`,
+      { cause: error },
+    );
+  }
 }
 
 /** Every secret a log line or event must never hold. */

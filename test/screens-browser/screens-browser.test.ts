@@ -64,8 +64,8 @@ else {
         await context.addCookies([{ name: "session", value: COOKIE, url: origin }]);
         const page = await context.newPage();
         await page.goto(`${origin}/app`);
-        await waitForState(page, "view", "connected");
-        await waitForState(page, "control", "connected");
+        await waitForState(page, "view", "connected", 30_000, events);
+        await waitForState(page, "control", "connected", 30_000, events);
 
         // The canvas shows the bot's page.
         await waitForPixel(page, "view", BLUE);
