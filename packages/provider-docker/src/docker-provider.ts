@@ -76,7 +76,9 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
   const displayPolicyFile = async () => {
     const file = join(dataDir, "display", "chromium-policy.json");
     await mkdir(dirname(file), { recursive: true });
-    await writeFile(file, JSON.stringify(DISPLAY_APART_CHROMIUM_POLICY), { mode: 0o644 });
+    // Downloads go to the workspace, as they did when the display's HOME was the workspace.
+    const policy = { ...DISPLAY_APART_CHROMIUM_POLICY, DownloadDirectory: `${parsed.workspacePath}/Downloads` };
+    await writeFile(file, JSON.stringify(policy), { mode: 0o644 });
     return file;
   };
 
@@ -133,7 +135,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         name: string,
         published: number[],
         roleLabels: Record<string, string>,
-        { mounts = [], env = [], cmd = ["sleep", "infinity"] }: ContainerExtras = {},
+        { mounts = [], env = [], cmd = ["sleep", "infinity"], home = parsed.workspacePath }: ContainerExtras = {},
       ) =>
         createContainer(docker, signal, role, {
           name,
@@ -143,12 +145,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           WorkingDir: parsed.workspacePath,
           // The screen gateway takes connections from the host's end of the
           // computer's network only, never from another computer on it.
-          Env: [
-            `HOME=${parsed.workspacePath}`,
-            "LANG=C.UTF-8",
-            "AGENT_COMPUTER_GATEWAY_SOURCES=default-gateway",
-            ...env,
-          ],
+          Env: [`HOME=${home}`, "LANG=C.UTF-8", "AGENT_COMPUTER_GATEWAY_SOURCES=default-gateway", ...env],
           Labels: { ...labels, ...roleLabels },
           ExposedPorts: Object.fromEntries(published.map((p) => [`${p}/tcp`, {}])),
           HostConfig: {
@@ -228,8 +225,17 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           [SCREEN_GATEWAY_PORT],
           { [DISPLAY_LABELS.displayOf]: container.id },
           {
-            mounts: [{ Type: "bind", Source: policy, Target: CHROMIUM_MANAGED_POLICY_FILE, ReadOnly: true }],
-            env: [`${LOOPBACK_PROXY_ENV}=socks5://${COMPUTER_ALIAS}:${LOOPBACK_PROXY_PORT}`],
+            mounts: [
+              { Type: "bind", Source: policy, Target: CHROMIUM_MANAGED_POLICY_FILE, ReadOnly: true },
+              {
+                Type: "tmpfs",
+                Source: "",
+                Target: DISPLAY_HOME,
+                TmpfsOptions: { Mode: 0o1777, SizeBytes: DISPLAY_HOME_BYTES },
+              },
+            ],
+            env: [`${LOOPBACK_PROXY_ENV}=socks5://${COMPUTER_ALIAS}:${LOOPBACK_PROXY_PORT}`, ...DISPLAY_HOME_ENV],
+            home: DISPLAY_HOME,
           },
         );
         await joinPairNetwork(docker, pairNetwork, display.id, [], signal);
@@ -299,7 +305,27 @@ interface ContainerExtras {
   readonly mounts?: Docker.MountSettings[];
   readonly env?: string[];
   readonly cmd?: string[];
+  /** `HOME` (the workspace unless said). */
+  readonly home?: string;
 }
+
+/**
+ * The display container's own home: its programs (openbox, x11vnc, Chromium's
+ * NSS database and fonts, Python) take their configuration from here, never
+ * from the workspace home, which the bot writes (issue 45, finding 1). The
+ * workspace is still where bots' profiles and downloads live (`--home`, the
+ * policy's DownloadDirectory).
+ */
+const DISPLAY_HOME = "/run/agent-computer-display";
+/** Room for its programs' caches and logs (counted in the display container's memory). */
+const DISPLAY_HOME_BYTES = 256 * 1024 * 1024;
+const DISPLAY_HOME_ENV = [
+  `XDG_CONFIG_HOME=${DISPLAY_HOME}/config`,
+  `XDG_DATA_HOME=${DISPLAY_HOME}/data`,
+  `XDG_CACHE_HOME=${DISPLAY_HOME}/cache`,
+  `XDG_STATE_HOME=${DISPLAY_HOME}/state`,
+  "PYTHONNOUSERSITE=1",
+];
 const containerNoun = (role: ContainerRole) => (role === "display" ? "display container" : "container");
 
 /** Creates one container of a computer (not started). */

@@ -331,7 +331,8 @@ async function checkKeysyms(names: string[], signal: AbortSignal | undefined): P
 const TYPE_OFF_KEYMAP = fileURLToPath(new URL("../share/type-unicode.py", import.meta.url));
 
 async function typeOffKeymap(display: string, text: string, signal: AbortSignal | undefined): Promise<void> {
-  const r = await runProgram("python3", [TYPE_OFF_KEYMAP], {
+  // Isolated (-I): no user site, so a `.pth` the bot drops in the home never runs here (issue 45).
+  const r = await runProgram("python3", ["-I", TYPE_OFF_KEYMAP], {
     env: { DISPLAY: display },
     input: text,
     timeoutMs: 120_000,

@@ -142,19 +142,37 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
 }
 
 /**
- * Where the browser sends its requests: the bot's upstream (or its relay)
- * when it has one; else, in a display container of its own, loopback URLs
- * to the computer's loopback proxy (loopback-proxy.ts) and every other URL
- * direct. `<-loopback>` lifts Chromium's implicit loopback bypass and `*`
- * bypasses the rest; later rules win. With an upstream, loopback URLs stay
- * direct, so they reach the display's own loopback, not the computer's
- * (provider-docker README, "Display container").
+ * Spellings of "this host" Chromium connects to directly whatever its proxy
+ * rules say: `0.0.0.0` (also written `0`) and its IPv6 forms are not
+ * loopback to Chromium's rules, yet Linux connects them to the loopback,
+ * where a display's x11vnc and DevTools listen (issue 45, findings 2 and 3).
+ */
+const THIS_HOST_UNSPECIFIED = ["0.0.0.0", "::", "::ffff:0:0"];
+/** Loopback as Chromium's implicit bypass knows it (localhost names, 127/8, ::1, IPv4-mapped 127/8). */
+const THIS_HOST_LOOPBACK = ["localhost", "*.localhost", "127.*", "::1", "::ffff:7f*"];
+
+/** Chromium's host rules that make every name in `hosts` fail to resolve (a refused request, not a connection). */
+function unresolvable(hosts: readonly string[]): string {
+  return `--host-resolver-rules=${hosts.map((host) => `MAP ${host} ~NOTFOUND`).join(", ")}`;
+}
+
+/**
+ * Where the browser sends its requests. With the display in a container of
+ * its own: loopback URLs go to the computer's loopback proxy
+ * (loopback-proxy.ts) and every other URL direct (`<-loopback>` lifts
+ * Chromium's implicit loopback bypass and `*` bypasses the rest; later rules
+ * win), and no spelling of "this host" reaches the display's own loopback;
+ * with the bot's upstream (or its relay) too, loopback URLs, which Chromium
+ * never proxies, resolve to nothing rather than reach the display's services
+ * (provider-docker README, "Display container"). On a display the bot shares,
+ * its loopback is the bot's own.
  */
 function proxyArguments(proxyServer: string | undefined): string[] {
-  if (proxyServer) return [`--proxy-server=${proxyServer}`];
   const loopbackProxy = process.env[LOOPBACK_PROXY_ENV];
-  if (loopbackProxy) return [`--proxy-server=${loopbackProxy}`, "--proxy-bypass-list=*;<-loopback>"];
-  return [];
+  if (!loopbackProxy) return proxyServer ? [`--proxy-server=${proxyServer}`] : [];
+  if (proxyServer)
+    return [`--proxy-server=${proxyServer}`, unresolvable([...THIS_HOST_UNSPECIFIED, ...THIS_HOST_LOOPBACK])];
+  return [`--proxy-server=${loopbackProxy}`, "--proxy-bypass-list=*;<-loopback>", unresolvable(THIS_HOST_UNSPECIFIED)];
 }
 
 /** Starts the bot's Chromium on its display and waits until its window and DevTools are up. */

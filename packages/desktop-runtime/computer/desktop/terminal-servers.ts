@@ -121,6 +121,8 @@ export class TerminalServers {
     const child = spawn(
       "python3",
       [
+        // Isolated: no user site (a `.pth` the bot drops in the home runs nothing here).
+        "-I",
         PTY_SERVER,
         "--socket",
         socketPath,

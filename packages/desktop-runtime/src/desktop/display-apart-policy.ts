@@ -14,6 +14,9 @@ export const DISPLAY_APART_CHROMIUM_POLICY = Object.freeze({
   // Not DeveloperToolsAvailability: 2, which refuses the loopback DevTools too (measured: 403).
   URLBlocklist: ["javascript://*", "devtools://*"],
   ExtensionInstallBlocklist: ["*"],
+  // A native messaging host's manifest in the profile names a program to run on the display side.
+  NativeMessagingBlocklist: ["*"],
+  NativeMessagingUserLevelHosts: false,
 });
 
 /** Where Chromium reads managed policies on Linux (Debian's chromium too): the provider mounts the policy here. */

@@ -15,7 +15,7 @@ Gateway to server, framed: [type: 1 byte][length: 4 bytes, big endian][payload]
 Server to gateway: the shell's output bytes, unframed. The server closes a
 connection when its shell has exited and its output is sent.
 
-The shell (`<shell> -l`) starts in <home>/bots/<bot> when that exists (else
+The shell (`bash --noprofile --norc -l`: no start-up file of the home) starts in <home>/bots/<bot> when that exists (else
 the home) with HOME, USER, LOGNAME, SHELL, TERM=xterm-256color and DISPLAY
 set. When this process's uid has no passwd entry, its shells (only they)
 get one from nss_wrapper: passwd and group files in the session folder,
@@ -56,6 +56,12 @@ EXITED_DRAIN_S = 2.0
 # On stop, shells get this long to leave after their hangup before being killed.
 HANGUP_GRACE_S = 1.0
 NSS_WRAPPER_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
+# A login shell that reads none of the bot's start-up files (~/.bash_profile,
+# ~/.profile, ~/.bashrc): the bot writes the home, and a person's shell runs
+# on the display side (issue 45, finding 1). Bash alone can be told so; long
+# options go before single-letter ones.
+PERSON_SHELL = "/bin/bash"
+PERSON_SHELL_ARGV = [PERSON_SHELL, "--noprofile", "--norc", "-l"]
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LANGUAGE", "TZ", "AGENT_COMPUTER_DESKTOP_STATE")
 
 
@@ -183,7 +189,7 @@ class Server:
         self.shells = {}
         self.running = set()
         self.stopping = False
-        self.name, self.shell, self.nss_env = identity(conf["session"], conf["user-name"], conf["home"])
+        self.name, _shell, self.nss_env = identity(conf["session"], conf["user-name"], conf["home"])
 
     def environment(self, cwd):
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
@@ -194,11 +200,16 @@ class Server:
                 "HOME": self.conf["home"],
                 "USER": self.name,
                 "LOGNAME": self.name,
-                "SHELL": self.shell,
+                "SHELL": PERSON_SHELL,
                 "TERM": "xterm-256color",
                 "COLORTERM": "truecolor",
                 "DISPLAY": self.conf["display"],
                 "PWD": cwd,
+                # Nothing of the shell's start-up comes from the home, which the bot
+                # writes: readline's key bindings from the system's file, the history
+                # in the session's own 0700 folder.
+                "INPUTRC": "/etc/inputrc",
+                "HISTFILE": os.path.join(self.conf["session"], "history"),
             }
         )
         env.update(self.nss_env)
@@ -227,10 +238,10 @@ class Server:
                     signal.signal(sig, signal.SIG_DFL)
                 signal.pthread_sigmask(signal.SIG_SETMASK, [])
                 os.chdir(cwd)
-                os.execve(self.shell, [self.shell, "-l"], env)
+                os.execve(PERSON_SHELL, PERSON_SHELL_ARGV, env)
             except BaseException as error:
                 try:
-                    os.write(2, ("cannot start %s: %s\r\n" % (self.shell, error)).encode())
+                    os.write(2, ("cannot start %s: %s\r\n" % (PERSON_SHELL, error)).encode())
                 finally:
                     os._exit(127)
         os.close(slave)
