@@ -45,7 +45,7 @@ export const DOCKER_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
   multiScreen: true,
   pageBrowser: true,
-  terminal: false,
+  terminal: true,
   billsWhileRunning: false,
   stopKeepsMachine: true,
   mountedHome: true,
