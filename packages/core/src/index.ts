@@ -1,4 +1,16 @@
 // The contract every provider implements (docs/architecture.md §3).
+
+// Background work on any machine: marker holders found (and cancelled) by the in-computer scanner.
+export type { BackgroundCancelOptions } from "./background/background-cancel-options.js";
+export type { BackgroundWorkCancellation } from "./background/background-work-cancellation.js";
+export type { BackgroundWorkHolder } from "./background/background-work-holder.js";
+export type { BackgroundWorkOptions } from "./background/background-work-options.js";
+export type { BackgroundWorkScan } from "./background/background-work-scan.js";
+export {
+  BACKGROUND_MARKER_DIR,
+  cancelBackgroundWork,
+  scanBackgroundWork,
+} from "./background/scan-background-work.js";
 export type { ActionResult, ActOutcome } from "./contract/act-outcome.js";
 export {
   type ComputerSpec,

@@ -1,14 +1,14 @@
-// Background work on any machine: marker holders found (and cancelled) by the in-computer scanner.
-export type { BackgroundCancelOptions } from "./background/background-cancel-options.js";
-export type { BackgroundWorkCancellation } from "./background/background-work-cancellation.js";
-export type { BackgroundWorkHolder } from "./background/background-work-holder.js";
-export type { BackgroundWorkOptions } from "./background/background-work-options.js";
-export type { BackgroundWorkScan } from "./background/background-work-scan.js";
+// Background work on any machine (kept here for existing imports; it lives in core, where the runtime reads it too).
 export {
   BACKGROUND_MARKER_DIR,
+  type BackgroundCancelOptions,
+  type BackgroundWorkCancellation,
+  type BackgroundWorkHolder,
+  type BackgroundWorkOptions,
+  type BackgroundWorkScan,
   cancelBackgroundWork,
   scanBackgroundWork,
-} from "./background/scan-background-work.js";
+} from "@agent-computer/core";
 // Desktops over any machine's exec (docs/architecture.md §3, §4).
 export { type BrowserProxy, browserProxyOf } from "./desktop/browser-proxy.js";
 export type { DesktopTransport } from "./desktop/desktop-channel.js";

@@ -24,6 +24,8 @@ export class TestAuthority implements ScreenAuthority {
   readonly openedTerminals: TerminalOpenRequest[] = [];
   readonly checks: ScreenCheckRequest[] = [];
   readonly revokedEndpoints: string[] = [];
+  /** Every use an open socket reported (`inUse`). */
+  readonly uses: { computerId: string; botId: string }[] = [];
   readonly endpoints: (ScreenEndpoint | TerminalEndpoint)[] = [];
   answer: () => unknown = async () => undefined;
   private readonly listeners = new Set<(change: ScreenAuthorityChange) => void>();
@@ -59,6 +61,10 @@ export class TestAuthority implements ScreenAuthority {
   check(request: ScreenCheckRequest): Promise<void> {
     this.checks.push(request);
     return this.answer() as Promise<void>;
+  }
+
+  async inUse(request: { computerId: string; botId: string }): Promise<void> {
+    this.uses.push({ ...request });
   }
 
   watch(listener: (change: ScreenAuthorityChange) => void): () => void {

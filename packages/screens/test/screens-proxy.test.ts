@@ -103,6 +103,18 @@ describe("bridging", () => {
     expect(await upstream.closed).toBe(1000);
   });
 
+  it("reports an open socket as use of its computer when it opens and when it closes (idle counts from the close)", async () => {
+    const capability = await issueView("bot-use");
+    const usesOf = () => h.authority.uses.filter((u) => u.botId === "bot-use");
+    const ws = h.connect(capability);
+    await opened(ws);
+    await eventually(() => usesOf().length === 1 || undefined);
+    expect(usesOf()).toEqual([{ computerId: "team-1", botId: "bot-use" }]);
+    ws.close(1000);
+    await closedEventOf(capability.id);
+    await eventually(() => usesOf().length === 2 || undefined);
+  });
+
   it("view mode drops a PointerEvent, a KeyEvent and ClientCutText but passes the handshake", async () => {
     const capability = await issueView();
     const before = h.gateway.connections.length;

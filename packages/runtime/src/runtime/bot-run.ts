@@ -85,7 +85,7 @@ export class BotRun {
   async desktop(options?: DesktopOptions): Promise<DesktopSession> {
     const machine = await this.machine();
     if (this.desktopSession) return this.desktopSession;
-    this.desktopSession = await this.lifecycle.openScreen(this.slot, machine, this.botId, options);
+    this.desktopSession = await this.lifecycle.screens.openScreen(this.slot, machine, this.botId, options);
     return this.desktopSession;
   }
 
@@ -171,10 +171,10 @@ export class BotRun {
     this.ended = true;
     clearInterval(this.heartbeat);
     if (this.desktopSession) {
-      if (parsed.data === "completed") await this.lifecycle.keepScreen(this.slot, this.botId).catch(() => {});
+      if (parsed.data === "completed") await this.lifecycle.screens.keepScreen(this.slot, this.botId).catch(() => {});
       else {
         await this.desktopSession.release().catch(() => {});
-        await this.lifecycle.forgetScreen(this.slot, this.botId).catch(() => {});
+        await this.lifecycle.screens.forgetScreen(this.slot, this.botId).catch(() => {});
       }
     }
     if (this.lease) await this.lifecycle.leases.release(this.lease).catch(() => {});

@@ -11,6 +11,7 @@ export interface ComputerEvent {
     | "checkpointing" // the home was saved under a new revision
     | "checkpoint-deferred" // a run ended while other bots still work; the last one saves
     | "suspending" // the computer was stopped (idle, active limit, or asked)
+    | "suspension-deferred" // idle, but background work holds it (detail.jobs); the idle time counts again
     | "takeover-requested" // a bot asks a person to take over its screen
     | "takeover-started" // a person controls a bot's screen: its desktop actions are fenced out
     | "takeover-ended"; // the person released it

@@ -1,30 +1,26 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { AgentHomeStore } from "@agent-computer/checkpoint";
-import type { DesktopOptions, DesktopSession, Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
+import type { Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
 import { AgentComputerError, COMPUTER_LABELS, labelValueOf } from "@agent-computer/core";
 import type { ComputerOwner, ComputerRecord, ComputerScope, LeaseEngine } from "@agent-computer/leases";
 import PQueue from "p-queue";
 import type { BotRun } from "./bot-run.js";
 import type { ComputerActivities, ComputerActivity } from "./computer-activity.js";
 import type { ComputerEvents } from "./computer-events.js";
+import { createRecord, withScope } from "./computer-record-of.js";
 import type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
 import type { ComputerSlot } from "./computer-slot.js";
 import { computerSpecFor, type MachineDefaults } from "./computer-spec-for.js";
 import { ComputerStretches, type StretchEnd } from "./computer-stretches.js";
 import type { DeploymentLedger } from "./deployment-ledger.js";
 import { checkpointHome, type HomeCheckpointParts } from "./home-checkpoint.js";
-import { openBotDesktop } from "./open-bot-desktop.js";
+import { KeptScreens } from "./kept-screens.js";
 import type { RunRecords } from "./run-records.js";
 import type { RuntimeSettings } from "./runtime-settings.js";
 import type { StageRunner } from "./stage-runner.js";
+import { backgroundWorkOf, isRunning, jobsHolding, suspensionReason } from "./suspension-rules.js";
 
-/**
- * On providers that do not bill while running, a run waiting for a takeover
- * keeps its computer up this long after asking, so the person finds the
- * login, 2FA or CAPTCHA page still open; then the idle rules apply again.
- */
-export const TAKEOVER_HOLD_MS = 30 * 60_000;
 /** A process writes a computer's use to the shared activity at most this often: idle is minutes, not seconds. */
 const ACTIVITY_WRITE_MS = 10_000;
 /** A machine found alive this recently is handed out without asking the provider again. */
@@ -46,7 +42,7 @@ export interface ComputerLifecycleParts {
   /** Names this runtime's machines (`COMPUTER_LABELS.deployment`). */
   readonly deployment: string;
   readonly spec: ComputerRuntimeOptions["spec"];
-  readonly settings: RuntimeSettings;
+  readonly settings: RuntimeSettings & { readonly backgroundWorkHolds: boolean };
 }
 
 /**
@@ -72,6 +68,8 @@ export class ComputerLifecycle {
   private readonly indexed = new Set<string>();
   /** This process, as the holder of checkpoint leases and reservations. */
   private readonly holder = `runtime-${randomUUID()}`;
+  /** Screens runs kept between runs (kept-screens.ts). */
+  readonly screens: KeptScreens;
 
   constructor(private readonly parts: ComputerLifecycleParts) {
     this.provider = parts.provider;
@@ -81,6 +79,7 @@ export class ComputerLifecycle {
     this.leaseTtlMs = parts.leaseTtlMs;
     this.activities = parts.activities;
     this.stretches = new ComputerStretches(parts.leases, parts.clock, parts.runRecords);
+    this.screens = new KeptScreens(parts.activities, parts.clock, (id, activity) => this.holdsOf(id, activity));
   }
 
   get providerKind(): string {
@@ -150,82 +149,6 @@ export class ComputerLifecycle {
         ? { ...a, waiting }
         : { ...a, waiting: { ...waiting, [botId]: at }, lastActivityAt: Math.max(a.lastActivityAt, at) };
     });
-  }
-
-  /**
-   * Opens `botId`'s screen for its run through the run's fenced `machine`
-   * (its kept screen when it has one). At the screen limit, the oldest idle
-   * screen, one no bot drives and no person controls, is torn down to make
-   * room; MULTI_SCREEN_UNAVAILABLE only when every screen is busy.
-   */
-  async openScreen(
-    slot: ComputerSlot,
-    machine: Machine,
-    botId: string,
-    options?: DesktopOptions,
-  ): Promise<DesktopSession> {
-    for (;;) {
-      try {
-        const session = await openBotDesktop(machine, botId, options);
-        await this.forgetScreen(slot, botId);
-        return session;
-      } catch (error) {
-        if (!AgentComputerError.is(error, "MULTI_SCREEN_UNAVAILABLE")) throw error;
-        if (!(await this.evictIdleScreen(slot, botId))) throw error;
-      }
-    }
-  }
-
-  /** A completed run kept its bot's screen: it is idle from now, for every worker. */
-  async keepScreen(slot: ComputerSlot, botId: string): Promise<void> {
-    const now = this.parts.clock();
-    await this.activities.update(slot.computerId, (a) => ({ ...a, screens: { ...a.screens, [botId]: now } }));
-  }
-
-  /** The bot's screen is in use again, or gone. */
-  async forgetScreen(slot: ComputerSlot, botId: string): Promise<void> {
-    await this.activities.update(slot.computerId, (a) => {
-      if (a.screens[botId] === undefined) return a;
-      const { [botId]: _gone, ...screens } = a.screens;
-      return { ...a, screens };
-    });
-  }
-
-  /** Tears down `botId`'s kept screen, if it has one (deleting the bot). */
-  async releaseKeptScreen(slot: ComputerSlot, machine: Machine, botId: string): Promise<void> {
-    const kept = (await this.activities.get(slot.computerId))?.screens[botId];
-    if (kept === undefined || !machine.openDesktop) return;
-    await (await machine.openDesktop(botId)).release();
-    await this.forgetScreen(slot, botId);
-  }
-
-  /**
-   * Tears down the oldest kept screen that no bot drives and no person
-   * controls (on any worker), other than `forBot`'s. Its browser profile
-   * stays in the home. Returns false when there is none.
-   */
-  private async evictIdleScreen(slot: ComputerSlot, forBot: string): Promise<boolean> {
-    const activity = await this.activities.get(slot.computerId);
-    const kept = Object.entries(activity?.screens ?? {})
-      .filter(([botId]) => botId !== forBot)
-      .sort((a, b) => a[1] - b[1]);
-    if (kept.length === 0) return false;
-    const holds = await this.holdsOf(slot.computerId, activity);
-    const raw = slot.machine;
-    if (!raw?.openDesktop) return false;
-    for (const [botId] of kept) {
-      if (holds.executing.includes(botId) || holds.controlled.includes(botId)) continue;
-      try {
-        // Its screen is still up: opening returns it, no new slot; releasing frees that slot.
-        await (await raw.openDesktop(botId)).release();
-      } catch (error) {
-        // Gone with its machine already (the limit refused a fresh one): nothing to free.
-        if (!AgentComputerError.is(error, "MULTI_SCREEN_UNAVAILABLE")) throw error;
-      }
-      await this.forgetScreen(slot, botId);
-      return true;
-    }
-    return false;
   }
 
   /** Which bots hold a live execution or user-control lease on the computer, on any worker. */
@@ -379,18 +302,36 @@ export class ComputerLifecycle {
         const machine = record ? await this.currentMachine(slot, record) : undefined;
         if (!machine || !record || !isRunning(record)) return false;
         slot.machine = machine;
+        const scan = reason === "idle" ? await backgroundWorkOf(machine, this.parts.settings) : undefined;
+        const jobs = jobsHolding(scan);
+        if (jobs) {
+          await this.noteUseNow(slot);
+          this.events.emit("suspension-deferred", slot.computerId, started, { reason: "background-work", jobs });
+          return false;
+        }
         await this.checkpointNow(slot, reason === "stopped" ? "stop" : reason);
         await machine.stop();
         this.machineStopped(slot);
         // Screens do not outlive their machine's stop.
         await this.activities.update(slot.computerId, (a) => ({ ...a, screens: {} }));
         await this.stretches.close(slot.computerId, reason);
-        this.events.emit("suspending", slot.computerId, started, { reason });
+        // A scan that could not tell does not hold the computer; the event says so.
+        const detail: Record<string, string> = { reason };
+        if (scan?.status === "unknown") detail.backgroundScan = `unknown: ${scan.reason}`.slice(0, 200);
+        this.events.emit("suspending", slot.computerId, started, detail);
         return true;
       } finally {
         await this.leases.release(reservation).catch(() => {});
       }
     })) as boolean;
+  }
+
+  /** Notes a use of the computer now in the shared activity, unthrottled: every worker's idle time restarts. */
+  async noteUseNow(slot: ComputerSlot): Promise<void> {
+    const now = this.parts.clock();
+    slot.lastActivityAt = now;
+    slot.activityWrittenAt = now;
+    await this.activities.update(slot.computerId, (a) => ({ ...a, lastActivityAt: Math.max(a.lastActivityAt, now) }));
   }
 
   /** A bot executing (not waiting for a takeover) or a person in control, on any worker. */
@@ -583,52 +524,9 @@ export class ComputerLifecycle {
       this.indexed.add(slot.computerId);
     }
     const existing = await this.leases.getComputer(slot.computerId);
-    return existing ? this.withScope(existing, slot.scope, slot.owner) : this.createRecord(slot);
-  }
-
-  private async createRecord(slot: ComputerSlot): Promise<ComputerRecord> {
-    try {
-      return await this.leases.createComputer({
-        computerId: slot.computerId,
-        providerKind: this.providerKind,
-        providerRef: null,
-        homeKey: slot.computerId,
-        storageId: slot.computerId,
-        ...(slot.scope ? { scope: slot.scope } : {}),
-        ...(slot.owner ? { owner: slot.owner } : {}),
-      });
-    } catch (error) {
-      // Another process created it first: use theirs.
-      if (!AgentComputerError.is(error, "CONFLICT")) throw error;
-      return (await this.leases.getComputer(slot.computerId)) as ComputerRecord;
-    }
-  }
-
-  /**
-   * A record written before scopes (or owners) were stored gets the ones a
-   * run gave it; a stored scope or owner is never changed.
-   */
-  private async withScope(
-    record: ComputerRecord,
-    scope: ComputerScope | undefined,
-    owner: ComputerOwner | undefined,
-  ): Promise<ComputerRecord> {
-    const changes = {
-      ...(!record.scope && scope ? { scope } : {}),
-      ...(!record.owner && owner ? { owner } : {}),
-    };
-    if (Object.keys(changes).length === 0) return record;
-    try {
-      return await this.leases.updateComputer({
-        computerId: record.computerId,
-        expectedVersion: record.version,
-        changes,
-      });
-    } catch (error) {
-      // Another process wrote first: theirs is as good (the next bring-up fills the scope in).
-      if (!AgentComputerError.is(error, "CONFLICT")) throw error;
-      return (await this.leases.getComputer(record.computerId)) ?? record;
-    }
+    return existing
+      ? withScope(this.leases, existing, slot.scope, slot.owner)
+      : createRecord(this.leases, slot, this.providerKind);
   }
 
   private async checkpointNow(slot: ComputerSlot, reason: string): Promise<void> {
@@ -665,40 +563,23 @@ export class ComputerLifecycle {
     };
   }
 
-  /**
-   * Why the computer should be suspended now, if it should: nobody used it
-   * for `idleMs`, or (where the provider bills while running) it is up for
-   * `maxActiveMs`. An executing run, a person in control or an operation
-   * keeps it up. A run waiting for a takeover does not: asking restarted
-   * the idle timer, and where the provider does not bill while running it
-   * holds the computer for `TAKEOVER_HOLD_MS` after asking; the run keeps
-   * waiting through a suspension, and the next use resumes the computer.
-   */
+  /** Why the computer should be suspended now (suspension-rules.ts), unless an operation repairs it or it is reserved. */
   private async suspensionDue(slot: ComputerSlot, now: number): Promise<"idle" | "active_limit" | undefined> {
-    // An update or recovery holds the computer: it is not idle, it is being repaired.
     if (this.operating.has(slot.computerId)) return undefined;
     const record = await this.leases.getComputer(slot.computerId);
     if (!record || record.providerKind !== this.providerKind || !isRunning(record)) return undefined;
     if (await this.leases.getReservation(slot.computerId)) return undefined;
     // Decided on what every worker sees: the leases and the shared activity.
     const activity = await this.activities.get(slot.computerId);
-    const holds = await this.holdsOf(slot.computerId, activity);
-    const waiting = activity?.waiting ?? {};
-    if (holds.controlled.length > 0 || holds.executing.some((botId) => waiting[botId] === undefined)) return undefined;
-    const billing = this.provider.capabilities.billsWhileRunning;
-    const held = holds.executing.some((botId) => now - (waiting[botId] ?? 0) < TAKEOVER_HOLD_MS);
-    if (!billing && held) return undefined;
-    const upSince = record.runs.at(-1)?.startedAt ?? now;
-    const lastUse = Math.max(activity?.lastActivityAt ?? upSince, slot.lastActivityAt);
-    const { idleMs, maxActiveMs } = this.parts.settings;
-    if (idleMs > 0 && now - lastUse >= idleMs) return "idle";
-    if (billing && maxActiveMs > 0 && now - upSince >= maxActiveMs) return "active_limit";
-    return undefined;
+    return suspensionReason({
+      record,
+      activity,
+      holds: await this.holdsOf(slot.computerId, activity),
+      localLastUse: slot.lastActivityAt,
+      billsWhileRunning: this.provider.capabilities.billsWhileRunning,
+      idleMs: this.parts.settings.idleMs,
+      maxActiveMs: this.parts.settings.maxActiveMs,
+      now,
+    });
   }
-}
-
-/** Whether the record's machine runs: its last stretch is open. */
-function isRunning(record: ComputerRecord): boolean {
-  const last = record.runs.at(-1);
-  return record.providerRef !== null && last !== undefined && last.endedAt === undefined;
 }

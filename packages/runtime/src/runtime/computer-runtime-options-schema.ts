@@ -21,6 +21,7 @@ export const computerRuntimeOptionsSchema = z.object({
   screenLimit: z.number().int().nonnegative().optional(),
   idleMs: z.number().int().nonnegative().optional(),
   maxActiveMs: z.number().int().nonnegative().optional(),
+  backgroundWorkHoldsIdle: z.boolean().default(true),
   leaseTtlMs: z.number().int().min(100).default(60_000),
   deployment: z
     .string()

@@ -24,6 +24,13 @@ export interface ComputerRuntimeOptions {
    * `COMPUTER_MAX_ACTIVE_MS` or 2 hours; 0 = off.
    */
   maxActiveMs?: number;
+  /**
+   * Whether background work the bot marked (`scanBackgroundWork` of core: a
+   * process holding `<home>/.agent-computer/background/<job>.marker` open)
+   * keeps an idle computer up, the idle time counting again from each look.
+   * Default true; a scan that cannot tell (`unknown`) never holds it.
+   */
+  backgroundWorkHoldsIdle?: boolean;
   /** TTL of execution and checkpoint leases; they are renewed at a third of it (default 60 s). */
   leaseTtlMs?: number;
   /** The wall clock for idle accounting and events; inject one in tests. */

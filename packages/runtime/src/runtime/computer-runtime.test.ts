@@ -142,6 +142,23 @@ describe("computer runtime on the fake provider", () => {
     await next.end("completed");
   });
 
+  it("counts an open screen's use (noteUse) on every worker: the idle time runs from the last note", async () => {
+    const { runtime, advance, events } = await setup({ idleMs: 60_000 });
+    const run = runtime.startRun({ workspaceId: "ws9", botId: "alpha" });
+    await run.machine();
+    await run.end("completed");
+    advance(50_000);
+    await runtime.noteUse("team-ws9");
+    advance(50_000);
+    expect(await runtime.suspendIdle()).toEqual([]);
+    advance(11_000);
+    expect(await runtime.suspendIdle()).toEqual(["team-ws9"]);
+    // The fake computer has no background-work scanner: the scan cannot tell, so it holds nothing, and says so.
+    expect(events.at(-1)).toMatchObject({ type: "suspending", detail: { reason: "idle" } });
+    expect(String(events.at(-1)?.detail.backgroundScan)).toMatch(/^unknown: /);
+    await expect(runtime.noteUse("team-none")).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
   it("suspends at the active limit only on providers that bill while running", async () => {
     for (const bills of [false, true]) {
       const { runtime, advance } = await setup({ billsWhileRunning: bills, idleMs: 0, maxActiveMs: 7_200_000 });

@@ -117,6 +117,7 @@ export class ComputerRuntime {
         screenLimit: parsed.screenLimit ?? env.screenLimit,
         idleMs: parsed.idleMs ?? env.idleMs,
         maxActiveMs: parsed.maxActiveMs ?? env.maxActiveMs,
+        backgroundWorkHolds: parsed.backgroundWorkHoldsIdle,
       },
     });
     this.operations = new ComputerOperations(this.lifecycle, ledger, { logger, ...options.operations });
@@ -189,6 +190,19 @@ export class ComputerRuntime {
     const machine = await this.lifecycle.ensure(slot);
     await this.lifecycle.touch(slot);
     return openBotDesktop(machine, botId);
+  }
+
+  /**
+   * Records a use of the computer now (a person watching its screen or
+   * using its terminal; screens' runtime authority calls it while a socket
+   * is open): idle suspension counts from the last use, on every worker.
+   * A computer never made is NOT_FOUND.
+   */
+  async noteUse(computerId: string): Promise<void> {
+    const id = parseInput(computerIdSchema, computerId, "computerId");
+    if (!(await this.leases.getComputer(id)))
+      throw new AgentComputerError("NOT_FOUND", `Computer "${id}" does not exist; a bot's run makes it.`);
+    await this.lifecycle.noteUseNow(this.lifecycle.slotOf(id));
   }
 
   /**
@@ -314,7 +328,7 @@ export class ComputerRuntime {
     try {
       const machine = this.leases.fenced(await this.lifecycle.ensure(slot), lease);
       // Its kept screen goes first: a browser must not write into a profile being removed.
-      await this.lifecycle.releaseKeptScreen(slot, machine, botId);
+      await this.lifecycle.screens.releaseKeptScreen(slot, machine, botId);
       const removed = await machine.exec({
         argv: ["rm", "-rf", "--", `bots/${botId}`, `.browser-profiles/${botId}`],
       });

@@ -1,6 +1,5 @@
 export { BotRun } from "./bot-run.js";
 export type { ComputerEvent } from "./computer-event.js";
-export { TAKEOVER_HOLD_MS } from "./computer-lifecycle.js";
 export type { ComputerOperation } from "./computer-operation.js";
 export { ComputerOperations, OPERATION_INTERRUPT_AFTER_MS } from "./computer-operations.js";
 export type { ComputerOperationsOptions } from "./computer-operations-options.js";
@@ -17,3 +16,4 @@ export type { ReconcileReport } from "./reconcile-report.js";
 export type { RunRecord } from "./run-record.js";
 export { RUN_RECORD_PAGE_SIZE, RunRecords } from "./run-records.js";
 export { type RuntimeSettings, runtimeSettingsFromEnv } from "./runtime-settings.js";
+export { TAKEOVER_HOLD_MS } from "./suspension-rules.js";

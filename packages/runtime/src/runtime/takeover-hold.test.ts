@@ -5,8 +5,8 @@ import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { createFakeProvider } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
-import { TAKEOVER_HOLD_MS } from "./computer-lifecycle.js";
 import { createComputerRuntime } from "./computer-runtime.js";
+import { TAKEOVER_HOLD_MS } from "./suspension-rules.js";
 
 const MINUTE = 60_000;
 const T0 = 1_800_000_000_000;

@@ -86,6 +86,10 @@ export function runtimeScreenAuthority(runtime: ScreenRuntime): ScreenAuthority 
         throw new AgentComputerError("NOT_FOUND", `Computer "${request.computerId}" no longer exists.`);
     },
 
+    async inUse({ computerId }) {
+      await runtime.noteUse?.(computerId);
+    },
+
     watch(listener) {
       return runtime.on((event) => {
         const botId = event.detail.botId;

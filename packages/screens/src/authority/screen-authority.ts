@@ -44,4 +44,16 @@ export interface ScreenAuthority {
    * unsubscribe function.
    */
   watch?(listener: (change: ScreenAuthorityChange) => void): () => void;
+  /**
+   * Optional: a screen or terminal socket of this computer is open, so a
+   * person uses it. Called when a socket is bridged, every
+   * `SCREEN_USE_NOTE_MS` while it stays open, and when it closes; the
+   * runtime's authority counts it as use, so an open screen keeps its
+   * computer from idle suspension until the idle time after it closed.
+   * Its failures are ignored.
+   */
+  inUse?(request: { readonly computerId: string; readonly botId: string }): Promise<void>;
 }
+
+/** How often an open screen or terminal socket is reported as use (`ScreenAuthority.inUse`). */
+export const SCREEN_USE_NOTE_MS = 60_000;

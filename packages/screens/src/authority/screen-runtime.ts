@@ -12,4 +12,6 @@ export interface ScreenRuntime {
   /** Lifecycle events; `takeover-ended` carries `detail.botId`. */
   on(listener: (event: ComputerEvent) => void): () => void;
   readonly leases: Pick<LeaseEngine, "assertCurrent" | "getComputer">;
+  /** Records a use of the computer now (an open screen or terminal), so idle time counts from here. */
+  noteUse?(computerId: string): Promise<void>;
 }

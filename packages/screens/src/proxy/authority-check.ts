@@ -13,6 +13,14 @@ export class AuthorityCheck {
     private readonly timeoutMs: number,
   ) {}
 
+  /** Reports an open socket of the capability as use of its computer; never throws. */
+  inUse(capability: SealedCapability): void {
+    const { computerId, botId } = capability;
+    void Promise.resolve()
+      .then(() => this.authority.inUse?.({ computerId, botId }))
+      .catch(() => {});
+  }
+
   verdict(capability: SealedCapability): Promise<AuthorityVerdict> {
     return authorityVerdict(() => this.authority.check(this.request(capability)), this.timeoutMs);
   }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
+import { SCREEN_USE_NOTE_MS } from "../authority/screen-authority.js";
 import type { CapabilityRegistry } from "../capability/capability-registry.js";
 import type { CapabilitySeal } from "../capability/capability-seal.js";
 import { policyOf } from "../capability/policy-of.js";
@@ -56,6 +57,8 @@ const REFUSAL_STATUS: Record<Exclude<AuthorityVerdict, "allowed">, number> = {
 export class ScreenProxy {
   private readonly server: WebSocketServer;
   private closing = false;
+  /** Connection id -> the timer that reports its socket as use while it is open. */
+  private readonly useNotes = new Map<string, NodeJS.Timeout>();
 
   constructor(private readonly parts: ScreenProxyParts) {
     this.server = new WebSocketServer({
@@ -151,6 +154,9 @@ export class ScreenProxy {
         this.bridgeClosed(done, result),
       );
       this.parts.sockets.add(bridge);
+      this.parts.check.inUse(capability);
+      const noting = setInterval(() => this.parts.check.inUse(capability), SCREEN_USE_NOTE_MS);
+      this.useNotes.set(connectionId, noting.unref());
       this.parts.emit({
         type: "screen.proxy.websocket_upgraded",
         at: this.parts.clock(),
@@ -195,6 +201,10 @@ export class ScreenProxy {
   ): void {
     this.parts.sockets.remove(bridge);
     const { capability } = bridge;
+    clearInterval(this.useNotes.get(bridge.connectionId));
+    this.useNotes.delete(bridge.connectionId);
+    // The idle time counts from the close.
+    this.parts.check.inUse(capability);
     this.parts.emit({
       type: "screen.proxy.websocket_closed",
       at: this.parts.clock(),

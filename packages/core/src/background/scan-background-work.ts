@@ -1,15 +1,9 @@
-import {
-  AgentComputerError,
-  checkOpContext,
-  type ExecResult,
-  loggerOf,
-  type Machine,
-  type OpContext,
-  parseInput,
-  remainingMs,
-  throwIfDone,
-} from "@agent-computer/core";
 import { z } from "zod";
+import type { ExecResult } from "../contract/exec-result.js";
+import type { Machine } from "../contract/machine.js";
+import { checkOpContext, loggerOf, type OpContext, remainingMs, throwIfDone } from "../contract/op-context.js";
+import { AgentComputerError } from "../errors/agent-computer-error.js";
+import { parseInput } from "../validation/parse-input.js";
 import { type BackgroundCancelOptions, backgroundCancelOptionsSchema } from "./background-cancel-options.js";
 import type { BackgroundWorkCancellation } from "./background-work-cancellation.js";
 import { type BackgroundWorkOptions, backgroundWorkOptionsSchema } from "./background-work-options.js";
