@@ -5,6 +5,19 @@ const point = z.object({ x: coord, y: coord });
 const button = z.enum(["left", "right", "middle"]).default("left");
 
 /**
+ * Text for the keyboard: never a NUL, which no key types and no command line
+ * carries. The machine's desktop service passes it to xdotool as an argument
+ * (desktop-runtime/computer/desktop/desktop-actions.ts), where Node's spawn
+ * threw a raw TypeError mid-batch and the outcome read "uncertain".
+ */
+const keyboardText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((text) => !text.includes("\0"), "must not contain a NUL character (\\u0000): no key types it");
+
+/**
  * One step of a `DesktopSession.act` batch. Enough to map Anthropic's and
  * OpenAI's computer-use actions onto: double and triple clicks are `click`
  * with `count` 2 or 3; holding a key is `key_down`, `wait`, `key_up`.
@@ -31,10 +44,10 @@ export const desktopActionSchema = z.discriminatedUnion("type", [
     dx: z.number().int().default(0),
     dy: z.number().int().default(0),
   }),
-  z.object({ type: z.literal("type"), text: z.string().min(1).max(100_000) }),
-  z.object({ type: z.literal("key"), keys: z.string().min(1).max(200) }),
-  z.object({ type: z.literal("key_down"), key: z.string().min(1).max(100) }),
-  z.object({ type: z.literal("key_up"), key: z.string().min(1).max(100) }),
+  z.object({ type: z.literal("type"), text: keyboardText(100_000) }),
+  z.object({ type: z.literal("key"), keys: keyboardText(200) }),
+  z.object({ type: z.literal("key_down"), key: keyboardText(100) }),
+  z.object({ type: z.literal("key_up"), key: keyboardText(100) }),
   z.object({ type: z.literal("wait"), ms: z.number().int().min(0).max(60_000) }),
   z.object({
     type: z.literal("zoom"),

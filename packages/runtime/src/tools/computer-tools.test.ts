@@ -111,6 +111,21 @@ describe("computer tools", () => {
     expect(moved.content.some((c) => c.type === "image")).toBe(true);
   });
 
+  it("refuses a NUL in typed text or keys as INVALID_ARGUMENT before any action reaches the desktop", async () => {
+    const { call, activity } = await setup();
+    for (const action of [
+      { type: "type", text: "safe\u0000rm -rf ~" },
+      { type: "key", keys: "ctrl+\u0000" },
+      { type: "key_down", key: "\u0000" },
+    ]) {
+      const refused = await call("computer_act", { actions: [{ type: "move", x: 1, y: 1 }, action] });
+      expect(refused.isError, action.type).toBe(true);
+      expect(textOf(refused)).toMatch(/^INVALID_ARGUMENT: .*actions\.1\..*NUL character/);
+    }
+    // Refused whole: not even the move before it ran, so no act was recorded.
+    expect(activity.filter((e) => e.tool === "computer_act")).toEqual([]);
+  });
+
   it("offers no screen-changing tools while a person controls the screen", async () => {
     const { session, run, runtime } = await setup();
     await run.machine();
