@@ -4,7 +4,7 @@ import { AgentComputerError, type Machine, normalizeHomePath } from "@agent-comp
 import type { Lease } from "@agent-computer/leases";
 import type { FilesOperationsParts } from "./files-operations-parts.js";
 import type { FilesPolicy } from "./files-policy.js";
-import { DISCARD_SCRIPT, DOWNLOAD_SCRIPT, PUBLISH_SCRIPT, SCRIPT_EXIT } from "./home-file-scripts.js";
+import { DOWNLOAD_SCRIPT, SCRIPT_EXIT, UPLOAD_SCRIPT } from "./home-file-scripts.js";
 import { previewText } from "./preview-text.js";
 
 /** How much of a download one read in the machine moves (and the host holds). */
@@ -142,16 +142,12 @@ export class FilesOperations {
     const machine = await this.machineOf(policy, "upload");
     const bytes = await readCapped(body, cap, declared);
     const slash = rel.lastIndexOf("/");
-    const temporary = `${rel.slice(0, slash + 1)}.${rel.slice(slash + 1)}.upload-${randomBytes(6).toString("hex")}`;
+    const name = rel.slice(slash + 1);
+    const temporary = `.${name}.upload-${randomBytes(6).toString("hex")}`;
     // The person's control may have ended while the bytes arrived.
     await this.parts.runtime.leases.assertCurrent(control);
-    try {
-      await machine.files.write(temporary, bytes);
-      await this.script(machine, PUBLISH_SCRIPT, [temporary, rel], rel);
-    } catch (error) {
-      await this.script(machine, DISCARD_SCRIPT, [temporary], rel).catch(() => undefined);
-      throw error;
-    }
+    // Written and renamed in the machine by one script that follows no link (home-file-scripts.ts).
+    await this.script(machine, UPLOAD_SCRIPT, [rel.slice(0, slash), name, temporary], rel, bytes);
     return bytes.length;
   }
 
@@ -165,12 +161,20 @@ export class FilesOperations {
       );
   }
 
-  private async script(machine: Machine, script: string, args: string[], rel: string): Promise<void> {
-    const result = await machine.exec({ argv: ["sh", "-c", script, "sh", machine.workspacePath, ...args] });
+  private async script(machine: Machine, script: string, args: string[], rel: string, stdin: Uint8Array<ArrayBuffer>) {
+    const argv = ["sh", "-c", script, "sh", machine.workspacePath, ...args];
+    const result = await machine.exec({ argv, stdin });
     if (result.exitCode === SCRIPT_EXIT.outside)
       throw new AgentComputerError("INVALID_ARGUMENT", `"${rel}" leads out of the home through a link.`);
+    if (result.exitCode === SCRIPT_EXIT.throughLink)
+      throw new AgentComputerError(
+        "INVALID_ARGUMENT",
+        `"${rel}" passes through a link; uploads follow none. Upload to a real folder, or remove the link first.`,
+      );
     if (result.exitCode === SCRIPT_EXIT.wrongType)
-      throw new AgentComputerError("INVALID_ARGUMENT", `"${rel}" is not a regular file.`);
+      throw new AgentComputerError("INVALID_ARGUMENT", `"${rel}" is a folder; uploads replace only files.`);
+    if (result.exitCode === SCRIPT_EXIT.notAFolder)
+      throw new AgentComputerError("INVALID_ARGUMENT", `A part of "${rel}" before its name is a file, not a folder.`);
     if (result.exitCode !== 0)
       throw new AgentComputerError("UNAVAILABLE", `Could not save "${rel}" on the computer (exit ${result.exitCode}).`);
   }
@@ -211,7 +215,7 @@ function overCap(size: number, cap: number): AgentComputerError {
 }
 
 /** The whole body, refused past `cap` or when it ends before the declared length (a cut upload). */
-async function readCapped(body: Readable, cap: number, declared: number | undefined): Promise<Buffer> {
+async function readCapped(body: Readable, cap: number, declared: number | undefined): Promise<Buffer<ArrayBuffer>> {
   const chunks: Buffer[] = [];
   let got = 0;
   const done = new Promise<void>((resolve, reject) => {

@@ -181,6 +181,58 @@ describe("files service", () => {
     expect((await machine.files.list("bots/alice")).map((e) => e.name)).toEqual(["in.txt"]);
   });
 
+  it("refuses an upload through a link the bot planted, at any part of the path, and leaves every file as it was", async () => {
+    const { runtime, files, workspaceId, computerId, api, activity } = await setup();
+    const run = runtime.startRun({ workspaceId, botId: "alice" });
+    const machine = await run.machine();
+    const text = (path: string) => machine.files.read(path).then((b) => new TextDecoder().decode(b));
+    await machine.files.write("bots/bob/notes.txt", new TextEncoder().encode("bob's own notes"));
+    await machine.files.write("bots/alice/real/kept.txt", new TextEncoder().encode("kept"));
+    // The bot's links into another bot's folder: a folder, a file, and a folder further down.
+    await machine.exec({ shell: "ln -s ../bob shared && ln -s ../bob/notes.txt notes.txt", cwd: "bots/alice" });
+    await machine.exec({ shell: "ln -s ../../bob deep", cwd: "bots/alice/real" });
+    await run.end("completed");
+    const control = await runtime.takeover({ computerId, botId: "alice", holder: "person:ada", ttlMs: 60_000 });
+    const steer = await files.issueFilesCapability({
+      computerId,
+      botId: "alice",
+      mode: "control",
+      ttlMs: 60_000,
+      control,
+    });
+    const put = (path: string) => api(steer.token, "upload", path, { method: "PUT", body: "the person's upload" });
+
+    for (const path of ["bots/alice/shared/notes.txt", "bots/alice/notes.txt", "bots/alice/real/deep/notes.txt"]) {
+      const refused = await put(path);
+      const answer = await json(refused);
+      expect([refused.status, answer.code], path).toEqual([400, "INVALID_ARGUMENT"]);
+      expect(answer.message).toContain("passes through a link");
+    }
+    const folder = await put("bots/alice/real");
+    expect([folder.status, (await json(folder)).code]).toEqual([400, "INVALID_ARGUMENT"]);
+    expect(await text("bots/bob/notes.txt")).toBe("bob's own notes");
+    // No temporary file left anywhere, and the links are still links.
+    expect((await machine.files.list("bots/bob")).map((e) => e.name)).toEqual(["notes.txt"]);
+    const alice = await machine.files.list("bots/alice");
+    expect(alice.map((e) => [e.name, e.type])).toEqual([
+      ["notes.txt", "symlink"],
+      ["real", "directory"],
+      ["shared", "symlink"],
+    ]);
+    expect((await machine.files.list("bots/alice/real")).map((e) => e.name)).toEqual(["deep", "kept.txt"]);
+    expect(activity.every((e) => e.ok === false && e.error?.code === "INVALID_ARGUMENT")).toBe(true);
+
+    // A real folder, new or old, still takes an upload, and a second one replaces the first.
+    expect((await put("bots/alice/new/sub/file.txt")).status).toBe(201);
+    expect(await text("bots/alice/new/sub/file.txt")).toBe("the person's upload");
+    expect((await api(steer.token, "upload", "bots/alice/real/kept.txt", { method: "PUT", body: "v2" })).status).toBe(
+      201,
+    );
+    expect(await text("bots/alice/real/kept.txt")).toBe("v2");
+    expect((await machine.files.list("bots/alice/real")).map((e) => e.name)).toEqual(["deep", "kept.txt"]);
+    await runtime.releaseTakeover(control);
+  });
+
   it("refuses a forged, revoked or expired capability and tells open pages to refresh on a bot's command", async () => {
     const { runtime, files, workspaceId, computerId, api, origin } = await setup();
     const run = runtime.startRun({ workspaceId, botId: "alice" });

@@ -4,6 +4,7 @@
  * path is checked lexically on the host, then resolved INSIDE the machine
  * (`realpath` follows the machine's links, never the host's) and refused
  * when it leaves the home, so a link a bot planted serves nothing outside.
+ * An upload follows no link at all (UPLOAD_SCRIPT).
  */
 const RESOLVE = `home=$1
 inside() {
@@ -17,14 +18,37 @@ export const DOWNLOAD_SCRIPT = `${RESOLVE}inside "$2"
 [ -f "$t" ] || exit 65
 exec dd if="$t" bs=1M iflag=skip_bytes,count_bytes count="$3" skip="$4" status=none`;
 
-/** `$2`: the finished upload beside its target; `$3`: the target. One rename: the target is the old file or the whole new one. */
-export const PUBLISH_SCRIPT = `${RESOLVE}inside "$2"; from=$t
-inside "$3"
-[ -d "$t" ] && exit 65
-exec mv -f -T -- "$from" "$t"`;
+/**
+ * An upload, its bytes on stdin. `$2`: the target's folder, home-relative;
+ * `$3`: the file's name in it; `$4`: a temporary name beside it. Nothing is
+ * resolved through a link: the script walks from the home one folder at a
+ * time, refusing a link at any of them (a bot's link from its folder into
+ * another bot's overwrote that bot's file), making missing folders, then
+ * checks it stands where the names say (a folder swapped for a link
+ * mid-walk fails that). The bytes go to a new file, never an existing one
+ * or a link (dd's O_EXCL and O_NOFOLLOW), renamed over the target: rename
+ * replaces a link that appeared since, never follows it, and the target is
+ * the old file or the whole new one. Any refusal leaves no file behind.
+ */
+export const UPLOAD_SCRIPT = `home=$1 folder=$2 name=$3 temporary=$4
+cd -P -- "$home" || exit 70
+expected=$(pwd -P)
+set -f
+IFS=/
+for part in $folder; do
+  case "$part" in ""|.|..) exit 64 ;; esac
+  [ -L "$part" ] && exit 66
+  [ -e "$part" ] || mkdir -- "$part" 2>/dev/null || [ -d "$part" ] || exit 68
+  [ -L "$part" ] && exit 66
+  cd -P -- "$part" 2>/dev/null || exit 68
+  expected=$expected/$part
+done
+unset IFS
+[ "$(pwd -P)" = "$expected" ] || exit 66
+[ -L "$name" ] && exit 66
+[ -d "$name" ] && exit 65
+dd of="$temporary" conv=excl oflag=nofollow bs=64K status=none 2>/dev/null || { rm -f -- "$temporary"; exit 69; }
+mv -f -T -- "$temporary" "$name" || { rm -f -- "$temporary"; exit 69; }`;
 
-/** `$2`: a partial upload to drop. */
-export const DISCARD_SCRIPT = `${RESOLVE}inside "$2"
-exec rm -f -- "$t"`;
-
-export const SCRIPT_EXIT = { outside: 64, wrongType: 65 } as const;
+/** What the scripts' exit codes mean. */
+export const SCRIPT_EXIT = { outside: 64, wrongType: 65, throughLink: 66, notAFolder: 68 } as const;
