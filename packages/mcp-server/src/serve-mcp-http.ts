@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { AgentComputerError } from "@agent-computer/core";
 import { ComputerToolSession } from "@agent-computer/runtime";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { bearerMatches, checkedToken } from "./bearer-token.js";
 import { type ComputerMcpServerOptions, createComputerMcpServer } from "./computer-mcp-server.js";
+import { McpSessionTable } from "./mcp-session-table.js";
 
 /** Options of `serveMcpHttp`. */
 export interface ServeMcpHttpOptions extends Omit<ComputerMcpServerOptions, "session"> {
@@ -15,6 +17,14 @@ export interface ServeMcpHttpOptions extends Omit<ComputerMcpServerOptions, "ses
   port?: number;
   /** Address to bind (default 127.0.0.1). */
   host?: string;
+  /** A session with no request in flight for this long is closed (default 30 minutes). */
+  sessionIdleMs?: number;
+  /**
+   * The most MCP sessions open at once (default 64). When full, a new
+   * client takes the place of the longest-idle session; when every session
+   * has a request in flight, it is refused with 503.
+   */
+  maxSessions?: number;
 }
 
 /** A running HTTP transport. */
@@ -27,6 +37,8 @@ export interface McpHttpServer {
 }
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
+const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
+const DEFAULT_MAX_SESSIONS = 64;
 
 interface OpenSession {
   transport: StreamableHTTPServerTransport;
@@ -40,10 +52,16 @@ interface OpenSession {
  * repeated-action guard are per client (a client that never saw a frame
  * gets it), and `notifications/tools/list_changed` reaches clients on their
  * GET stream. Every request needs the bearer token; without it, 401.
+ * Sessions idle for `sessionIdleMs` close, and at most `maxSessions` are
+ * open (mcp-session-table.ts).
  */
 export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHttpServer> {
   const token = checkedToken(options.token);
-  const open = new Map<string, OpenSession>();
+  const limits = {
+    idleMs: positiveInteger(options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS, "sessionIdleMs"),
+    maxSessions: positiveInteger(options.maxSessions ?? DEFAULT_MAX_SESSIONS, "maxSessions"),
+  };
+  const table = new McpSessionTable<OpenSession>(limits);
   const http = createServer((req, res) => {
     void answer(req, res).catch((error: unknown) => {
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end(String(error));
@@ -58,15 +76,36 @@ export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHtt
         .end("A bearer token is required: Authorization: Bearer <MCP_AUTH_TOKEN>.");
     }
     const id = req.headers["mcp-session-id"];
-    const known = typeof id === "string" ? open.get(id) : undefined;
-    if (known) return known.transport.handleRequest(req, res);
+    const known = typeof id === "string" ? table.get(id) : undefined;
+    if (known && typeof id === "string") {
+      table.track(id, res);
+      return known.transport.handleRequest(req, res);
+    }
     // An id this server never gave, or a session it closed: the client must initialize again (404, as the transport's specification says).
     if (id !== undefined) return void jsonRpcError(res, 404, "No open MCP session with that id; initialize again.");
     if (req.method !== "POST") return void jsonRpcError(res, 400, "No MCP session; initialize first.");
     const body = await readJson(req);
     if (!isInitializeRequest(body)) return void jsonRpcError(res, 400, "No MCP session; initialize first.");
-    const session = await openSession(options, open);
-    await session.transport.handleRequest(req, res, body);
+    if (!(await table.makeRoom())) {
+      return void jsonRpcError(
+        res,
+        503,
+        `All ${limits.maxSessions} MCP sessions have a request in flight; close one (DELETE /mcp) or try again later.`,
+      );
+    }
+    let initialized = false;
+    const session = await openSession(options, table, () => {
+      initialized = true;
+    });
+    try {
+      await session.transport.handleRequest(req, res, body);
+    } finally {
+      // An initialize the transport refused opened nothing: free its place and its server.
+      if (!initialized) {
+        table.abandoned();
+        await session.close();
+      }
+    }
   }
 
   await new Promise<void>((resolve) => http.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve));
@@ -74,16 +113,20 @@ export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHtt
   const host = address.includes(":") ? `[${address}]` : address;
   return {
     url: `http://${host}:${port}/mcp`,
-    sessions: () => open.size,
+    sessions: () => table.size,
     async close() {
-      await Promise.all([...open.values()].map((s) => s.close()));
+      await table.closeAll();
       http.closeAllConnections();
       await new Promise<void>((resolve, reject) => http.close((e) => (e ? reject(e) : resolve())));
     },
   };
 }
 
-async function openSession(options: ServeMcpHttpOptions, open: Map<string, OpenSession>): Promise<OpenSession> {
+async function openSession(
+  options: ServeMcpHttpOptions,
+  table: McpSessionTable<OpenSession>,
+  onInitialized: () => void,
+): Promise<OpenSession> {
   const toolSession = new ComputerToolSession({
     run: options.run,
     capabilities: options.capabilities,
@@ -95,10 +138,12 @@ async function openSession(options: ServeMcpHttpOptions, open: Map<string, OpenS
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
     onsessioninitialized: (id) => {
-      if (entry) open.set(id, entry);
+      if (!entry) return;
+      onInitialized();
+      table.opened(id, entry);
     },
     onsessionclosed: (id) => {
-      open.delete(id);
+      table.forget(id);
     },
   });
   entry = {
@@ -109,7 +154,7 @@ async function openSession(options: ServeMcpHttpOptions, open: Map<string, OpenS
     },
   };
   transport.onclose = () => {
-    if (transport.sessionId) open.delete(transport.sessionId);
+    if (transport.sessionId) table.forget(transport.sessionId);
   };
   await server.connect(transport);
   return entry;
@@ -135,4 +180,10 @@ function jsonRpcError(res: ServerResponse, status: number, message: string) {
   res
     .writeHead(status, { "content-type": "application/json" })
     .end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
+}
+
+function positiveInteger(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 1)
+    throw new AgentComputerError("INVALID_ARGUMENT", `${name} must be a positive whole number, got ${value}.`);
+  return value;
 }

@@ -34,6 +34,7 @@ export async function startMcpServer(options: StartMcpServerOptions): Promise<{ 
     );
   }
   const token = port ? checkedToken(env.MCP_AUTH_TOKEN) : undefined;
+  const httpLimits = port ? httpSettings(env) : {};
   const dataDir = env.AGENT_COMPUTER_DATA_DIR?.trim() || join(homedir(), ".agent-computer", "mcp-server");
   const chosen = await providerFromEnvironment(env, { dataDir, log });
   log(`provider: ${chosen.name} (${chosen.reason})`);
@@ -60,6 +61,7 @@ export async function startMcpServer(options: StartMcpServerOptions): Promise<{ 
       token,
       port: Number(port),
       ...(env.MCP_HTTP_HOST ? { host: env.MCP_HTTP_HOST } : {}),
+      ...httpLimits,
     });
     log(`agent-computer MCP server at ${http.url} (bearer token required)`);
     return {
@@ -77,5 +79,25 @@ export async function startMcpServer(options: StartMcpServerOptions): Promise<{ 
       await server.close();
       await run.end("completed");
     },
+  };
+}
+
+/** The HTTP transport's optional settings from the environment, each checked before anything starts. */
+function httpSettings(env: Record<string, string | undefined>) {
+  const count = (name: string) => {
+    const value = env[name]?.trim();
+    if (!value) return undefined;
+    if (!/^[1-9]\d{0,9}$/.test(value))
+      throw new AgentComputerError(
+        "INVALID_ARGUMENT",
+        `${name} must be a positive whole number, got ${JSON.stringify(value)}.`,
+      );
+    return Number(value);
+  };
+  const maxSessions = count("MCP_MAX_SESSIONS");
+  const sessionIdleMs = count("MCP_SESSION_IDLE_MS");
+  return {
+    ...(maxSessions ? { maxSessions } : {}),
+    ...(sessionIdleMs ? { sessionIdleMs } : {}),
   };
 }

@@ -58,6 +58,14 @@ describe("the agent-computer-mcp bin", () => {
       { SANDBOX_PROVIDER: "fake", MCP_HTTP_PORT: "0" },
       /needs a bearer token of at least 32 characters \(MCP_AUTH_TOKEN\)/,
     ],
+    [
+      { SANDBOX_PROVIDER: "fake", MCP_HTTP_PORT: "0", MCP_AUTH_TOKEN: "t".repeat(32), MCP_MAX_SESSIONS: "0" },
+      /MCP_MAX_SESSIONS must be a positive whole number, got "0"/,
+    ],
+    [
+      { SANDBOX_PROVIDER: "fake", MCP_HTTP_PORT: "0", MCP_AUTH_TOKEN: "t".repeat(32), MCP_SESSION_IDLE_MS: "1h" },
+      /MCP_SESSION_IDLE_MS must be a positive whole number, got "1h"/,
+    ],
   ])("refuses to start with %o: one typed error naming what is missing, exit 1", (extra, message) => {
     const result = spawnSync(process.execPath, [bin], { env: env(extra), encoding: "utf8", timeout: 30_000 });
     expect(result.status).toBe(1);

@@ -1,16 +1,17 @@
 import { randomBytes } from "node:crypto";
+import { type ClientRequest, type IncomingHttpHeaders, request } from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
-import { serveMcpHttp } from "../src/serve-mcp-http.js";
+import { type ServeMcpHttpOptions, serveMcpHttp } from "../src/serve-mcp-http.js";
 import { fakeComputer } from "./fake-computer.js";
 import { type Content, exercise, protocolError } from "./mcp-checks.js";
 
 const token = randomBytes(32).toString("hex");
 
-async function served() {
+async function served(extra: Partial<ServeMcpHttpOptions> = {}) {
   const { runtime, run } = await fakeComputer();
-  const http = await serveMcpHttp({ run, runtime, capabilities: runtime.capabilities, token });
+  const http = await serveMcpHttp({ run, runtime, capabilities: runtime.capabilities, token, ...extra });
   const clients: Client[] = [];
   const connect = async (bearer: string | null = token) => {
     const client = new Client({ name: `test-${clients.length}`, version: "0.0.0" });
@@ -25,6 +26,67 @@ async function served() {
     await run.end("completed");
   };
   return { http, connect, close };
+}
+
+interface RawAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** One request as any client could send it, `Host` included (fetch sets its own). */
+function raw(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown }) {
+  return new Promise<RawAnswer>((resolve, reject) => {
+    const req = request(url, { method: init.method ?? "POST", headers: init.headers }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        body += chunk;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on("error", reject);
+    req.end(init.body === undefined ? undefined : JSON.stringify(init.body));
+  });
+}
+
+const MCP_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0.0.0" } },
+};
+
+/** A raw `initialize` with the token unless `headers` says otherwise; the session id it opened, if any. */
+async function initialize(url: string, headers: Record<string, string> = {}) {
+  const answer = await raw(url, {
+    headers: { ...MCP_HEADERS, authorization: `Bearer ${token}`, ...headers },
+    body: INITIALIZE,
+  });
+  return { ...answer, session: answer.headers["mcp-session-id"] as string | undefined };
+}
+
+const listTools = (url: string, session: string) =>
+  raw(url, {
+    headers: { ...MCP_HEADERS, authorization: `Bearer ${token}`, "mcp-session-id": session },
+    body: { jsonrpc: "2.0", id: 2, method: "tools/list" },
+  });
+
+/** A session's GET stream, held open until the returned request is destroyed. */
+function openStream(url: string, session: string): Promise<ClientRequest> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: "GET",
+        headers: { accept: "text/event-stream", authorization: `Bearer ${token}`, "mcp-session-id": session },
+      },
+      (res) => (res.statusCode === 200 ? resolve(req) : reject(new Error(`GET stream: ${res.statusCode}`))),
+    );
+    req.on("error", () => undefined);
+    req.end();
+  });
 }
 
 describe("serveMcpHttp", () => {
@@ -71,6 +133,57 @@ describe("serveMcpHttp", () => {
       expect((await post({})).status).toBe(400);
       expect(http.sessions()).toBe(0);
     } finally {
+      await close();
+    }
+  });
+
+  it("keeps at most maxSessions: the longest-idle gives way, busy ones stay, and all busy is 503", async () => {
+    const { close, http } = await served({ maxSessions: 2 });
+    const streams: ClientRequest[] = [];
+    try {
+      const first = await initialize(http.url);
+      const second = await initialize(http.url);
+      expect(http.sessions()).toBe(2);
+      expect((await listTools(http.url, first.session as string)).status).toBe(200);
+      // The first was used last: the second is the longest idle and gives way.
+      const third = await initialize(http.url);
+      expect(third.status).toBe(200);
+      expect(http.sessions()).toBe(2);
+      expect((await listTools(http.url, second.session as string)).status).toBe(404);
+      expect((await listTools(http.url, first.session as string)).status).toBe(200);
+      // Both open sessions hold a GET stream: nobody is idle, so a new client is refused.
+      streams.push(await openStream(http.url, first.session as string));
+      streams.push(await openStream(http.url, third.session as string));
+      const refused = await initialize(http.url);
+      expect(refused.status).toBe(503);
+      expect(JSON.parse(refused.body).error.message).toContain("request in flight");
+      expect(http.sessions()).toBe(2);
+      // A stream ends: its session is idle again and gives way.
+      streams.shift()?.destroy();
+      await expect.poll(async () => (await initialize(http.url)).status).toBe(200);
+      expect((await listTools(http.url, first.session as string)).status).toBe(404);
+      expect((await listTools(http.url, third.session as string)).status).toBe(200);
+    } finally {
+      for (const stream of streams) stream.destroy();
+      await close();
+    }
+  });
+
+  it("closes a session idle for sessionIdleMs, and keeps one whose stream is open", async () => {
+    const { close, http } = await served({ sessionIdleMs: 200 });
+    let stream: ClientRequest | undefined;
+    try {
+      const idle = await initialize(http.url);
+      const busy = await initialize(http.url);
+      stream = await openStream(http.url, busy.session as string);
+      await expect.poll(() => http.sessions()).toBe(1);
+      expect((await listTools(http.url, idle.session as string)).status).toBe(404);
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await listTools(http.url, busy.session as string)).status).toBe(200);
+      stream.destroy();
+      await expect.poll(() => http.sessions()).toBe(0);
+    } finally {
+      stream?.destroy();
       await close();
     }
   });
