@@ -17,13 +17,24 @@ export function checkedToken(token: string | undefined, variable = "MCP_AUTH_TOK
   return token;
 }
 
+/** What an `Authorization` header says: no bearer token at all, another token, or this one. */
+export type BearerVerdict = "missing" | "wrong" | "matches";
+
 /**
  * Whether an `Authorization` header carries the token. Compared as SHA-256
  * digests with `timingSafeEqual`: equal lengths whatever was sent, and no
- * early exit that tells a caller how much of a guess was right.
+ * early exit that tells a caller how much of a guess was right. A header
+ * without a `Bearer` token is "missing", so a client told so knows to set
+ * one, and one told "wrong" knows its token is stale or mistyped.
  */
-export function bearerMatches(header: string | undefined, token: string): boolean {
+export function bearerVerdict(header: string | undefined, token: string): BearerVerdict {
   const sent = /^Bearer ([^\s]+)$/i.exec(header ?? "")?.[1] ?? "";
+  if (sent.length === 0) return "missing";
   const digest = (value: string) => createHash("sha256").update(value).digest();
-  return timingSafeEqual(digest(sent), digest(token)) && sent.length > 0;
+  return timingSafeEqual(digest(sent), digest(token)) ? "matches" : "wrong";
+}
+
+/** Whether an `Authorization` header carries the token (`bearerVerdict` is "matches"). */
+export function bearerMatches(header: string | undefined, token: string): boolean {
+  return bearerVerdict(header, token) === "matches";
 }

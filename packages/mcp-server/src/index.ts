@@ -1,4 +1,4 @@
-export { bearerMatches, checkedToken, MIN_TOKEN_LENGTH } from "./bearer-token.js";
+export { type BearerVerdict, bearerMatches, bearerVerdict, checkedToken, MIN_TOKEN_LENGTH } from "./bearer-token.js";
 export { type CallToolParams, callToolParams } from "./call-tool-params.js";
 export type { ChosenProvider } from "./chosen-provider.js";
 export { type ComputerMcpServerOptions, createComputerMcpServer } from "./computer-mcp-server.js";

@@ -5,9 +5,10 @@ import { AgentComputerError } from "@agent-computer/core";
 import { ComputerToolSession } from "@agent-computer/runtime";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { bearerMatches, checkedToken } from "./bearer-token.js";
+import { bearerVerdict, checkedToken } from "./bearer-token.js";
 import { type ComputerMcpServerOptions, createComputerMcpServer } from "./computer-mcp-server.js";
 import { McpSessionTable } from "./mcp-session-table.js";
+import { defaultOriginRules, originRefusal } from "./request-origin-guard.js";
 
 /** Options of `serveMcpHttp`. */
 export interface ServeMcpHttpOptions extends Omit<ComputerMcpServerOptions, "session"> {
@@ -17,6 +18,19 @@ export interface ServeMcpHttpOptions extends Omit<ComputerMcpServerOptions, "ses
   port?: number;
   /** Address to bind (default 127.0.0.1). */
   host?: string;
+  /**
+   * Host names (no port) a request's `Host` header may name; any other is
+   * 403 (DNS rebinding protection). Default: the bound address, and for a
+   * loopback one also `localhost`, `127.0.0.1` and `[::1]`.
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Origins (`https://app.example`) a browser's `Origin` header may name;
+   * any other is 403. A request without `Origin` (a client that is not a
+   * browser) passes. Default: `http://<allowed host>:<port>` of each
+   * default allowed host.
+   */
+  allowedOrigins?: readonly string[];
   /** A session with no request in flight for this long is closed (default 30 minutes). */
   sessionIdleMs?: number;
   /**
@@ -51,9 +65,10 @@ interface OpenSession {
  * server and its own tool session, so frame de-duplication and the
  * repeated-action guard are per client (a client that never saw a frame
  * gets it), and `notifications/tools/list_changed` reaches clients on their
- * GET stream. Every request needs the bearer token; without it, 401.
- * Sessions idle for `sessionIdleMs` close, and at most `maxSessions` are
- * open (mcp-session-table.ts).
+ * GET stream. A request whose `Host` or `Origin` is not allowed is 403;
+ * every other needs the bearer token (401 without it, 401 with
+ * `invalid_token` for another). Sessions idle for `sessionIdleMs` close,
+ * and at most `maxSessions` are open (mcp-session-table.ts).
  */
 export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHttpServer> {
   const token = checkedToken(options.token);
@@ -62,6 +77,7 @@ export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHtt
     maxSessions: positiveInteger(options.maxSessions ?? DEFAULT_MAX_SESSIONS, "maxSessions"),
   };
   const table = new McpSessionTable<OpenSession>(limits);
+  let rules = { allowedHosts: [] as readonly string[], allowedOrigins: [] as readonly string[] };
   const http = createServer((req, res) => {
     void answer(req, res).catch((error: unknown) => {
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end(String(error));
@@ -70,11 +86,10 @@ export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHtt
 
   async function answer(req: IncomingMessage, res: ServerResponse) {
     if (req.url?.split("?")[0] !== "/mcp") return void res.writeHead(404).end();
-    if (!bearerMatches(req.headers.authorization, token)) {
-      return void res
-        .writeHead(401, { "www-authenticate": 'Bearer realm="agent-computer-mcp"', "content-type": "text/plain" })
-        .end("A bearer token is required: Authorization: Bearer <MCP_AUTH_TOKEN>.");
-    }
+    const refusal = originRefusal(req.headers, rules);
+    if (refusal) return void jsonRpcError(res, 403, refusal);
+    const verdict = bearerVerdict(req.headers.authorization, token);
+    if (verdict !== "matches") return void unauthorized(res, verdict);
     const id = req.headers["mcp-session-id"];
     const known = typeof id === "string" ? table.get(id) : undefined;
     if (known && typeof id === "string") {
@@ -110,6 +125,11 @@ export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHtt
 
   await new Promise<void>((resolve) => http.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve));
   const { address, port } = http.address() as AddressInfo;
+  const defaults = defaultOriginRules(address, port);
+  rules = {
+    allowedHosts: options.allowedHosts?.map((h) => h.toLowerCase()) ?? defaults.allowedHosts,
+    allowedOrigins: options.allowedOrigins ?? defaults.allowedOrigins,
+  };
   const host = address.includes(":") ? `[${address}]` : address;
   return {
     url: `http://${host}:${port}/mcp`,
@@ -180,6 +200,18 @@ function jsonRpcError(res: ServerResponse, status: number, message: string) {
   res
     .writeHead(status, { "content-type": "application/json" })
     .end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }));
+}
+
+function unauthorized(res: ServerResponse, verdict: "missing" | "wrong") {
+  // RFC 6750: no token is a bare challenge; another token is invalid_token.
+  const challenge = `Bearer realm="agent-computer-mcp"${verdict === "wrong" ? ', error="invalid_token"' : ""}`;
+  res
+    .writeHead(401, { "www-authenticate": challenge, "content-type": "text/plain" })
+    .end(
+      verdict === "missing"
+        ? "A bearer token is required: Authorization: Bearer <MCP_AUTH_TOKEN>."
+        : "The bearer token is not this server's MCP_AUTH_TOKEN: check the token the client sends.",
+    );
 }
 
 function positiveInteger(value: number, name: string): number {

@@ -84,6 +84,13 @@ export async function startMcpServer(options: StartMcpServerOptions): Promise<{ 
 
 /** The HTTP transport's optional settings from the environment, each checked before anything starts. */
 function httpSettings(env: Record<string, string | undefined>) {
+  const list = (name: string) => {
+    const items = env[name]
+      ?.split(",")
+      .map((item) => item.trim())
+      .filter((item) => item !== "");
+    return items && items.length > 0 ? items : undefined;
+  };
   const count = (name: string) => {
     const value = env[name]?.trim();
     if (!value) return undefined;
@@ -94,9 +101,13 @@ function httpSettings(env: Record<string, string | undefined>) {
       );
     return Number(value);
   };
+  const allowedHosts = list("MCP_ALLOWED_HOSTS");
+  const allowedOrigins = list("MCP_ALLOWED_ORIGINS");
   const maxSessions = count("MCP_MAX_SESSIONS");
   const sessionIdleMs = count("MCP_SESSION_IDLE_MS");
   return {
+    ...(allowedHosts ? { allowedHosts } : {}),
+    ...(allowedOrigins ? { allowedOrigins } : {}),
     ...(maxSessions ? { maxSessions } : {}),
     ...(sessionIdleMs ? { sessionIdleMs } : {}),
   };

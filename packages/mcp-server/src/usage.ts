@@ -22,6 +22,7 @@ Where the computer runs: SANDBOX_PROVIDER (default docker)
 The bot: AGENT_COMPUTER_WORKSPACE (default mcp), AGENT_COMPUTER_BOT (default mcp),
   AGENT_COMPUTER_DATA_DIR (homes; default ~/.agent-computer/mcp-server), MCP_VISION=0 (no screenshot tools).
 HTTP: MCP_HTTP_PORT, MCP_HTTP_HOST (default 127.0.0.1), MCP_AUTH_TOKEN (at least 32 characters),
-  MCP_MAX_SESSIONS (default 64; when full the longest-idle session gives way),
-  MCP_SESSION_IDLE_MS (default 1800000: idle sessions close).
+  MCP_ALLOWED_HOSTS and MCP_ALLOWED_ORIGINS (comma-separated; default the bound address, and localhost
+  for a loopback one: any other Host or browser Origin is 403), MCP_MAX_SESSIONS (default 64; when full
+  the longest-idle session gives way), MCP_SESSION_IDLE_MS (default 1800000: idle sessions close).
 Logs go to stderr; stdout carries the protocol.`;

@@ -1,11 +1,13 @@
 import { spawnSync } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { describe, expect, it } from "vitest";
+import { startMcpServer } from "../src/start-mcp-server.js";
 import { exercise, protocolError } from "./mcp-checks.js";
 
 // The bin as built (`dist/main.js`, what `npx @agent-computer/mcp-server` runs): build the package first.
@@ -72,6 +74,43 @@ describe("the agent-computer-mcp bin", () => {
     expect(result.stderr).toMatch(/^agent-computer-mcp cannot start: /);
     expect(result.stderr).toMatch(message);
     expect(result.stdout).toBe("");
+  });
+
+  it("admits the Host and browser Origin that MCP_ALLOWED_HOSTS and MCP_ALLOWED_ORIGINS name, and no other", async () => {
+    const lines: string[] = [];
+    const started = await startMcpServer({
+      env: {
+        SANDBOX_PROVIDER: "fake",
+        AGENT_COMPUTER_DATA_DIR: await mkdtemp(join(tmpdir(), "mcp-http-env-")),
+        MCP_HTTP_PORT: "0",
+        MCP_AUTH_TOKEN: "t".repeat(32),
+        MCP_ALLOWED_HOSTS: "mcp.example, 127.0.0.1",
+        MCP_ALLOWED_ORIGINS: "https://app.example",
+      },
+      log: (line) => lines.push(line),
+      stdio: () => {
+        throw new Error("HTTP was asked for");
+      },
+    });
+    try {
+      const url = /at (http:\/\/\S+)/.exec(lines.join("\n"))?.[1] as string;
+      const status = (headers: Record<string, string>) =>
+        new Promise<number>((resolve, reject) => {
+          const req = request(url, { method: "POST", headers }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          req.on("error", reject);
+          req.end("{}");
+        });
+      // Admitted as far as the token: 401, not 403.
+      expect(await status({ host: "mcp.example", origin: "https://app.example" })).toBe(401);
+      expect(await status({})).toBe(401);
+      expect(await status({ host: "localhost" })).toBe(403);
+      expect(await status({ origin: `http://${new URL(url).host}` })).toBe(403);
+    } finally {
+      await started.stop();
+    }
   });
 
   it("never echoes a key it was given in its errors", () => {

@@ -137,6 +137,67 @@ describe("serveMcpHttp", () => {
     }
   });
 
+  it("tells a missing token from a wrong one: a bare challenge, or invalid_token", async () => {
+    const { close, http } = await served();
+    try {
+      const missing = await initialize(http.url, { authorization: "" });
+      expect(missing.status).toBe(401);
+      expect(missing.headers["www-authenticate"]).toBe('Bearer realm="agent-computer-mcp"');
+      expect(missing.body).toContain("A bearer token is required");
+      const wrong = await initialize(http.url, { authorization: `Bearer ${"f".repeat(64)}` });
+      expect(wrong.status).toBe(401);
+      expect(wrong.headers["www-authenticate"]).toBe('Bearer realm="agent-computer-mcp", error="invalid_token"');
+      expect(wrong.body).toContain("not this server's MCP_AUTH_TOKEN");
+      expect(http.sessions()).toBe(0);
+    } finally {
+      await close();
+    }
+  });
+
+  it("answers 403 to a Host or browser Origin it does not allow, before the token; no Origin is a client, not a page", async () => {
+    const { close, http } = await served();
+    const port = new URL(http.url).port;
+    try {
+      // A page rebound to 127.0.0.1 sends its own name and origin.
+      const refusedHeaders: Record<string, string>[] = [
+        { origin: "http://evil.example" },
+        { origin: "http://evil.example", authorization: "" },
+        { host: `evil.example:${port}` },
+        { origin: "null" },
+        { origin: `http://127.0.0.1:${Number(port) + 1}` },
+      ];
+      for (const headers of refusedHeaders) {
+        const refused = await initialize(http.url, headers);
+        expect(refused.status, JSON.stringify(headers)).toBe(403);
+        expect(JSON.parse(refused.body).error.message).toMatch(/^(Host|Origin) /);
+      }
+      expect(http.sessions()).toBe(0);
+      // The server's own page, the loopback names, and a client that sends no Origin.
+      const admittedHeaders: Record<string, string>[] = [
+        { origin: `http://127.0.0.1:${port}` },
+        { origin: `http://localhost:${port}`, host: `localhost:${port}` },
+        {},
+      ];
+      for (const headers of admittedHeaders) {
+        expect((await initialize(http.url, headers)).status, JSON.stringify(headers)).toBe(200);
+      }
+      expect(http.sessions()).toBe(3);
+    } finally {
+      await close();
+    }
+    const named = await served({ allowedHosts: ["mcp.example"], allowedOrigins: ["https://app.example"] });
+    try {
+      const ok = await initialize(named.http.url, { host: "mcp.example", origin: "https://app.example" });
+      expect(ok.status).toBe(200);
+      expect((await initialize(named.http.url, {})).status).toBe(403);
+      expect((await initialize(named.http.url, { host: "mcp.example", origin: "http://app.example" })).status).toBe(
+        403,
+      );
+    } finally {
+      await named.close();
+    }
+  });
+
   it("keeps at most maxSessions: the longest-idle gives way, busy ones stay, and all busy is 503", async () => {
     const { close, http } = await served({ maxSessions: 2 });
     const streams: ClientRequest[] = [];
