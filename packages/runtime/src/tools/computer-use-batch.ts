@@ -1,4 +1,10 @@
-import { AgentComputerError, type DesktopSession, type Observation } from "@agent-computer/core";
+import {
+  AgentComputerError,
+  type DesktopSession,
+  desktopActionBatchSchema,
+  type Observation,
+  parseInput,
+} from "@agent-computer/core";
 import type { ComputerToolSession } from "./computer-tool-session.js";
 import {
   type ComputerUseBatch,
@@ -124,6 +130,10 @@ export async function runComputerUseBatch(
     }
     return { content: frameForModel(session, await observeForModel(desktop, scaling), scaling) };
   }
+  // The vendors' adapters map a model's free text onto the batch (a NUL in
+  // it, issue 45): refused here, before the desktop is asked anything and
+  // before the activity event, as callTool refuses computer_act's input.
+  parseInput(desktopActionBatchSchema, batch.actions, "desktop batch");
   const key = JSON.stringify(batch.actions);
   const visual = batch.actions.some((a) => VISUAL.has(a.type));
   if (visual && session.lastAct?.key === key && !session.lastAct.changed) {

@@ -102,6 +102,24 @@ describe("anthropicComputerTool", () => {
     );
   });
 
+  it("refuses a NUL in typed text or keys as INVALID_ARGUMENT before the desktop is asked anything", async () => {
+    const { session, activity } = await setup();
+    const anthropic = anthropicComputerTool(session);
+    const openAi = openAiComputerTool(session);
+    const refusals = [
+      await anthropic.execute({ action: "type", text: "ok\u0000then" }),
+      await anthropic.execute({ action: "key", text: "ctrl+\u0000" }),
+      await anthropic.execute({ action: "left_click", coordinate: [5, 5], text: "shift+\u0000" }),
+      await openAi.execute({ type: "type", text: "\u0000" }),
+    ];
+    for (const refused of refusals) {
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toMatch(/^INVALID_ARGUMENT: .*NUL character/);
+    }
+    // Refused before the batch: no computer_act ran, not even a failed one.
+    expect(activity).toEqual([]);
+  });
+
   it("refuses a model screen the desktop cannot scale screenshots to with UNSUPPORTED", async () => {
     const { session } = await setup();
     const computer = anthropicComputerTool(session, { modelWidth: 200 });
