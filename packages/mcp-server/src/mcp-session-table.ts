@@ -37,7 +37,8 @@ export class McpSessionTable<S extends TableSession> {
 
   constructor(
     private readonly limits: SessionLimits,
-    private readonly now: () => number = Date.now,
+    // Sub-millisecond: two sessions used within one millisecond still have an order.
+    private readonly now: () => number = () => performance.now(),
   ) {
     // Checked at most a minute apart: a session ends between idleMs and idleMs plus that.
     this.sweeper = setInterval(() => void this.closeIdle(), Math.max(10, Math.min(limits.idleMs, 60_000)));
@@ -73,12 +74,12 @@ export class McpSessionTable<S extends TableSession> {
    * answer holds a place until `opened` or `abandoned`.
    */
   async makeRoom(): Promise<boolean> {
-    if (this.entries.size + this.opening >= this.limits.maxSessions) {
+    // A loop: another initialize may take the place freed while a session closes.
+    while (this.entries.size + this.opening >= this.limits.maxSessions) {
       const idle = [...this.entries].filter(([, e]) => e.inFlight === 0);
       const oldest = idle.sort(([, a], [, b]) => a.lastActive - b.lastActive)[0];
       if (!oldest) return false;
       await this.remove(oldest[0]);
-      if (this.entries.size + this.opening >= this.limits.maxSessions) return false;
     }
     this.opening++;
     return true;

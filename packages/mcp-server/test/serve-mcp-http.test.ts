@@ -230,6 +230,18 @@ describe("serveMcpHttp", () => {
     }
   });
 
+  it("holds 64 sessions by default however many times clients initialize without closing", async () => {
+    const { close, http } = await served();
+    try {
+      const answers = [];
+      for (let i = 0; i < 100; i++) answers.push((await initialize(http.url)).status);
+      expect(answers.every((status) => status === 200)).toBe(true);
+      expect(http.sessions()).toBe(64);
+    } finally {
+      await close();
+    }
+  });
+
   it("closes a session idle for sessionIdleMs, and keeps one whose stream is open", async () => {
     const { close, http } = await served({ sessionIdleMs: 200 });
     let stream: ClientRequest | undefined;
