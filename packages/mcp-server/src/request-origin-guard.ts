@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { AgentComputerError } from "@agent-computer/core";
 
 /** Where requests may come from: `Host` names and browser `Origin`s. */
 export interface RequestOriginRules {
@@ -20,7 +21,36 @@ export function defaultOriginRules(boundHost: string, port: number): RequestOrig
   const host = isIP(boundHost) === 6 ? `[${boundHost}]` : boundHost.toLowerCase();
   const loopback = LOOPBACK_NAMES.includes(host) || /^127\./.test(host);
   const allowedHosts = loopback ? [...new Set([host, ...LOOPBACK_NAMES])] : [host];
-  return { allowedHosts, allowedOrigins: allowedHosts.map((h) => `http://${h}:${port}`) };
+  const allowedOrigins = allowedHosts.map((h) => originOf(`http://${h}:${port}`) ?? `http://${h}:${port}`);
+  return { allowedHosts, allowedOrigins };
+}
+
+/**
+ * The rules a caller gave, each in the one spelling requests are compared
+ * in (`MCP.Example:8080` is the host `mcp.example`), checked at once; the
+ * returned function completes them with the defaults for the address the
+ * server then bound. A value that names no host or origin refuses to
+ * start: silently, it would admit nothing.
+ */
+export function originRulesFrom(given: {
+  allowedHosts?: readonly string[] | undefined;
+  allowedOrigins?: readonly string[] | undefined;
+}): (defaults: RequestOriginRules) => RequestOriginRules {
+  const checked = (values: readonly string[], read: (v: string) => string | undefined, what: string) =>
+    values.map((value) => {
+      const canonical = read(value.trim());
+      if (canonical === undefined)
+        throw new AgentComputerError("INVALID_ARGUMENT", `${JSON.stringify(value)} is not ${what}.`);
+      return canonical;
+    });
+  const hosts = given.allowedHosts && checked(given.allowedHosts, hostNameOf, "a host name (MCP_ALLOWED_HOSTS)");
+  const origins =
+    given.allowedOrigins &&
+    checked(given.allowedOrigins, originOf, "an origin like https://app.example (MCP_ALLOWED_ORIGINS)");
+  return (defaults) => ({
+    allowedHosts: hosts ?? defaults.allowedHosts,
+    allowedOrigins: origins ?? defaults.allowedOrigins,
+  });
 }
 
 /**
@@ -49,7 +79,7 @@ export function originRefusal(
   }
   if (headers.origin === undefined) return undefined;
   const origin = originOf(headers.origin);
-  if (origin === undefined || !rules.allowedOrigins.some((allowed) => originOf(allowed) === origin)) {
+  if (origin === undefined || !rules.allowedOrigins.includes(origin)) {
     return `Origin ${JSON.stringify(headers.origin)} may not use this MCP server; set allowedOrigins (MCP_ALLOWED_ORIGINS) to admit a web page's origin.`;
   }
   return undefined;

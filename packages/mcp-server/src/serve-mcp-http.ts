@@ -8,7 +8,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { bearerVerdict, checkedToken } from "./bearer-token.js";
 import { type ComputerMcpServerOptions, createComputerMcpServer } from "./computer-mcp-server.js";
 import { McpSessionTable } from "./mcp-session-table.js";
-import { defaultOriginRules, originRefusal } from "./request-origin-guard.js";
+import { defaultOriginRules, originRefusal, originRulesFrom } from "./request-origin-guard.js";
 
 /** Options of `serveMcpHttp`. */
 export interface ServeMcpHttpOptions extends Omit<ComputerMcpServerOptions, "session"> {
@@ -76,6 +76,7 @@ export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHtt
     idleMs: positiveInteger(options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS, "sessionIdleMs"),
     maxSessions: positiveInteger(options.maxSessions ?? DEFAULT_MAX_SESSIONS, "maxSessions"),
   };
+  const completeRules = originRulesFrom(options);
   const table = new McpSessionTable<OpenSession>(limits);
   let rules = { allowedHosts: [] as readonly string[], allowedOrigins: [] as readonly string[] };
   const http = createServer((req, res) => {
@@ -125,11 +126,7 @@ export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHtt
 
   await new Promise<void>((resolve) => http.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve));
   const { address, port } = http.address() as AddressInfo;
-  const defaults = defaultOriginRules(address, port);
-  rules = {
-    allowedHosts: options.allowedHosts?.map((h) => h.toLowerCase()) ?? defaults.allowedHosts,
-    allowedOrigins: options.allowedOrigins ?? defaults.allowedOrigins,
-  };
+  rules = completeRules(defaultOriginRules(address, port));
   const host = address.includes(":") ? `[${address}]` : address;
   return {
     url: `http://${host}:${port}/mcp`,

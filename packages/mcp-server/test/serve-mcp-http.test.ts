@@ -198,6 +198,30 @@ describe("serveMcpHttp", () => {
     }
   });
 
+  it("reads allowed hosts in any spelling, and refuses to start on a host, origin or limit that admits nothing", async () => {
+    const { runtime, run } = await fakeComputer();
+    const base = { run, capabilities: runtime.capabilities, token };
+    for (const [extra, message] of [
+      [{ allowedOrigins: ["app.example"] }, /"app.example" is not an origin like https:\/\/app.example/],
+      [{ allowedHosts: ["mcp.example/path"] }, /"mcp.example\/path" is not a host name/],
+      [{ maxSessions: 0 }, /maxSessions must be a positive whole number, got 0/],
+      [{ sessionIdleMs: 1.5 }, /sessionIdleMs must be a positive whole number, got 1.5/],
+    ] as const) {
+      await expect(serveMcpHttp({ ...base, ...extra }), JSON.stringify(extra)).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringMatching(message),
+      });
+    }
+    await run.end("completed");
+    const spelled = await served({ allowedHosts: ["MCP.Example:8080"], allowedOrigins: ["HTTPS://App.Example:443"] });
+    try {
+      const ok = await initialize(spelled.http.url, { host: "mcp.example", origin: "https://app.example" });
+      expect(ok.status).toBe(200);
+    } finally {
+      await spelled.close();
+    }
+  });
+
   it("keeps at most maxSessions: the longest-idle gives way, busy ones stay, and all busy is 503", async () => {
     const { close, http } = await served({ maxSessions: 2 });
     const streams: ClientRequest[] = [];
