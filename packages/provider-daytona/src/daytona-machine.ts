@@ -142,7 +142,7 @@ export class DaytonaMachine extends HostedMachine implements SessionCommandHost 
     const token = preview.token || signedTokenOf(preview.url, port);
     if (token) this.host.secrets.add(token);
     const signed = { sandboxId: this.sandbox.id, port, url: preview.url, token: token ?? "" };
-    return this.host.options.previewUrl ? this.host.options.previewUrl(signed) : preview.url;
+    return this.host.options.previewUrl ? await this.host.options.previewUrl(signed) : preview.url;
   }
 
   /** Stops the sandbox (or archives it); reconnect starts it again with the home as it was. */

@@ -61,9 +61,10 @@ export const daytonaProviderOptionsSchema = z.object({
   /**
    * Maps a signed preview URL to the one callers get (tests point it at a
    * loopback emulator; a deployment behind its own gateway rewrites the
-   * host). The URL's token and query string must be kept.
+   * host). The URL's token and query string must be kept. May answer a
+   * promise (a tunnel to a host-form URL is opened on first use).
    */
-  previewUrl: z.custom<(preview: SignedPreview) => string>((v) => typeof v === "function").optional(),
+  previewUrl: z.custom<(preview: SignedPreview) => string | Promise<string>>((v) => typeof v === "function").optional(),
   /**
    * Sandbox state changes: "events" (the SDK's socket.io channel, the
    * SDK's default) or "polling" (the SDK's polling mode, useDeprecatedPolling).

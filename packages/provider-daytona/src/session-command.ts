@@ -118,6 +118,17 @@ export async function startSessionCommand(
     });
   }
 
+  // Both streams' end lines arrived: the command is over. The daemon keeps
+  // the log stream open a second longer (it ends a follow only after 50
+  // empty 20 ms reads and an exit code: apps/daemon/internal/util/
+  // log_reader.go ReadLogWithExitCode); deleting the session closes it.
+  let framesEnded = () => {};
+  const bothEnded = new Promise<"ended">((resolve) => {
+    framesEnded = () => resolve("ended");
+  });
+  const checkEnded = () => {
+    if (stdout.exitCode !== undefined && stderr.exitCode !== undefined) framesEnded();
+  };
   const follow = host.toolbox("follow the command's output", signal, (sandbox) => {
     // A retried follow reads the log from its start again: pass over the lines already handled.
     stdout = stdout.resumed(onStdout);
@@ -126,8 +137,14 @@ export async function startSessionCommand(
     return sandbox.process.getSessionCommandLogs(
       sessionId,
       cmdId,
-      (text) => out.push(text),
-      (text) => err.push(text),
+      (text) => {
+        out.push(text);
+        checkEnded();
+      },
+      (text) => {
+        err.push(text);
+        checkEnded();
+      },
     );
   });
 
@@ -162,7 +179,7 @@ export async function startSessionCommand(
 
   const result = (async (): Promise<ExecResult> => {
     try {
-      const outcome = await Promise.race([follow.then(() => "ended" as const), running.aborted]);
+      const outcome = await Promise.race([follow.then(() => "ended" as const), bothEnded, running.aborted]);
       ended = true;
       if (outcome === "aborted") {
         await kill().catch(() => {});

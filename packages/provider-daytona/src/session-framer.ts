@@ -3,8 +3,12 @@
  * toolbox's session logs are text (the SDK decodes them as UTF-8), and its
  * input is a string, so bytes travel framed: each chunk the command writes
  * becomes one base64 line on the same stream (stdout stays stdout, stderr
- * stays stderr), and after both streams end a last stdout line `=<code>`
- * carries the exit code. Stdin, when the caller gives one, arrives as base64
+ * stays stderr), and after both streams end a last line `=<code>` on each
+ * stream carries the exit code: the daemon labels the two streams in two
+ * readers that append to one log (apps/daemon/pkg/session/execute.go
+ * cmdWrapperFormat), so stderr's last lines may land after stdout's; the
+ * command is over once both end lines arrived, a second before the
+ * daemon closes the log stream (apps/daemon/internal/util/log_reader.go). Stdin, when the caller gives one, arrives as base64
  * lines ended by a `.` line. A line-based frame survives any split of the
  * log into websocket messages. The command's working directory is entered
  * here: 126 when it is missing, 127 when the program is.
@@ -16,6 +20,8 @@ def frame(stream, data):
     stream.write(base64.b64encode(data).decode("ascii") + "\n")
     stream.flush()
 def finish(code):
+    sys.stderr.write("=%d\n" % code)
+    sys.stderr.flush()
     sys.stdout.write("=%d\n" % code)
     sys.stdout.flush()
     os._exit(code)
@@ -64,7 +70,13 @@ for t in threads:
 c = p.wait()
 finish(c if c >= 0 else 128 - c)`;
 
-/** Decodes one stream of framed output: whole base64 lines become bytes; `=<code>` ends it. */
+/**
+ * Decodes one stream of framed output: whole base64 lines become bytes;
+ * `=<code>` ends it. Control bytes in a line are dropped: a frame holds
+ * none, and a stray label byte the SDK's demultiplexer let through (it
+ * keeps up to two bytes that might start a label: @daytonaio/sdk
+ * utils/Stream.js stdDemuxStream) must not spoil a frame.
+ */
 export class FramedStream {
   private pending = "";
   /** Lines handled so far (a later reader of the same log skips them). */
@@ -89,7 +101,7 @@ export class FramedStream {
     this.pending += text;
     let newline = this.pending.indexOf("\n");
     while (newline >= 0) {
-      const line = this.pending.slice(0, newline).trim();
+      const line = withoutControlBytes(this.pending.slice(0, newline)).trim();
       this.pending = this.pending.slice(newline + 1);
       newline = this.pending.indexOf("\n");
       this.lines++;
@@ -104,4 +116,14 @@ export class FramedStream {
       if (line.length > 0) this.onBytes(Buffer.from(line, "base64"));
     }
   }
+}
+
+/** The text without its control characters (below space, and DEL): none belongs in a frame. */
+function withoutControlBytes(text: string): string {
+  let kept = "";
+  for (const char of text) {
+    const code = char.charCodeAt(0);
+    if (code >= 32 && code !== 127) kept += char;
+  }
+  return kept;
 }

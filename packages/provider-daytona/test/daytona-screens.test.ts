@@ -2,13 +2,15 @@ import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import { RfbTestClient } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PREVIEW_TOKEN_PARAM } from "../src/testing/index.js";
+import { PREVIEW_DOMAIN, parsePreviewHost } from "../src/testing/index.js";
 import { daytonaTestEnvironment } from "./daytona-test-environment.js";
 
 // Ports through signed preview URLs: the emulator's preview proxy carries
 // plain HTTP and websocket upgrades to the container's port, and only with
-// the URL's token. Screens reach the screen gateway (port 6080) that way,
-// the token kept in the URL's query string.
+// the URL's token. Signed URLs are in host form, `https://<port>-<token>.
+// <proxy domain>` (daytona apps/api sandbox.service.ts getSignedPortPreviewUrl);
+// the tests reach them through the emulator's tunnel, which sends that host.
+// Screens reach the screen gateway (port 6080) that way.
 const env = await daytonaTestEnvironment("daytona: ports and screens through signed preview URLs");
 if (!env.missing) {
   const provider = env.provider();
@@ -30,8 +32,8 @@ if (!env.missing) {
 
     it("serves a view capability as RFB over the proxied websocket, the preview token kept", async () => {
       const endpoint = await desktop.screenEndpoint("view");
-      const url = new URL(endpoint.url);
-      expect(url.searchParams.get(PREVIEW_TOKEN_PARAM)).toMatch(/^[0-9a-f]{32}$/);
+      const host = env.emulator.previewHostOf(endpoint.url) ?? "";
+      expect(host).toMatch(new RegExp(`^6080-[a-z0-9]{16}\\.${PREVIEW_DOMAIN.replaceAll(".", "\\.")}$`));
       const client = await RfbTestClient.open(endpoint);
       try {
         const init = await client.handshake();
@@ -53,17 +55,22 @@ if (!env.missing) {
       file.pathname = "/hello.txt";
       await expect.poll(async () => (await fetch(file).catch(() => undefined))?.status, { timeout: 15_000 }).toBe(200);
       expect(await (await fetch(file)).text()).toBe("hello through the preview");
-      const without = new URL(file);
-      without.searchParams.delete(PREVIEW_TOKEN_PARAM);
-      expect((await fetch(without)).status).toBe(401);
-      const forged = new URL(file);
-      forged.searchParams.set(PREVIEW_TOKEN_PARAM, "0".repeat(32));
-      expect((await fetch(forged)).status).toBe(401);
-      // A token signs one port: the gateway's token does not open 8080.
-      const gateway = new URL(await portUrl(6080));
-      const crossed = new URL(file);
-      crossed.searchParams.set(PREVIEW_TOKEN_PARAM, gateway.searchParams.get(PREVIEW_TOKEN_PARAM) as string);
-      expect(await (await fetch(crossed)).text()).not.toBe("hello through the preview");
+      // No valid token for the port: the proxy sends the browser to its login (apps/proxy auth.go Authenticate: 307).
+      const tokenOf = (url: string) => parsePreviewHost(env.emulator.previewHostOf(url) ?? "")?.idOrToken as string;
+      const refused = async (label: string) => {
+        const tunnel = await env.emulator.previewTunnel(`https://8080-${label}.${PREVIEW_DOMAIN}/hello.txt`);
+        const answer = await fetch(tunnel, { redirect: "manual" });
+        return { status: answer.status, location: answer.headers.get("location") ?? "" };
+      };
+      const sandboxId = machine.ref.slice("daytona:".length);
+      // The sandbox's id instead of a token (a private sandbox), a forged token, and the gateway's token (signed for 6080).
+      const gatewayToken = tokenOf(await portUrl(6080));
+      for (const label of [sandboxId, "0".repeat(16), gatewayToken]) {
+        const answer = await refused(label);
+        expect(answer.status).toBe(307);
+        expect(answer.location).toMatch(/\/authorize\?/);
+      }
+      expect(tokenOf(signed.href)).not.toBe(gatewayToken);
     }, 60_000);
   });
 }

@@ -7,7 +7,7 @@ import { createComputerRuntime } from "@agent-computer/runtime";
 import { failureOf, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { daytonaProvider } from "../src/index.js";
-import { PREVIEW_TOKEN_PARAM } from "../src/testing/index.js";
+import { parsePreviewHost } from "../src/testing/index.js";
 import { daytonaTestEnvironment, TEST_API_KEY } from "./daytona-test-environment.js";
 
 // Everything this package and the runtime over it say — log lines, events,
@@ -59,7 +59,7 @@ if (!env.missing) {
           const url = new URL(
             await (machine.portUrl as NonNullable<Machine["portUrl"]>)(port, { private: true }, ctx()),
           );
-          const token = url.searchParams.get(PREVIEW_TOKEN_PARAM);
+          const token = parsePreviewHost(env.emulator.previewHostOf(url.href) ?? "")?.idOrToken;
           expect(token).toBeTruthy();
           tokens.push(token as string);
         }
@@ -68,7 +68,7 @@ if (!env.missing) {
         const desktop = await (machine.openDesktop as NonNullable<Machine["openDesktop"]>)("alpha", ctx());
         await desktop.observe(ctx());
         const screen = new URL((await desktop.screenEndpoint("view", ctx())).url);
-        tokens.push(screen.searchParams.get(PREVIEW_TOKEN_PARAM) as string);
+        tokens.push(parsePreviewHost(env.emulator.previewHostOf(screen.href) ?? "")?.idOrToken as string);
         await desktop.release(ctx());
 
         // A server that echoes the secrets back in its error text.

@@ -1,7 +1,6 @@
 import { checkDockerHost } from "@agent-computer/provider-docker";
-import { chooseTestProvider } from "@agent-computer/testing/provider-test";
+import { chooseTestProvider, closeEmulatorAfterAll } from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
-import { afterAll } from "vitest";
 import { type DaytonaProviderOptions, daytonaProvider } from "../src/index.js";
 import { DaytonaEmulator, type DaytonaEmulatorOptions } from "../src/testing/index.js";
 
@@ -35,16 +34,19 @@ export function daytonaTestEnvironment(suite?: string, emulatorOptions: Partial<
         });
         if (!host.missing) {
           await emulator.start();
-          afterAll(() => emulator.close(), 120_000);
+          // Every exchange of the file's tests held to Daytona's definition; the emulator closed whatever it says.
+          closeEmulatorAfterAll(emulator);
         }
         return { ...host, emulator };
       },
       // The SDK with its socket.io events channel (its default), or polling where a suite says; the environment is never read.
+      // Signed preview URLs are in host form: a tunnel carries the host to the emulator's proxy.
       create: ({ emulator, image, docker: _engine, ...options }: EmulatorProviderOptions) =>
         daytonaProvider({
           apiKey: TEST_API_KEY,
           apiUrl: emulator.apiUrl,
           snapshot: image,
+          previewUrl: (preview) => emulator.previewTunnel(preview.url),
           ...options,
         }),
     },

@@ -34,4 +34,9 @@ export type EmulatedSandboxState =
   | "restoring"
   | "destroying"
   | "destroyed"
+  | "pausing"
+  | "paused"
+  | "resuming"
+  | "snapshotting"
+  | "forking"
   | "error";

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import {
   ComputerContainers,
@@ -8,59 +8,70 @@ import {
   HttpAnswer,
   type LoopbackServer,
   LoopbackServers,
-  type PortTarget,
-  proxyHttp,
-  proxyUpgrade,
   readBody,
   readJson,
   refuseUpgrade,
+  ServiceRecorder,
   sendJson,
+  type Violation,
 } from "@agent-computer/testing/emulator";
 import { WebSocketServer } from "ws";
+import { DAYTONA_OPERATIONS } from "./daytona-definition.js";
 import type { DaytonaEmulatorOptions, EmulatedSandboxState } from "./daytona-emulator-options.js";
-import { EMULATOR_LABEL, labelled, Sandbox, type SandboxHost, type SessionCommand } from "./daytona-sandbox.js";
+import { EMULATOR_LABEL, Sandbox, type SandboxHost } from "./daytona-sandbox.js";
+import { type PreviewGrant, PreviewProxy } from "./preview-proxy.js";
+import { PreviewTunnels } from "./preview-tunnel.js";
+import { SandboxLifecycle } from "./sandbox-lifecycle.js";
 import { SocketIoChannel } from "./socket-io-channel.js";
 
-/** The query parameter of the emulator's signed preview URLs that carries the token. */
-export const PREVIEW_TOKEN_PARAM = "daytona-preview-token";
+/** The proxy domain of the emulator's signed preview URLs (`https://<port>-<token>.<domain>`). */
+export const PREVIEW_DOMAIN = "proxy.daytona.test";
 
 /**
  * A loopback Daytona for tests (docs/architecture.md §12): a real HTTP
- * server speaking exactly the calls `@daytonaio/sdk` 0.218 makes for the
- * provider: the REST API with the sandbox state machine (create, get,
- * list by labels, start, stop, archive, delete, signed preview URLs,
- * activity), the toolbox under the proxy URL it returns (sessions, async
- * session exec, the command's logs as JSON or over a websocket with the
- * SDK's 01 01 01 / 02 02 02 stream markers, input, bulk upload and
- * download), the preview proxy that reaches a sandbox's port with plain
- * HTTP and websocket upgrades, and the socket.io events channel
- * (`sandbox.state.updated`) the SDK listens on by default; its polling
- * mode works too.
+ * server speaking the calls `@daytonaio/sdk` 0.218 makes for the provider,
+ * held to what daytonaio/daytona v0.190.0 does (each behaviour cites its
+ * source where it is modelled):
  *
- * Each sandbox is a real container of the computer image on the given
- * Docker engine (the emulator kit's `ComputerContainers`); archive commits
- * the container to an image and removes it, and a start from archive
- * recreates it from that image. Faults: `inject` answers matching calls
- * with a status (5xx, the transient 404/502 of Daytona #4632/#4142),
- * `startDelayMs` makes starts slow, `startAnswerWaitMs` makes a start call
- * wait and then answer 504 the way a proxy in front of the server's own
- * 30 s wait does, and `dropNextLogStream` cuts a command's log websocket
- * mid-command.
+ * - the REST API with the sandbox state machine (sandbox-lifecycle.ts:
+ *   409 while a change is pending, 400 for a stop of a stopped sandbox, the
+ *   pausing/paused/resuming/snapshotting/forking states) and the API's
+ *   error body;
+ * - the toolbox daemon's sessions (daemon-session.ts): a long-lived shell
+ *   per session in the container, each command's files under
+ *   `$HOME/.daytona/sessions`, its log labelled line by line, the log
+ *   websocket that ends a second after the exit code, 410 for input to a
+ *   command whose exit code the daemon knows;
+ * - the preview proxy (preview-proxy.ts): signed URLs in host form
+ *   `https://<port>-<token>.proxy.daytona.test`, reached through
+ *   `previewTunnel`; a browser's warning page; a 307 to the login without a
+ *   valid token;
+ * - the socket.io events channel (`sandbox.state.updated`).
+ *
+ * Each sandbox is a real container of the computer image with Docker's
+ * default /dev/shm, as the runner makes it. Every request is checked
+ * against daytona-definition.ts (`recorder`, `violations`). Faults:
+ * `inject`, `startDelayMs`, `startAnswerWaitMs`, `dropNextLogStream`.
  */
 export class DaytonaEmulator {
   readonly id: string;
   private readonly host: SandboxHost;
   private readonly apiKey: string;
   private readonly sandboxes = new Map<string, Sandbox>();
-  private readonly previews = new Map<string, { sandboxId: string; port: number; expiresAt: number }>();
+  /** Signed tokens by `port:token` (sandbox.service.ts getSignedPortPreviewUrl keeps them so). */
+  private readonly previews = new Map<string, PreviewGrant>();
   private readonly faults = new FaultRules();
   private readonly servers = new LoopbackServers();
   private readonly api: LoopbackServer;
   private readonly preview: LoopbackServer;
+  private readonly tunnels: PreviewTunnels;
   private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly lifecycle: SandboxLifecycle;
   /** The events channel; its clients passed the socket.io CONNECT with the API key. */
   private readonly events: SocketIoChannel;
   private dropLogStreams = 0;
+  /** Every exchange, checked against daytona-definition.ts; the suites assert it holds no violation. */
+  readonly recorder = new ServiceRecorder("Daytona", DAYTONA_OPERATIONS);
   /** Every request the emulator answered, as `METHOD path` (tests read what the SDK sent). */
   readonly requests: string[] = [];
   /** Every call it answered with an error, as `STATUS METHOD path` (injected faults included). */
@@ -78,28 +89,53 @@ export class DaytonaEmulator {
     this.workspaceUser = options.user ?? "1000:1000";
     this.host = { containers, user: this.workspaceUser, network: options.network, open: this.servers.sockets };
     this.events = new SocketIoChannel((auth) => auth.token === this.apiKey);
+    this.lifecycle = new SandboxLifecycle({
+      changed: (sandbox, oldState) =>
+        this.events.emit("sandbox.state.updated", { sandbox: this.dto(sandbox), oldState, newState: sandbox.state }),
+      slowStart: () => this.slowStart(),
+    });
     this.api = this.servers.serve(
       (req, res) => void this.handleApi(req, res),
-      (req, socket, head) => this.handleApiUpgrade(req, socket, head),
+      (req, socket, head) => void this.handleApiUpgrade(req, socket, head),
     );
+    const proxy = new PreviewProxy({
+      grant: (port, token) => this.previews.get(`${port}:${token}`),
+      isPublic: (id) => this.sandboxes.get(id)?.public === true,
+      address: (id) => {
+        const sandbox = this.sandboxes.get(id);
+        return sandbox?.state === "started" ? sandbox.ip : undefined;
+      },
+      open: this.servers.sockets,
+    });
     this.preview = this.servers.serve(
-      (req, res) => {
-        const target = this.previewTarget(req);
-        if (target instanceof HttpAnswer)
-          res.writeHead(target.status, { "content-type": "text/plain" }).end(target.message);
-        else proxyHttp(req, res, target);
-      },
-      (req, socket, head) => {
-        const target = this.previewTarget(req);
-        if (target instanceof HttpAnswer) refuseUpgrade(socket, target.status);
-        else proxyUpgrade(req, socket, head, target, this.servers.sockets);
-      },
+      (req, res) => proxy.http(req, res),
+      (req, socket, head) => proxy.upgrade(req, socket, head),
     );
+    this.tunnels = new PreviewTunnels(() => this.preview.port);
   }
 
   /** The `apiUrl` to give the provider (and the SDK). */
   get apiUrl(): string {
     return `http://127.0.0.1:${this.api.port}/api`;
+  }
+
+  /** Every way a request or answer left Daytona's definition so far. */
+  get violations(): readonly Violation[] {
+    return this.recorder.violations;
+  }
+
+  /**
+   * A loopback URL that reaches a host-form preview URL through the
+   * emulator's proxy, its host sent as the Host header (preview-tunnel.ts):
+   * give it to the provider as `previewUrl: (p) => emulator.previewTunnel(p.url)`.
+   */
+  previewTunnel(url: string): Promise<string> {
+    return this.tunnels.open(url);
+  }
+
+  /** The preview host a tunnel URL stands for. */
+  previewHostOf(tunnelUrl: string): string | undefined {
+    return this.tunnels.hostOf(tunnelUrl);
   }
 
   async start(): Promise<void> {
@@ -108,11 +144,13 @@ export class DaytonaEmulator {
 
   /** Removes every container and archive image it made, then stops listening. */
   async close(): Promise<void> {
+    for (const sandbox of this.sandboxes.values()) sandbox.abandonSessions();
     // A sandbox's archive first: an earlier archive, its parent, can go only after it.
     for (const { archiveImage } of this.sandboxes.values())
       if (archiveImage) await this.host.containers.removeImage(archiveImage);
     await this.host.containers.removeAll();
     for (const client of this.wss.clients) client.terminate();
+    await this.tunnels.close();
     await this.servers.close();
   }
 
@@ -134,6 +172,11 @@ export class DaytonaEmulator {
   /** The sandbox's state as the API reports it, or undefined when it has none. */
   stateOf(id: string): EmulatedSandboxState | undefined {
     return this.sandboxes.get(id)?.state;
+  }
+
+  /** Every state the sandbox entered, in order. */
+  statesOf(id: string): readonly EmulatedSandboxState[] {
+    return this.sandboxes.get(id)?.history ?? [];
   }
 
   /** What the API keeps of a sandbox: as created (labels, env, auto-stop, public) and its last activity. */
@@ -175,14 +218,37 @@ export class DaytonaEmulator {
   /** Stops a sandbox behind the provider's back (Daytona's own auto-stop, say). */
   async stopBehindTheProvider(id: string): Promise<void> {
     const sandbox = this.require(id);
-    await this.transition(sandbox, "stopping", () => sandbox.stopContainer(), "stopped");
+    await this.lifecycle.transition(sandbox, "stopping", () => sandbox.stopContainer(), "stopped");
   }
 
   /** Archives a sandbox behind the provider's back (auto-archive). */
   async archiveBehindTheProvider(id: string): Promise<void> {
     const sandbox = this.require(id);
     if (sandbox.state === "started") await this.stopBehindTheProvider(id);
-    await this.transition(sandbox, "archiving", () => sandbox.archiveContainer(), "archived");
+    await this.lifecycle.transition(sandbox, "archiving", () => sandbox.archiveContainer(), "archived");
+  }
+
+  /**
+   * Pauses a sandbox behind the provider's back (auto-pause): pausing, then
+   * paused, its container frozen. The sandbox is reported as the VM class
+   * from then on, the only one the API pauses and resumes (sandbox.service.ts
+   * pause and start: 422 for a container).
+   */
+  async pauseBehindTheProvider(id: string): Promise<void> {
+    const sandbox = this.require(id);
+    sandbox.sandboxClass = "linux-vm";
+    await this.lifecycle.transition(sandbox, "pausing", () => sandbox.pauseContainer(), "paused");
+  }
+
+  /**
+   * Holds a started sandbox in `state` ("snapshotting" or "forking", which a
+   * snapshot or a fork of it passes through: sandbox.service.ts createSnapshot,
+   * fork) for `ms`, then back to started. Its toolbox answers 502 meanwhile.
+   */
+  async holdBehindTheProvider(id: string, state: "snapshotting" | "forking", ms: number): Promise<void> {
+    const sandbox = this.require(id);
+    if (sandbox.state !== "started") throw new Error(`sandbox ${id} is ${sandbox.state}, not started`);
+    await this.lifecycle.transition(sandbox, state, () => new Promise((r) => setTimeout(r, ms)), "started");
   }
 
   // ---- REST and toolbox -------------------------------------------------
@@ -191,83 +257,115 @@ export class DaytonaEmulator {
     const url = new URL(req.url ?? "/", "http://emulator");
     const method = req.method ?? "GET";
     this.requests.push(`${method} ${url.pathname}`);
+    const bulk = method === "POST" ? /^\/toolbox\/([^/]+)\/files\/bulk-(upload|download)$/.exec(url.pathname) : null;
+    let body: unknown;
+    // The upload streams through as it arrives: its multipart body is not read here.
+    if (bulk?.[2] !== "upload") body = await bodyOf(req).catch(() => undefined);
+    const exchange = this.recorder.request(method, url.pathname, {
+      query: url.searchParams,
+      body,
+      headers: req.headers,
+    });
+    const isApi = url.pathname.startsWith("/api/");
     try {
       if (req.headers.authorization !== `Bearer ${this.apiKey}`) throw new HttpAnswer(401, "Invalid credentials");
       const fault = this.faults.take(method, url.pathname);
-      const injected = (f: FaultRule) => new HttpAnswer(f.status, f.message ?? `injected ${f.status}`);
+      const injected = (f: FaultRule) => new InjectedAnswer(f.status, f.message ?? `injected ${f.status}`);
       if (fault && !fault.after) throw injected(fault);
       // Bulk transfers answer themselves (a fault `after` one is not answered).
-      const bulk = method === "POST" ? /^\/toolbox\/([^/]+)\/files\/bulk-(upload|download)$/.exec(url.pathname) : null;
       if (bulk?.[2] === "upload") {
         await this.runningSandbox(decodeURIComponent(bulk[1] as string)).upload(req);
+        exchange.answer(200);
         sendJson(res, 200, {});
         return;
       }
-      const body = await bodyOf(req);
       if (bulk?.[2] === "download") {
         await this.runningSandbox(decodeURIComponent(bulk[1] as string)).download(body as { paths?: string[] }, res);
+        exchange.answer(200);
         return;
       }
       const [, root, id, ...rest] = url.pathname.split("/").map(decodeURIComponent);
-      let answer: unknown;
+      let answer: { status: number; body?: unknown };
       if (root === "api") answer = await this.rest(method, url, body);
       else if (root === "toolbox")
         answer = await this.runningSandbox(id as string).toolbox(method, rest.join("/"), body);
       else throw new HttpAnswer(404, `no route ${url.pathname}`);
       if (fault) throw injected(fault);
-      sendJson(res, answer === undefined ? 204 : 200, answer);
+      exchange.answer(answer.status, answer.body);
+      if (answer.body === undefined) res.writeHead(answer.status).end();
+      else sendJson(res, answer.status, answer.body);
     } catch (error) {
       const status = error instanceof HttpAnswer ? error.status : 500;
       const message = error instanceof Error ? error.message : String(error);
       this.refusals.push(`${status} ${method} ${url.pathname}`);
-      const body = { statusCode: status, message, error: "emulated" };
-      if (res.headersSent) res.end(JSON.stringify(body));
-      else sendJson(res, status, body);
+      const answer = isApi
+        ? apiErrorBody(status, message, req.url ?? "/")
+        : daemonErrorBody(status, message, url, method);
+      // A fault a test injected is its own answer, not the emulator's: only the request was held to the definition.
+      if (!(error instanceof InjectedAnswer)) exchange.answer(status, answer);
+      if (res.headersSent) res.end(JSON.stringify(answer));
+      else sendJson(res, status, answer);
     }
   }
 
-  private async rest(method: string, url: URL, body: unknown): Promise<unknown> {
+  private async rest(method: string, url: URL, body: unknown): Promise<{ status: number; body?: unknown }> {
     const [root, id, verb, arg, sub] = url.pathname.slice("/api/".length).split("/").map(decodeURIComponent);
     if (root !== "sandbox") throw new HttpAnswer(404, `no route ${url.pathname}`);
-    if (id === undefined && method === "POST") return this.create(body as Record<string, unknown>);
-    if (id === undefined && method === "GET") return this.list(url);
+    const ok = (answer?: unknown) => ({ status: 200, body: answer });
+    if (id === undefined && method === "POST") return ok(this.create(body as Record<string, unknown>));
+    if (id === undefined && method === "GET") return ok(this.list(url));
     const sandbox = this.find(id as string);
-    if (verb === undefined && method === "GET") return this.dto(sandbox);
+    if (verb === undefined && method === "GET") return ok(this.dto(sandbox));
     if (verb === undefined && method === "DELETE") {
+      this.lifecycle.checkDestroy(sandbox);
       void this.destroy(sandbox);
-      return this.dto(sandbox);
+      return ok(this.dto(sandbox));
     }
-    if (verb === "start" && method === "POST") return this.startSandbox(sandbox);
+    if (verb === "start" && method === "POST") return ok(await this.startSandbox(sandbox));
     if (verb === "stop" && method === "POST") {
-      if (sandbox.state === "stopped") return this.dto(sandbox);
-      if (sandbox.state !== "started")
-        throw new HttpAnswer(400, `Sandbox is ${sandbox.state}; it cannot be stopped now`);
-      void this.transition(sandbox, "stopping", () => sandbox.stopContainer(), "stopped");
-      return this.dto(sandbox);
+      this.lifecycle.checkStop(sandbox);
+      void this.lifecycle.transition(sandbox, "stopping", () => sandbox.stopContainer(), "stopped");
+      return ok(this.dto(sandbox));
     }
     if (verb === "archive" && method === "POST") {
-      if (sandbox.state !== "stopped") throw new HttpAnswer(400, "Sandbox must be stopped before it is archived");
-      void this.transition(sandbox, "archiving", () => sandbox.archiveContainer(), "archived");
-      return this.dto(sandbox);
+      this.lifecycle.checkArchive(sandbox);
+      void this.lifecycle.transition(sandbox, "archiving", () => sandbox.archiveContainer(), "archived");
+      return ok(this.dto(sandbox));
+    }
+    if (verb === "pause" && method === "POST") {
+      this.lifecycle.checkPause(sandbox);
+      void this.lifecycle.transition(sandbox, "pausing", () => sandbox.pauseContainer(), "paused");
+      return ok(this.dto(sandbox));
     }
     if (verb === "last-activity" && method === "POST") {
       sandbox.lastActivityAt = new Date().toISOString();
-      return undefined;
+      return { status: 201 };
     }
     if (verb === "autostop" && method === "POST") {
       sandbox.autoStopInterval = Number(arg);
-      return undefined;
+      return ok(this.dto(sandbox));
     }
-    if (verb === "toolbox-proxy-url" && method === "GET") return { url: this.toolboxProxyUrl() };
-    if (verb === "ports" && sub === "signed-preview-url" && method === "GET") {
-      const port = Number(arg);
-      const expiresAt = Date.now() + Number(url.searchParams.get("expiresInSeconds") ?? 60) * 1000;
-      const token = randomBytes(16).toString("hex");
-      this.previews.set(token, { sandboxId: sandbox.id, port, expiresAt });
-      const signed = `http://127.0.0.1:${this.preview.port}/?${PREVIEW_TOKEN_PARAM}=${token}`;
-      return { sandboxId: sandbox.id, port, token, url: signed };
-    }
+    if (verb === "toolbox-proxy-url" && method === "GET") return ok({ url: this.toolboxProxyUrl() });
+    if (verb === "ports" && sub === "signed-preview-url" && method === "GET") return ok(this.signPreview(sandbox, url));
     throw new HttpAnswer(404, `no route ${method} ${url.pathname}`);
+  }
+
+  /**
+   * A signed preview URL (sandbox.service.ts getSignedPortPreviewUrl,
+   * :1925-1985): port 1-65535 and 1 s to 24 h or 400; a 16-character
+   * lower-case token kept for that port with that TTL; the URL
+   * `<protocol>://<port>-<token>.<proxy domain>`.
+   */
+  private signPreview(sandbox: Sandbox, url: URL): unknown {
+    const port = Number(url.pathname.split("/")[5]);
+    const seconds = Number(url.searchParams.get("expiresInSeconds") ?? 60);
+    if (!(port >= 1 && port <= 65535)) throw new HttpAnswer(400, "Invalid port");
+    if (!(seconds >= 1 && seconds <= 86_400))
+      throw new HttpAnswer(400, "expiresInSeconds must be between 1 second and 24 hours");
+    const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+    const token = [...randomBytes(16)].map((b) => alphabet[b % alphabet.length]).join("");
+    this.previews.set(`${port}:${token}`, { sandboxId: sandbox.id, port, expiresAt: Date.now() + seconds * 1000 });
+    return { sandboxId: sandbox.id, port, token, url: `https://${port}-${token}.${PREVIEW_DOMAIN}` };
   }
 
   private toolboxProxyUrl(): string {
@@ -281,22 +379,13 @@ export class DaytonaEmulator {
       await sandbox.createContainer(sandbox.image);
       await this.slowStart();
     };
-    void this.transition(sandbox, "creating", work, "started");
+    void this.lifecycle.transition(sandbox, "creating", work, "started");
     return this.dto(sandbox);
   }
 
   private async startSandbox(sandbox: Sandbox): Promise<unknown> {
-    if (sandbox.state === "started") return this.dto(sandbox);
-    if (sandbox.state !== "stopped" && sandbox.state !== "archived") {
-      throw new HttpAnswer(400, `Sandbox is ${sandbox.state}; it cannot be started now`);
-    }
-    const fromArchive = sandbox.state === "archived";
-    const work = async () => {
-      if (fromArchive) await sandbox.createContainer(sandbox.archiveImage as string);
-      else await sandbox.startContainer();
-      await this.slowStart();
-    };
-    const started = this.transition(sandbox, fromArchive ? "restoring" : "starting", work, "started");
+    if (this.lifecycle.checkStart(sandbox) === "started") return this.dto(sandbox);
+    const started = this.lifecycle.start(sandbox);
     if (this.startAnswerWaitMs > 0) {
       const inTime = await Promise.race([
         started.then(() => true),
@@ -310,9 +399,10 @@ export class DaytonaEmulator {
   private list(url: URL): unknown {
     const wanted = JSON.parse(url.searchParams.get("labels") ?? "{}") as Record<string, string>;
     const items = [...this.sandboxes.values()]
+      .filter((s) => s.state !== "destroyed")
       .filter((s) => Object.entries(wanted).every(([k, v]) => s.labels[k] === v))
       .map((s) => this.dto(s));
-    return { items, total: items.length, page: 1, totalPages: 1, nextCursor: null };
+    return { items, nextCursor: null };
   }
 
   /** A sandbox as the API answers it (Daytona's `Sandbox`). */
@@ -333,7 +423,7 @@ export class DaytonaEmulator {
       memory: 4,
       disk: 10,
       state: s.state,
-      desiredState: s.state === "stopped" || s.state === "archived" ? s.state : "started",
+      desiredState: this.lifecycle.desiredStateOf(s),
       errorReason: s.errorReason,
       backupState: "None",
       autoStopInterval: s.autoStopInterval,
@@ -342,6 +432,7 @@ export class DaytonaEmulator {
       createdAt: s.createdAt,
       updatedAt: s.updatedAt,
       lastActivityAt: s.lastActivityAt,
+      sandboxClass: s.sandboxClass,
       toolboxProxyUrl: this.toolboxProxyUrl(),
       daemonVersion: "emulated",
     };
@@ -370,50 +461,18 @@ export class DaytonaEmulator {
     return sandbox;
   }
 
-  // ---- the state machine ----------------------------------------------------
-
-  /** Runs one state change after the one under way: `during` while it works, `after` once done (or "error"). */
-  private transition(
-    sandbox: Sandbox,
-    during: EmulatedSandboxState,
-    work: () => Promise<void>,
-    after: EmulatedSandboxState,
-  ): Promise<void> {
-    const run = sandbox.transition.then(async () => {
-      if (sandbox.state === "destroyed") return;
-      this.setState(sandbox, during);
-      try {
-        await work();
-        if (sandbox.state === during) this.setState(sandbox, after);
-      } catch (error) {
-        sandbox.errorReason = (error as Error).message.slice(0, 300);
-        if (sandbox.state === during) this.setState(sandbox, "error");
-      }
-    });
-    sandbox.transition = run.catch(() => {});
-    return run;
-  }
-
-  /** A new state, told on the events channel as Daytona tells it. */
-  private setState(sandbox: Sandbox, state: EmulatedSandboxState): void {
-    const oldState = sandbox.state;
-    sandbox.state = state;
-    sandbox.updatedAt = new Date().toISOString();
-    this.events.emit("sandbox.state.updated", { sandbox: this.dto(sandbox), oldState, newState: state });
-  }
-
   private async slowStart(): Promise<void> {
     if (this.startDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.startDelayMs));
   }
 
   private async destroy(sandbox: Sandbox): Promise<void> {
     if (sandbox.state === "destroyed" || sandbox.state === "destroying") return;
-    await this.transition(sandbox, "destroying", () => sandbox.remove(), "destroyed");
+    await this.lifecycle.transition(sandbox, "destroying", () => sandbox.remove(), "destroyed");
   }
 
   // ---- websockets: the events channel and a command's log ---------------------
 
-  private handleApiUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  private async handleApiUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(req.url ?? "/", "http://emulator");
     this.requests.push(`WS ${url.pathname}`);
     if (url.pathname === "/api/socket.io/" && url.searchParams.get("transport") === "websocket") {
@@ -421,62 +480,73 @@ export class DaytonaEmulator {
       this.wss.handleUpgrade(req, socket, head, (ws) => this.events.accept(ws));
       return;
     }
-    const command = this.logStreamOf(req, url);
-    if (!("output" in command)) {
-      refuseUpgrade(socket, command.status, command.reason);
+    const exchange = this.recorder.request("GET", url.pathname, { query: url.searchParams });
+    const target = this.logStreamOf(req, url);
+    if (target instanceof HttpAnswer) {
+      if (!(target instanceof InjectedAnswer)) exchange.answer(target.status, null);
+      refuseUpgrade(socket, target.status, target.message);
       return;
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
-      for (const { stream, chunk } of command.output) ws.send(labelled(stream, chunk));
-      if (command.exitCode !== undefined) {
-        ws.close(1000);
-      } else if (this.dropLogStreams > 0) {
-        this.dropLogStreams--;
-        // Mid-command: the connection goes without a close frame, as a broken proxy's does.
-        setTimeout(() => ws.terminate(), 300);
-      } else {
-        const follower = {
-          data: (stream: 1 | 2, chunk: Buffer) => ws.send(labelled(stream, chunk)),
-          end: () => ws.close(1000),
-        };
-        command.followers.add(follower);
-        ws.once("close", () => command.followers.delete(follower));
-      }
+    exchange.answer(101);
+    const { session, command } = target;
+    const drop = this.dropLogStreams > 0;
+    if (drop) this.dropLogStreams--;
+    this.wss.handleUpgrade(req, socket, head, async (ws) => {
+      // log.go GetSessionCommandLogs + log_reader.go: each read a binary message; a normal close at the end.
+      const reader = await session
+        .follow(
+          command,
+          url.searchParams.get("follow") === "true",
+          (bytes) => {
+            for (let at = 0; at < bytes.length; at += 1024) ws.send(bytes.subarray(at, at + 1024));
+            // Mid-command: the connection goes without a close frame, as a broken proxy's does.
+            if (drop) setTimeout(() => ws.terminate(), 300);
+          },
+          () => ws.close(1000),
+        )
+        .catch(() => undefined);
+      if (!reader) ws.close(1011);
+      else ws.once("close", () => reader.stop());
     });
   }
 
   /** The command whose log a websocket asks for, or how its upgrade is refused. */
-  private logStreamOf(req: IncomingMessage, url: URL): SessionCommand | { status: number; reason: string } {
-    if (req.headers.authorization !== `Bearer ${this.apiKey}`) return { status: 401, reason: "Unauthorized" };
+  private logStreamOf(req: IncomingMessage, url: URL) {
+    if (req.headers.authorization !== `Bearer ${this.apiKey}`) return new HttpAnswer(401, "Unauthorized");
     const fault = this.faults.take("WS", url.pathname);
     if (fault) {
       this.refusals.push(`${fault.status} WS ${url.pathname}`);
-      return { status: fault.status, reason: "Injected" };
+      return new InjectedAnswer(fault.status, "Injected");
     }
     const match = /^\/toolbox\/([^/]+)\/process\/session\/([^/]+)\/command\/([^/]+)\/logs$/.exec(url.pathname);
-    if (!match) return { status: 404, reason: "Not Found" };
+    if (!match) return new HttpAnswer(404, "Not Found");
     try {
       const [sandboxId, sessionId, commandId] = match.slice(1).map(decodeURIComponent) as [string, string, string];
-      return this.runningSandbox(sandboxId).command(sessionId, commandId);
+      const session = this.runningSandbox(sandboxId).session(sessionId);
+      return { session, command: session.command(commandId) };
     } catch (error) {
-      return { status: error instanceof HttpAnswer ? error.status : 500, reason: "Refused" };
+      return error instanceof HttpAnswer ? error : new HttpAnswer(500, "Refused");
     }
   }
+}
 
-  // ---- the preview proxy ------------------------------------------------------
+/** An answer a test injected (`inject`). */
+class InjectedAnswer extends HttpAnswer {}
 
-  /** The sandbox's port for a preview token (the token taken off the path), or the reason it has none. */
-  private previewTarget(req: IncomingMessage): PortTarget | HttpAnswer {
-    const url = new URL(req.url ?? "/", "http://preview");
-    const token = url.searchParams.get(PREVIEW_TOKEN_PARAM);
-    const grant = token ? this.previews.get(token) : undefined;
-    if (!grant || grant.expiresAt < Date.now()) return new HttpAnswer(401, "missing or expired preview token");
-    const sandbox = this.sandboxes.get(grant.sandboxId);
-    if (!sandbox?.containerId || sandbox.state !== "started") return new HttpAnswer(502, "sandbox is not running");
-    if (!sandbox.ip) return new HttpAnswer(502, "sandbox has no address");
-    url.searchParams.delete(PREVIEW_TOKEN_PARAM);
-    return { host: sandbox.ip, port: grant.port, path: `${url.pathname}${url.search}` };
-  }
+/** The API's error body (apps/api/src/filters/all-exceptions.filter.ts:81-87). */
+function apiErrorBody(status: number, message: string, path: string) {
+  return {
+    path,
+    timestamp: new Date().toISOString(),
+    statusCode: status,
+    error: STATUS_CODES[status] ?? "Error",
+    message,
+  };
+}
+
+/** The daemon's error body (libs/common-go/pkg/errors/http.go ErrorResponse). */
+function daemonErrorBody(status: number, message: string, url: URL, method: string) {
+  return { statusCode: status, message, timestamp: new Date().toISOString(), path: url.pathname, method };
 }
 
 /** The image a create asks for: a snapshot (mapped, or itself an image) or a build's `FROM`. */

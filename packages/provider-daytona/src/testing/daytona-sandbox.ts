@@ -1,22 +1,14 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { COMPUTER_SHM_BYTES, computerSeccompProfile } from "@agent-computer/desktop-runtime";
-import {
-  type ComputerContainers,
-  HttpAnswer,
-  type KeptCommand,
-  pipeStdout,
-  readMultipart,
-  startKept,
-} from "@agent-computer/testing/emulator";
+import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
+import { type ComputerContainers, HttpAnswer, pipeStdout, readMultipart } from "@agent-computer/testing/emulator";
+import { demuxLog } from "./daemon-scripts.js";
+import { DaemonSession, type SessionMachine } from "./daemon-session.js";
 import type { EmulatedSandboxState } from "./daytona-emulator-options.js";
 
 /** Every container an emulator starts carries this label (its value: the emulator's id). */
 export const EMULATOR_LABEL = "agent-computer.test/daytona-emulator";
-
-/** A session command: its output kept, as the toolbox's daemon keeps it. */
-export type SessionCommand = KeptCommand & { id: string; command: string };
 
 /** What a sandbox's container is made with: the emulator's machines, user and network. */
 export interface SandboxHost {
@@ -41,6 +33,8 @@ export class Sandbox {
   readonly public: boolean;
   autoStopInterval: number;
   state: EmulatedSandboxState = "creating";
+  /** Every state it entered, in order (tests check a path through the state machine). */
+  readonly history: EmulatedSandboxState[] = [];
   errorReason?: string;
   readonly createdAt = new Date().toISOString();
   updatedAt = this.createdAt;
@@ -49,9 +43,17 @@ export class Sandbox {
   /** The container's address while it runs (the preview proxy's target). */
   ip?: string;
   archiveImage?: string;
-  readonly sessions = new Map<string, Map<string, SessionCommand>>();
+  readonly sessions = new Map<string, DaemonSession>();
   /** The one state change under way: later ones wait for it. */
   transition = Promise.resolve();
+  /** State changes asked for and not yet done: the API's `pending`. */
+  pendingChanges = 0;
+  /** The API's sandboxClass: "container" (the runner's Docker sandboxes) unless the emulator says otherwise. */
+  sandboxClass: "container" | "linux-vm" = "container";
+
+  get pending(): boolean {
+    return this.pendingChanges > 0;
+  }
 
   constructor(
     private readonly host: SandboxHost,
@@ -63,6 +65,11 @@ export class Sandbox {
     this.env = (body.env as Record<string, string>) ?? {};
     this.public = body.public === true;
     this.autoStopInterval = typeof body.autoStopInterval === "number" ? body.autoStopInterval : 15;
+  }
+
+  /** The sandbox user's HOME, where the toolbox daemon keeps its files (`.daytona`). */
+  get home(): string {
+    return this.env.HOME ?? "/home/computer";
   }
 
   // ---- the container ------------------------------------------------------
@@ -77,12 +84,13 @@ export class Sandbox {
       // The screen gateway admits the host's end of the container's network: where this proxy connects from.
       env: {
         ...this.env,
-        HOME: this.env.HOME ?? "/home/computer",
+        HOME: this.home,
         LANG: "C.UTF-8",
         AGENT_COMPUTER_GATEWAY_SOURCES: "default-gateway",
       },
       network: this.host.network,
-      shmBytes: COMPUTER_SHM_BYTES,
+      // No shmBytes: the runner sets no ShmSize (apps/runner/pkg/docker/container_configs.go
+      // getContainerHostConfig:200-256), so /dev/shm is Docker's default 64 MiB.
       seccompProfile: computerSeccompProfile(),
     });
     this.containerId = machine.id;
@@ -93,9 +101,18 @@ export class Sandbox {
     this.ip = await this.host.containers.start(this.containerId as string);
   }
 
+  /** Pause: the container's processes frozen (the VM classes' pause, as near as a container gets). */
+  async pauseContainer(): Promise<void> {
+    await this.host.containers.pause(this.containerId as string);
+  }
+
+  async unpauseContainer(): Promise<void> {
+    await this.host.containers.unpause(this.containerId as string);
+  }
+
   /** Stops the container; its sessions end. */
   async stopContainer(): Promise<void> {
-    this.endCommands();
+    this.abandonSessions();
     this.sessions.clear();
     await this.host.containers.stop(this.containerId as string);
   }
@@ -108,80 +125,86 @@ export class Sandbox {
 
   /** Removes the container and the archive. */
   async remove(): Promise<void> {
-    this.endCommands();
+    this.abandonSessions();
     if (this.containerId) await this.host.containers.remove(this.containerId);
     if (this.archiveImage) await this.host.containers.removeImage(this.archiveImage);
     this.containerId = undefined;
     this.archiveImage = undefined;
   }
 
-  private endCommands(): void {
-    for (const commands of this.sessions.values()) for (const c of commands.values()) c.stdin?.destroy();
+  /** Drops every session without signalling its processes (the container stops or goes, or the emulator closes). */
+  abandonSessions(): void {
+    for (const session of this.sessions.values()) session.abandon();
+    this.sessions.clear();
   }
 
   // ---- the toolbox ----------------------------------------------------------
 
-  /** A toolbox call under `/toolbox/<id>/` (`path` decoded): its answer's body, undefined for none. */
-  async toolbox(method: string, path: string, body: unknown): Promise<unknown> {
+  /** What a session's shell needs of this sandbox's container. */
+  private machine(): SessionMachine {
+    const { containers, user, open } = this.host;
+    return { containers, containerId: this.containerId as string, user, home: this.home, open };
+  }
+
+  /**
+   * A session call under `/toolbox/<id>/process/session` (`path` decoded), as
+   * the daemon answers it (apps/daemon/pkg/toolbox/process/session): the
+   * answer's status and body.
+   */
+  async toolbox(method: string, path: string, body: unknown): Promise<{ status: number; body?: unknown }> {
     const request = (body ?? {}) as Record<string, unknown>;
     const on = (verb: string, pattern: RegExp) => (method === verb ? pattern.exec(path) : null);
     if (path === "process/session" && method === "POST") {
+      // session.go CreateSession: 201, no body; create.go:39-42 a second one is 409.
       const sessionId = String(request.sessionId);
       if (this.sessions.has(sessionId)) throw new HttpAnswer(409, "session already exists");
-      this.sessions.set(sessionId, new Map());
-      return undefined;
+      this.sessions.set(sessionId, await DaemonSession.open(this.machine(), sessionId));
+      return { status: 201 };
     }
     const deleted = on("DELETE", /^process\/session\/([^/]+)$/);
     if (deleted) {
-      if (!this.sessions.delete(deleted[1] as string)) throw new HttpAnswer(404, "session not found");
-      return undefined;
+      // session.go DeleteSession: 204 once its processes are ended and its folder removed.
+      const session = this.session(deleted[1] as string);
+      await session.delete();
+      this.sessions.delete(session.id);
+      return { status: 204 };
     }
     const execute = on("POST", /^process\/session\/([^/]+)\/exec$/);
     if (execute) {
+      // execute.go SessionExecuteCommand: 202 with the id when async, else 200 with the output.
       const session = this.session(execute[1] as string);
-      const command = await this.exec(String(request.command));
-      session.set(command.id, command);
-      if (request.runAsync === true) return { cmdId: command.id };
-      await command.done;
-      return { cmdId: command.id, exitCode: command.exitCode, ...logsOf(command) };
+      const runAsync = request.runAsync === true || request.async === true;
+      const { command, log } = await session.execute(
+        String(request.command),
+        runAsync,
+        request.suppressInputEcho === true,
+      );
+      if (runAsync || !log) return { status: 202, body: { cmdId: command.id } };
+      return { status: 200, body: { cmdId: command.id, exitCode: command.exitCode, ...logAnswer(log) } };
     }
-    // A command's status and its logs (GET), its input (POST).
     const [, sessionId, commandId, action] =
       /^process\/session\/([^/]+)\/command\/([^/]+)(?:\/(logs|input))?$/.exec(path) ?? [];
-    const routed = sessionId && commandId && method === (action === "input" ? "POST" : "GET");
-    const command = routed ? this.command(sessionId, commandId) : undefined;
-    if (command && action === undefined)
-      return { id: command.id, command: command.command, exitCode: command.exitCode };
-    if (command && action === "logs") return logsOf(command);
-    if (command) {
-      const stdin = command.stdin;
-      if (command.exitCode !== undefined || !stdin) throw new HttpAnswer(400, "command is not running");
-      const data = String(request.data ?? "");
-      await new Promise<void>((resolve, reject) => stdin.write(data, (error) => (error ? reject(error) : resolve())));
-      return undefined;
+    if (sessionId && commandId && method === (action === "input" ? "POST" : "GET")) {
+      const session = this.session(sessionId);
+      const command = session.command(commandId);
+      if (action === undefined) {
+        // session.go GetSessionCommand: the exit code once the file holds one.
+        const exitCode = await session.exitCodeOf(command);
+        return { status: 200, body: { id: command.id, command: command.command, exitCode } };
+      }
+      // log.go GetSessionCommandLogs: JSON with the streams apart for an SDK >= 0.167 (common.go SkipServerDemux).
+      if (action === "logs") return { status: 200, body: logAnswer(await session.logOf(command)) };
+      await session.sendInput(command, String(request.data ?? ""));
+      return { status: 204 };
     }
     throw new HttpAnswer(404, `no toolbox route ${method} ${path}`);
   }
 
-  /** A session's command, or the toolbox's 404. */
-  command(sessionId: string, commandId: string): SessionCommand {
-    const command = this.session(sessionId).get(commandId);
-    if (!command) throw new HttpAnswer(404, `command ${commandId} not found`);
-    return command;
-  }
-
-  private session(sessionId: string): Map<string, SessionCommand> {
+  /** A session, or the daemon's 404 (session not found). */
+  session(sessionId: string): DaemonSession {
     const session = this.sessions.get(sessionId);
-    if (!session) throw new HttpAnswer(404, `session ${sessionId} not found`);
+    if (!session) throw new HttpAnswer(404, "session not found");
     return session;
-  }
-
-  /** One session command: an exec in the container, its output kept for its log as the daemon keeps it. */
-  private async exec(line: string): Promise<SessionCommand> {
-    const { containers, user, open } = this.host;
-    const argv = ["/bin/sh", "-c", line];
-    const kept = await startKept(containers, this.containerId as string, argv, { user, workingDir: "/" }, open);
-    return Object.assign(kept, { id: randomUUID(), command: line });
   }
 
   /** Bulk upload: each file part streams into the sandbox through `cat` as its user. */
@@ -229,18 +252,8 @@ export class Sandbox {
   }
 }
 
-/** A chunk of a command's log as the toolbox sends it: after the SDK's stream marker, 01 01 01 or 02 02 02. */
-export function labelled(stream: 1 | 2, chunk: Buffer): Buffer {
-  return Buffer.concat([Buffer.alloc(3, stream), chunk]);
-}
-
-/** A command's output as the toolbox gives it: the labelled log and each stream. */
-function logsOf(command: SessionCommand): { output: string; stdout: string; stderr: string } {
-  const text = (chunks: Buffer[]) => Buffer.concat(chunks).toString("utf8");
-  const only = (stream: 1 | 2) => command.output.filter((o) => o.stream === stream).map((o) => o.chunk);
-  return {
-    output: text(command.output.map((o) => labelled(o.stream, o.chunk))),
-    stdout: text(only(1)),
-    stderr: text(only(2)),
-  };
+/** A command's log as the daemon answers it: the labelled text and each stream (log.go:55-62, execute.go DemuxLogBytes). */
+function logAnswer(log: Buffer): { output: string; stdout: string; stderr: string } {
+  const { stdout, stderr } = demuxLog(log);
+  return { output: log.toString("utf8"), stdout: stdout.toString("utf8"), stderr: stderr.toString("utf8") };
 }

@@ -20,8 +20,12 @@ export interface MachineSpec {
   network?: string;
   /** All capabilities dropped but SYS_CHROOT, and no-new-privileges, as a hardened service runs them (default true). */
   hardened?: boolean;
-  /** /dev/shm's size (the computer image's COMPUTER_SHM_BYTES: Chromium needs it). */
-  shmBytes: number;
+  /**
+   * /dev/shm's size (the computer image's COMPUTER_SHM_BYTES: Chromium
+   * needs it); unset leaves Docker's default (64 MiB), as a service that
+   * sets no ShmSize gets.
+   */
+  shmBytes?: number;
   /** The seccomp profile, as JSON (the computer image's computerSeccompProfile()). */
   seccompProfile: string;
   /** Files (or, with `directory`, folders) put in before the first start; owned by root unless `uid`/`gid` say. */
@@ -79,7 +83,7 @@ export class ComputerContainers {
       Labels: { ...spec.labels, [this.label]: this.instance },
       HostConfig: {
         Init: true,
-        ShmSize: spec.shmBytes,
+        ...(spec.shmBytes === undefined ? {} : { ShmSize: spec.shmBytes }),
         SecurityOpt: [`seccomp=${spec.seccompProfile}`, ...(hardened ? ["no-new-privileges:true"] : [])],
         ...(hardened ? { CapDrop: ["ALL"], CapAdd: ["SYS_CHROOT"] } : {}),
         NetworkMode: spec.network ?? "bridge",
