@@ -33,6 +33,8 @@ try {
       apiUrl: emulator.apiUrl,
       snapshot: host.image,
       stateUpdates: "polling",
+      // Signed previews are in host form: the emulator's tunnel carries the host (observe goes through one).
+      previewUrl: (preview) => emulator.previewTunnel(preview.url),
     }),
     docker: host.provider({ dataDir }),
     dockerDataDir: dataDir,

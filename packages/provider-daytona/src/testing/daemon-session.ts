@@ -1,33 +1,112 @@
 import { randomUUID } from "node:crypto";
-import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { type ComputerContainers, demuxEngineStream, HttpAnswer, untilEnded } from "@agent-computer/testing/emulator";
-import {
-  type CommandFiles,
-  commandFiles,
-  commandWrapper,
-  INPUT_WRITER,
-  LOG_FOLLOWER,
-  PREPARE_COMMAND,
-  SESSION_SHELL_LAUNCHER,
-  SESSION_TERMINATOR,
-  SYNC_WAITER,
-} from "./daemon-scripts.js";
-
-/** The container a session's shell runs in, and as whom. */
-export interface SessionMachine {
-  containers: ComputerContainers;
-  containerId: string;
-  /** uid:gid of the sandbox's user (the daemon's: its sessions run as it). */
-  user: string;
-  /** The sandbox user's HOME: the daemon keeps its files under `$HOME/.daytona` (apps/daemon/cmd/daemon/main.go:54-59). */
-  home: string;
-  /** Streams the emulator ends when it closes. */
-  open: Set<Socket>;
-}
+import { type CommandFiles, commandFiles, commandWrapper } from "./daemon-scripts.js";
+import { DAEMON_STAND_IN } from "./daemon-stand-in.js";
 
 /** How long a delete waits after SIGTERM before SIGKILL (apps/daemon/cmd/daemon/config/config.go:23, default 5s). */
 const TERMINATION_GRACE_SECONDS = 5;
+
+/** One answer of the stand-in. */
+type StandInAnswer = { ok: boolean; status?: number; message?: string } & Record<string, unknown>;
+
+/**
+ * The daemon's stand-in in one container (daemon-stand-in.ts): one `docker
+ * exec` that lives as long as the container runs, taking requests and
+ * answering them in order of completion.
+ */
+export class SandboxDaemon {
+  private nextId = 1;
+  private readonly waiting = new Map<number, (answer: StandInAnswer) => void>();
+  private readonly streams = new Map<number, { chunk(bytes: Buffer): void; end(): void }>();
+  private ended = false;
+
+  private constructor(private readonly engine: Duplex) {
+    let pending = "";
+    demuxEngineStream(
+      engine,
+      (chunk) => {
+        pending += chunk.toString("utf8");
+        let newline = pending.indexOf("\n");
+        while (newline >= 0) {
+          this.dispatch(JSON.parse(pending.slice(0, newline)) as StandInAnswer & { id: number });
+          pending = pending.slice(newline + 1);
+          newline = pending.indexOf("\n");
+        }
+      },
+      () => {},
+    );
+    void untilEnded(engine).then(() => {
+      this.ended = true;
+      for (const resolve of this.waiting.values()) resolve({ ok: false, status: 502, message: "the sandbox stopped" });
+      for (const follower of this.streams.values()) follower.end();
+      this.waiting.clear();
+      this.streams.clear();
+    });
+  }
+
+  /** Starts the stand-in in a running container, as the sandbox's user (the daemon's sessions run as it). */
+  static async start(containers: ComputerContainers, containerId: string, user: string): Promise<SandboxDaemon> {
+    const { stream } = await containers.startCommand(containerId, ["python3", "-c", DAEMON_STAND_IN], {
+      user,
+      stdin: true,
+    });
+    return new SandboxDaemon(stream);
+  }
+
+  /** One request; an answer that is not ok becomes the daemon's error status. */
+  async call(op: string, request: Record<string, unknown>): Promise<StandInAnswer> {
+    const answer = await this.send(op, request);
+    if (!answer.ok) throw new HttpAnswer(answer.status ?? 500, answer.message ?? "failed");
+    return answer;
+  }
+
+  /** A streaming request (follow): chunks as they come, then the end. Gives a way to stop it. */
+  async follow(
+    request: Record<string, unknown>,
+    chunk: (bytes: Buffer) => void,
+    end: () => void,
+  ): Promise<{ stop(): void }> {
+    const id = this.nextId;
+    this.streams.set(id, { chunk, end });
+    const answer = await this.send("follow", request);
+    if (!answer.ok) {
+      this.streams.delete(id);
+      throw new HttpAnswer(answer.status ?? 500, answer.message ?? "failed");
+    }
+    return { stop: () => void this.send("cancel", { target: id }).catch(() => {}) };
+  }
+
+  /** Ends the stand-in (the container stops or goes). */
+  close(): void {
+    this.engine.destroy();
+  }
+
+  private send(op: string, request: Record<string, unknown>): Promise<StandInAnswer> {
+    if (this.ended) return Promise.resolve({ ok: false, status: 502, message: "the sandbox stopped" });
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.engine.write(`${JSON.stringify({ ...request, op, id })}\n`);
+    });
+  }
+
+  private dispatch(message: StandInAnswer & { id: number }): void {
+    const follower = this.streams.get(message.id);
+    if (follower && typeof message.chunk === "string") {
+      follower.chunk(Buffer.from(message.chunk, "base64"));
+      return;
+    }
+    if (follower && message.end === true) {
+      this.streams.delete(message.id);
+      follower.end();
+      return;
+    }
+    const resolve = this.waiting.get(message.id);
+    this.waiting.delete(message.id);
+    resolve?.(message);
+  }
+}
 
 /**
  * A command as the daemon keeps it (apps/daemon/pkg/session/types.go
@@ -51,44 +130,23 @@ export interface DaemonCommand {
  */
 export class DaemonSession {
   readonly commands = new Map<string, DaemonCommand>();
-  /** Log readers still running: a delete ends them (log.go:62-78 closes the socket when the session goes). */
-  private readonly readers = new Set<Duplex>();
-  private exited = false;
+  private readonly readers = new Set<{ stop(): void }>();
 
   private constructor(
-    private readonly machine: SessionMachine,
+    private readonly daemon: SandboxDaemon,
     readonly id: string,
     readonly dir: string,
-    private readonly shell: Duplex,
-    private readonly shellPid: number,
-  ) {
-    void untilEnded(shell).then(() => {
-      this.exited = true;
-    });
-  }
+  ) {}
 
-  /** Starts the session's shell (apps/daemon/pkg/session/create.go Create). */
-  static async open(machine: SessionMachine, id: string): Promise<DaemonSession> {
-    const dir = `${machine.home}/.daytona/sessions/${id}`;
-    const { stream } = await machine.containers.startCommand(
-      machine.containerId,
-      ["python3", "-c", SESSION_SHELL_LAUNCHER, dir],
-      { user: machine.user, stdin: true },
-    );
-    const pid = await new Promise<number>((resolve, reject) => {
-      let text = "";
-      demuxEngineStream(
-        stream,
-        (chunk) => {
-          text += chunk.toString("utf8");
-          const line = /^(\d+)\n/.exec(text);
-          if (line) resolve(Number(line[1]));
-        },
-        () => {},
-      );
-      void untilEnded(stream).then(() => reject(new HttpAnswer(500, "the session's shell did not start")));
-    });
-    return new DaemonSession(machine, id, dir, stream, pid);
+  /**
+   * Starts the session's shell (apps/daemon/pkg/session/create.go Create);
+   * its folder under the HOME the daemon keeps its files in
+   * (apps/daemon/cmd/daemon/main.go:54-59: `$HOME/.daytona`).
+   */
+  static async open(daemon: SandboxDaemon, home: string, id: string): Promise<DaemonSession> {
+    const dir = `${home}/.daytona/sessions/${id}`;
+    await daemon.call("open", { session: id, dir });
+    return new DaemonSession(daemon, id, dir);
   }
 
   /**
@@ -105,20 +163,12 @@ export class DaemonSession {
     const files = commandFiles(this.dir, id);
     const entry: DaemonCommand = { id, command, suppressInputEcho, files };
     this.commands.set(id, entry);
-    const prepared = await this.run(["sh", "-c", PREPARE_COMMAND, "prepare", files.dir, files.log, files.script], {
-      input: Buffer.from(command, "utf8"),
-    });
-    if (prepared.exitCode !== 0) throw new HttpAnswer(400, `failed to write command file: ${prepared.stderr}`);
-    await new Promise<void>((resolve, reject) =>
-      this.shell.write(commandWrapper(files, runAsync), (error) =>
-        error ? reject(new HttpAnswer(400, `failed to write command: ${error.message}`)) : resolve(),
-      ),
-    );
+    const wrapper = commandWrapper(files, runAsync);
+    await this.daemon.call("exec", { session: this.id, files, command, wrapper });
     if (runAsync) return { command: entry };
-    const waited = await this.run(["python3", "-c", SYNC_WAITER, files.exitCode, files.log]);
-    const newline = waited.stdout.indexOf(10);
-    entry.exitCode = Number(waited.stdout.subarray(0, newline).toString("utf8"));
-    return { command: entry, log: waited.stdout.subarray(newline + 1) };
+    const waited = await this.daemon.call("wait", { exitCode: files.exitCode, log: files.log });
+    entry.exitCode = Number(waited.exitCode);
+    return { command: entry, log: Buffer.from(String(waited.log), "base64") };
   }
 
   /** The daemon's 404 for a command this session does not have (command.go:40-43). */
@@ -131,24 +181,23 @@ export class DaemonSession {
   /** A command's exit code as GetSessionCommand finds it (command.go:34-66): cached once read. */
   async exitCodeOf(command: DaemonCommand): Promise<number | undefined> {
     if (command.exitCode !== undefined) return command.exitCode;
-    const read = await this.run(["cat", "--", command.files.exitCode]);
-    const text = read.stdout.toString("utf8").trimEnd();
-    if (read.exitCode !== 0 || text === "") return undefined;
+    const read = await this.daemon.call("read", { path: command.files.exitCode }).catch(() => undefined);
+    const text = read ? Buffer.from(String(read.data), "base64").toString("utf8").trimEnd() : "";
+    if (text === "") return undefined;
     command.exitCode = Number(text);
     return command.exitCode;
   }
 
   /** The whole labelled log (log.go:121-137); 404 when the file is gone. */
   async logOf(command: DaemonCommand): Promise<Buffer> {
-    const read = await this.run(["cat", "--", command.files.log]);
-    if (read.exitCode !== 0) throw new HttpAnswer(404, "log file not found");
-    return read.stdout;
+    const read = await this.daemon.call("read", { path: command.files.log });
+    return Buffer.from(String(read.data), "base64");
   }
 
   /**
-   * Streams a command's log as the daemon's websocket does (ReadLogWithExitCode):
-   * `chunk` gets each read, `end` once the reader stopped (log done, session
-   * gone, or `stop` called).
+   * Streams a command's log as the daemon's websocket does (log_reader.go
+   * ReadLogWithExitCode): `chunk` gets each read, `end` once the reader
+   * stopped (log done, session gone, or `stop` called).
    */
   async follow(
     command: DaemonCommand,
@@ -156,18 +205,15 @@ export class DaemonSession {
     chunk: (bytes: Buffer) => void,
     end: () => void,
   ): Promise<{ stop(): void }> {
-    const { stream } = await this.machine.containers.startCommand(
-      this.machine.containerId,
-      ["python3", "-c", LOG_FOLLOWER, command.files.log, command.files.exitCode, follow ? "1" : "0", this.dir],
-      { user: this.machine.user },
-    );
-    this.readers.add(stream);
-    demuxEngineStream(stream, chunk, () => {});
-    void untilEnded(stream).then(() => {
-      this.readers.delete(stream);
+    const request = { log: command.files.log, exitCode: command.files.exitCode, follow, dir: this.dir };
+    let reader: { stop(): void } | undefined;
+    const started = await this.daemon.follow(request, chunk, () => {
+      if (reader) this.readers.delete(reader);
       end();
     });
-    return { stop: () => stream.destroy() };
+    reader = started;
+    this.readers.add(started);
+    return started;
   }
 
   /**
@@ -177,42 +223,17 @@ export class DaemonSession {
    * command ended and removed it, but nothing read its exit code yet).
    */
   async sendInput(command: DaemonCommand, data: string): Promise<void> {
-    if (this.exited) throw new HttpAnswer(410, "session process has exited");
+    const { alive } = await this.daemon.call("alive", { session: this.id });
+    if (!alive) throw new HttpAnswer(410, "session process has exited");
     if (command.exitCode !== undefined)
       throw new HttpAnswer(410, `command has already completed with exit code ${command.exitCode}`);
-    const echo = command.suppressInputEcho ? "0" : "1";
-    const wrote = await this.run(["python3", "-c", INPUT_WRITER, command.files.input, command.files.log, echo], {
-      input: Buffer.from(data, "utf8"),
-    });
-    if (wrote.exitCode !== 0) throw new HttpAnswer(500, wrote.stderr || "failed to write to input pipe");
+    const { input, log } = command.files;
+    await this.daemon.call("input", { pipe: input, log, echo: !command.suppressInputEcho, data });
   }
 
   /** Ends the session (apps/daemon/pkg/session/delete.go Delete): its processes signalled, its folder removed. */
   async delete(): Promise<void> {
-    await this.run([
-      "python3",
-      "-c",
-      SESSION_TERMINATOR,
-      String(this.shellPid),
-      this.dir,
-      `${TERMINATION_GRACE_SECONDS}`,
-    ]);
-    for (const reader of this.readers) reader.destroy();
-    this.shell.destroy();
-  }
-
-  /** Drops the session without signalling (its container stopped or went). */
-  abandon(): void {
-    for (const reader of this.readers) reader.destroy();
-    this.shell.destroy();
-  }
-
-  private async run(
-    argv: string[],
-    options: { input?: Buffer } = {},
-  ): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
-    const { containers, containerId, user } = this.machine;
-    const result = await containers.run(containerId, argv, { user, ...options });
-    return { exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr.toString("utf8").trim() };
+    await this.daemon.call("delete", { session: this.id, dir: this.dir, grace: TERMINATION_GRACE_SECONDS });
+    for (const reader of this.readers) reader.stop();
   }
 }

@@ -4,7 +4,7 @@ import type { Socket } from "node:net";
 import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import { type ComputerContainers, HttpAnswer, pipeStdout, readMultipart } from "@agent-computer/testing/emulator";
 import { demuxLog } from "./daemon-scripts.js";
-import { DaemonSession, type SessionMachine } from "./daemon-session.js";
+import { DaemonSession, SandboxDaemon } from "./daemon-session.js";
 import type { EmulatedSandboxState } from "./daytona-emulator-options.js";
 
 /** Every container an emulator starts carries this label (its value: the emulator's id). */
@@ -44,6 +44,8 @@ export class Sandbox {
   ip?: string;
   archiveImage?: string;
   readonly sessions = new Map<string, DaemonSession>();
+  /** The toolbox daemon's stand-in while the container runs (started on the first session call). */
+  private daemon?: Promise<SandboxDaemon>;
   /** The one state change under way: later ones wait for it. */
   transition = Promise.resolve();
   /** State changes asked for and not yet done: the API's `pending`. */
@@ -134,16 +136,24 @@ export class Sandbox {
 
   /** Drops every session without signalling its processes (the container stops or goes, or the emulator closes). */
   abandonSessions(): void {
-    for (const session of this.sessions.values()) session.abandon();
     this.sessions.clear();
+    const daemon = this.daemon;
+    this.daemon = undefined;
+    void daemon?.then((d) => d.close()).catch(() => {});
   }
 
   // ---- the toolbox ----------------------------------------------------------
 
-  /** What a session's shell needs of this sandbox's container. */
-  private machine(): SessionMachine {
-    const { containers, user, open } = this.host;
-    return { containers, containerId: this.containerId as string, user, home: this.home, open };
+  /** The daemon's stand-in in the running container, started once per run. */
+  private daemonOf(): Promise<SandboxDaemon> {
+    if (!this.daemon) {
+      const { containers, user } = this.host;
+      this.daemon = SandboxDaemon.start(containers, this.containerId as string, user);
+      this.daemon.catch(() => {
+        this.daemon = undefined;
+      });
+    }
+    return this.daemon;
   }
 
   /**
@@ -158,7 +168,7 @@ export class Sandbox {
       // session.go CreateSession: 201, no body; create.go:39-42 a second one is 409.
       const sessionId = String(request.sessionId);
       if (this.sessions.has(sessionId)) throw new HttpAnswer(409, "session already exists");
-      this.sessions.set(sessionId, await DaemonSession.open(this.machine(), sessionId));
+      this.sessions.set(sessionId, await DaemonSession.open(await this.daemonOf(), this.home, sessionId));
       return { status: 201 };
     }
     const deleted = on("DELETE", /^process\/session\/([^/]+)$/);
