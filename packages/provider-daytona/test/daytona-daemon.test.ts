@@ -107,6 +107,64 @@ if (!env.missing) {
       await sandbox.process.deleteSession(sessionId);
     }, 60_000);
 
+    it("echoes input to the log as stdout unless suppressed, and answers 500 once the ended command's FIFO is gone", async () => {
+      const sessionId = `input-${Date.now()}`;
+      await sandbox.process.createSession(sessionId);
+      const { cmdId } = await sandbox.process.executeSessionCommand(sessionId, {
+        command: "read line; echo got-$line",
+        runAsync: true,
+      });
+      // The answer to exec comes before the shell made the command's FIFOs (execute.go writes the wrapper and
+      // answers): input sent at once may find none and answer 500, so it is sent again, as the provider's retry does.
+      await expect
+        .poll(
+          () =>
+            sandbox.process
+              .sendSessionCommandInput(sessionId, cmdId as string, "hi")
+              .then(() => "sent")
+              .catch((error: unknown) => String((error as { statusCode?: number }).statusCode)),
+          { timeout: 10_000 },
+        )
+        .toBe("sent");
+      // Both lines, stdout-labelled; the echo is appended after the FIFO write, so the command's answer may come first.
+      const echoed = ["\x01\x01\x01hi\n\x01\x01\x01got-hi\n", "\x01\x01\x01got-hi\n\x01\x01\x01hi\n"];
+      await expect
+        .poll(async () => (await sandbox.process.getSessionCommandLogs(sessionId, cmdId as string)).output, {
+          timeout: 10_000,
+        })
+        .toSatisfy((output: string) => echoed.includes(output));
+      // Ended, its exit code not yet read through the daemon: the input FIFO is gone (input.go:40-44 answers 500).
+      const ended = await sandbox.process.executeSessionCommand(sessionId, { command: "true", runAsync: true });
+      await expect
+        .poll(async () => text((await machine.exec({ shell: `ls ${sessions}/${sessionId}/${ended.cmdId}/` })).stdout), {
+          timeout: 10_000,
+        })
+        .toContain("exit_code");
+      const refused = await sandbox.process
+        .sendSessionCommandInput(sessionId, ended.cmdId as string, "late")
+        .then(() => undefined)
+        .catch((error: unknown) => error as { statusCode?: number });
+      expect(refused?.statusCode).toBe(500);
+      await sandbox.process.deleteSession(sessionId);
+    }, 60_000);
+
+    it("closes a followed log a second after the exit code, as the daemon's reader does", async () => {
+      const { sessionId, cmdId } = await runInSession("echo quick");
+      const started = Date.now();
+      let got = "";
+      await sandbox.process.getSessionCommandLogs(
+        sessionId,
+        cmdId,
+        (chunk) => {
+          got += chunk;
+        },
+        () => {},
+      );
+      expect(got).toBe("quick\n");
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+      await sandbox.process.deleteSession(sessionId);
+    }, 30_000);
+
     it("gives the sandbox Docker's default 64 MiB /dev/shm, as the runner sets no ShmSize", async () => {
       const df = text((await machine.exec({ shell: "df -k /dev/shm | tail -1" })).stdout)
         .trim()
@@ -123,9 +181,12 @@ if (!env.missing) {
       expect(names.filter((n) => /\.daytona|output\.log|exit_code|cmd\.sh|\.pipe$/.test(n))).toEqual([]);
       // Each command's session was deleted (only the listing's own is there while it runs).
       await expect
-        .poll(async () => text((await machine.exec({ shell: `ls ${sessions} | wc -l` })).stdout).trim(), {
-          timeout: 10_000,
-        })
+        .poll(
+          async () => text((await machine.exec({ shell: `ls ${sessions} | grep -c ^agent-computer-` })).stdout).trim(),
+          {
+            timeout: 10_000,
+          },
+        )
         .toBe("1");
     }, 240_000);
 
