@@ -105,6 +105,16 @@ export const HOSTILE_ARCHIVES: readonly HostileArchive[] = [
     "RESTORE_REJECTED",
   ],
   [
+    "a pax mtime of 1e20 seconds (utimes fails on it)",
+    () => Buffer.concat([pax({ mtime: "1e20" }), raw("a", { data: Buffer.from("x") }), END]),
+    "RESTORE_REJECTED",
+  ],
+  [
+    "a pax mtime of 10^20 seconds written out",
+    () => Buffer.concat([pax({ mtime: "100000000000000000000" }), raw("a", { data: Buffer.from("x") }), END]),
+    "RESTORE_REJECTED",
+  ],
+  [
     "a global pax path",
     () => Buffer.concat([raw("g", { type: "g", data: Buffer.from("14 path=evil\n") }), raw("a"), END]),
     "RESTORE_REJECTED",

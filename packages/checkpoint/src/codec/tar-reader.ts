@@ -83,13 +83,13 @@ export async function readTarHeader(source: ByteSource): Promise<TarEntryHeader 
       }
       if (records.has("path")) paxPath = records.get("path");
       if (records.has("size")) paxSize = parseDecimal(records.get("size") as string, "pax size");
-      if (records.has("mtime")) paxMtime = Math.floor(Number(records.get("mtime")));
+      if (records.has("mtime")) paxMtime = parsePaxTime(records.get("mtime") as string);
       sparse = sparseOf(records) ?? sparse;
       continue;
     }
     const path = sparse?.name ?? paxPath ?? longName ?? header.name;
     const size = paxSize ?? header.size;
-    const mtime = paxMtime !== undefined && Number.isFinite(paxMtime) ? paxMtime : header.mtime;
+    const mtime = paxMtime ?? header.mtime;
     if (header.type === "0" || header.type === "\0" || header.type === "7") {
       const file: TarEntryHeader = { path, kind: "file", other: "", size, mode: header.mode, mtime };
       if (sparse) file.sparse = { realSize: sparse.realSize };
@@ -169,7 +169,7 @@ function parseHeader(block: Buffer): RawHeader {
     type,
     size: parseNumber(block.subarray(124, 136), "size"),
     mode: parseOctal(block.subarray(100, 108), "mode"),
-    mtime: parseNumber(block.subarray(136, 148), "mtime"),
+    mtime: parseTime(block.subarray(136, 148)),
   };
 }
 
@@ -200,6 +200,13 @@ function parseNumber(raw: Buffer, what: string): number {
   return value;
 }
 
+/** A header's mtime field; base-256 can say up to 2^53 seconds, so it is held to MAX_MTIME_SECONDS too. */
+function parseTime(raw: Buffer): number {
+  const value = parseNumber(raw, "mtime");
+  if (value > MAX_MTIME_SECONDS) refuseRestore(`a header's mtime of ${value} seconds is out of range`);
+  return value;
+}
+
 function parseOctal(raw: Buffer, what: string): number {
   const text = raw
     .toString("latin1")
@@ -207,6 +214,22 @@ function parseOctal(raw: Buffer, what: string): number {
     .replace(/^ +/, "");
   if (!/^[0-7]*$/.test(text)) refuseRestore(`a header's ${what} is not an octal number`);
   return text === "" ? 0 : Number.parseInt(text, 8);
+}
+
+/**
+ * Seconds either side of 1970 a restored mtime may be: about 34,000 years,
+ * beyond what any file system stores (Linux clamps to its range), far inside
+ * what utimes takes (1e20 fails it with EINVAL, which restore-home.ts would
+ * report as a retryable UNAVAILABLE instead of refusing the archive).
+ */
+const MAX_MTIME_SECONDS = 2 ** 40;
+
+/** A pax `mtime` record: decimal seconds, an optional fraction and sign, within MAX_MTIME_SECONDS. */
+function parsePaxTime(text: string): number {
+  if (!/^-?[0-9]{1,20}(\.[0-9]{0,20})?$/.test(text)) refuseRestore("a pax mtime is not a decimal number");
+  const value = Math.floor(Number(text));
+  if (Math.abs(value) > MAX_MTIME_SECONDS) refuseRestore(`a pax mtime of ${text.slice(0, 24)} seconds is out of range`);
+  return value;
 }
 
 function parseDecimal(text: string, what: string): number {
