@@ -19,12 +19,18 @@ const transientTest = TRANSIENT_PROFILE_NAMES.map((n) => `-name '${n}'`).join(" 
  * devices are left out, as `packHome` does), transient profile files left
  * out, in a stable (byte) order, as one GNU tar stream on stdout. Exit 1 of
  * tar means a file changed while read; the archive is still well-formed.
+ * Files with holes go as GNU sparse 1.0 in pax (what `packHome` writes and
+ * the restore reads, sparse-map.ts), found by SEEK_DATA: without `--sparse`
+ * a bot's 15 TiB file of a few bytes was read and sent as 15 TiB of zeros
+ * (issue 45, finding 4). atime, ctime and sub-second mtime records are left
+ * out, so only long names, big sizes and sparse files get a pax header.
  */
 const EXPORT_HOME = `cd -- "$1" 2>/dev/null || exit 66
 find . -mindepth 1 \\( -path './.browser-profiles/*/*' \\( ${transientTest} \\) \\) -prune \\
   -o \\( -type d -o -type f \\) -printf '%P\\0' \\
   | LC_ALL=C sort -z \\
-  | tar --null --verbatim-files-from --no-recursion --numeric-owner -T - -cf -
+  | tar --null --verbatim-files-from --no-recursion --numeric-owner \\
+    --format=pax --pax-option=delete=atime,delete=ctime,delete=mtime --sparse --sparse-version=1.0 -T - -cf -
 s=$?
 [ "$s" -le 1 ] || exit "$s"
 exit 0`;

@@ -5,7 +5,6 @@ import {
   existsSync,
   fstatSync,
   openSync,
-  read,
   readdirSync,
   readlinkSync,
   readSync,
@@ -13,6 +12,7 @@ import {
 import { Readable } from "node:stream";
 import { AgentComputerError, parseInput } from "@agent-computer/core";
 import { z } from "zod";
+import { type DataRunsOptions, DEFAULT_SEEKER, findDataRuns, readAt } from "./data-runs.js";
 import type { PackOptions } from "./pack-options.js";
 import type { PackStats } from "./pack-stats.js";
 import type { PackedHome } from "./packed-home.js";
@@ -32,10 +32,9 @@ import { BLOCK, headerBytesFor, padding, type TarHeaderFields, writeTarHeader } 
 const BATCH = 1024 * 1024;
 const SMALL_FILE = 256 * 1024;
 const READ_CHUNK = 1024 * 1024;
-/** Sparse detection: files over 1 MiB, holes counted in 64 KiB segments. */
+/** Sparse detection: files over 1 MiB missing over 64 KiB of blocks (data-runs.ts finds where). */
 const SPARSE_MIN_SIZE = 1024 * 1024;
 const SPARSE_SEGMENT = 64 * 1024;
-const ZEROS = Buffer.alloc(SPARSE_SEGMENT);
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const DIR_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_DIRECTORY;
 /**
@@ -116,7 +115,14 @@ export function packHome(dir: string, options: PackOptions = {}): PackedHome {
   // The stream carries the error to its reader; keep the promise from being
   // reported as unhandled when nobody awaits the stats.
   done.catch(() => {});
-  const packer = new Packer(args.dir, args.options.include ?? (() => true), stats);
+  // Destroying the stream must stop the work at once (issue 45, finding 4):
+  // Readable.from only calls the generator's return() once it reaches a
+  // yield, and finding a big file's holes can await for long without one.
+  const stop = new AbortController();
+  const packer = new Packer(args.dir, args.options.include ?? (() => true), stats, {
+    signal: stop.signal,
+    seeker: DEFAULT_SEEKER,
+  });
   async function* produce(): AsyncGenerator<Buffer> {
     let finished = false;
     try {
@@ -136,7 +142,13 @@ export function packHome(dir: string, options: PackOptions = {}): PackedHome {
   // One Buffer per batch, so the per-chunk cost of Readable.from is paid once
   // per MiB. A high-water mark of one byte keeps a single batch buffered: with
   // two, a reader's read() would concatenate (copy) them.
-  return { tar: Readable.from(produce(), { objectMode: false, highWaterMark: 1 }), stats: done };
+  const tar = Readable.from(produce(), { objectMode: false, highWaterMark: 1 });
+  const destroyIterator = tar._destroy;
+  tar._destroy = (error, callback) => {
+    stop.abort();
+    destroyIterator.call(tar, error, callback);
+  };
+  return { tar, stats: done };
 }
 
 class Packer {
@@ -149,6 +161,7 @@ class Packer {
     private readonly root: string,
     private readonly include: (path: string) => boolean,
     private readonly stats: PackStats,
+    private readonly dataRuns: DataRunsOptions,
   ) {}
 
   async *run(): AsyncGenerator<Buffer> {
@@ -272,7 +285,7 @@ class Packer {
       }
       const size = info.size;
       if (mayBeSparse(info)) {
-        const runs = await dataRuns(fd, size);
+        const runs = await findDataRuns(fd, size, info.blocks * 512, rel, this.dataRuns);
         const data = runs.reduce((sum, run) => sum + run.length, 0);
         if (data < size) {
           yield* this.packSparseFile(fd, rel, info, runs, data);
@@ -388,45 +401,10 @@ function mayBeSparse(info: { size: number; blocks: number }): boolean {
   return info.size > SPARSE_MIN_SIZE && info.blocks * 512 < info.size - SPARSE_SEGMENT;
 }
 
-/**
- * The data runs of a file with holes, found by reading it (a hole reads as
- * zeros, from no disk): a segment of zeros is a hole. Node has no
- * SEEK_DATA; one extra pass over a sparse file is the cost.
- */
-async function dataRuns(fd: number, size: number): Promise<DataRun[]> {
-  const runs: DataRun[] = [];
-  const chunk = Buffer.allocUnsafe(READ_CHUNK);
-  for (let position = 0; position < size; ) {
-    const got = await readAt(fd, chunk, position);
-    if (got === 0) break;
-    for (let start = 0; start < got; start += SPARSE_SEGMENT) {
-      const end = Math.min(start + SPARSE_SEGMENT, got);
-      const segment = chunk.subarray(start, end);
-      if (segment.equals(ZEROS.subarray(0, segment.length))) continue;
-      const last = runs.at(-1);
-      if (last && last.offset + last.length === position + start) last.length += end - start;
-      else runs.push({ offset: position + start, length: end - start });
-    }
-    position += got;
-  }
-  // A file that ends in a hole ends with an empty run at its size, as GNU
-  // tar writes it: a reader that sizes the file by its last run gets it right.
-  const last = runs.at(-1);
-  if (!last || last.offset + last.length < size) runs.push({ offset: size, length: 0 });
-  return runs;
-}
-
 /** A folder open for the walk: its descriptor, and the path that reaches it through that descriptor. */
 interface Folder {
   fd: number;
   path: string;
-}
-
-/** An asynchronous positioned read on a numeric fd (the thread pool does the waiting). */
-function readAt(fd: number, target: Buffer, position: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    read(fd, target, 0, target.length, position, (error, bytesRead) => (error ? reject(error) : resolve(bytesRead)));
-  });
 }
 
 function readFully(fd: number, target: Buffer, offset: number, length: number): number {

@@ -1,14 +1,17 @@
 import { execFileSync } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
 import { mkdir, mkdtemp, open, readFile, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { beforeAll, describe, expect, it } from "vitest";
+import { findDataRuns } from "./data-runs.js";
 import { packHome } from "./pack-home.js";
 import { restoreHome } from "./restore-home.js";
 import { encodeSparseMap } from "./sparse-map.js";
 
 const GiB = 1024 ** 3;
+const TiB = 1024 ** 4;
 let root: string;
 
 async function drain(stream: AsyncIterable<Uint8Array>): Promise<Buffer> {
@@ -64,6 +67,105 @@ describe("sparse files", () => {
     expect(await read(GiB, 4)).toBe("\0\0\0\0");
     await handle.close();
   }, 60_000);
+
+  it("exports a home holding a 15 TiB file of a few bytes in under 5 s, its holes skipped, not read (issue 45)", async () => {
+    const home = join(root, "huge-home");
+    await mkdir(home, { recursive: true });
+    await sparseFile(join(home, "huge.img"), 15 * TiB, [
+      { offset: 0, text: "head" },
+      { offset: 7 * TiB, text: "middle" },
+      { offset: 15 * TiB - 4, text: "tail" },
+    ]);
+    const started = Date.now();
+    const packed = packHome(home);
+    const archive = await drain(packed.tar);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect((await packed.stats).sparse).toBe(1);
+    expect(archive.length).toBeLessThan(1024 * 1024);
+    const target = join(root, "huge-restored");
+    await restoreHome(Readable.from([archive]), target, { maxFileBytes: 16 * TiB, maxTotalBytes: 16 * TiB });
+    const handle = await open(join(target, "huge.img"), "r");
+    try {
+      expect((await handle.stat()).size).toBe(15 * TiB);
+      const read = async (offset: number, length: number) => {
+        const buffer = Buffer.alloc(length);
+        await handle.read(buffer, 0, length, offset);
+        return buffer.toString("latin1");
+      };
+      expect(await read(0, 4)).toBe("head");
+      expect(await read(7 * TiB, 6)).toBe("middle");
+      expect(await read(15 * TiB - 4, 4)).toBe("tail");
+      expect(await read(3 * TiB, 4)).toBe("\0\0\0\0");
+    } finally {
+      await handle.close();
+    }
+  }, 30_000);
+
+  it("stops packing within 1 s of its stream being destroyed while it looks for a 15 TiB file's holes", async () => {
+    const home = join(root, "destroyed-home");
+    await mkdir(home, { recursive: true });
+    await sparseFile(join(home, "huge.img"), 15 * TiB, [{ offset: 9 * TiB, text: "data" }]);
+    const packed = packHome(home);
+    const settled = packed.stats.then(
+      () => "finished",
+      (error: { code?: string }) => error.code,
+    );
+    packed.tar.resume();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const destroyedAt = Date.now();
+    packed.tar.destroy();
+    const outcome = await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, 1000, "still working"))]);
+    expect(outcome).not.toBe("still working");
+    expect(Date.now() - destroyedAt).toBeLessThan(1000);
+  }, 10_000);
+
+  it("reading a file for its holes (no SEEK_DATA helper) stops within 1 s of the abort, and refuses a file past the reading limit", async () => {
+    const path = join(root, "scanned.img");
+    await sparseFile(path, 15 * GiB, [{ offset: 14 * GiB, text: "late" }]);
+    const fd = openSync(path, "r");
+    try {
+      const stop = new AbortController();
+      const scanning = findDataRuns(fd, 15 * GiB, 4096, "scanned.img", { signal: stop.signal, seeker: undefined });
+      const outcome = scanning.then(
+        () => "finished",
+        (error: { code?: string }) => error.code,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const abortedAt = Date.now();
+      stop.abort();
+      expect(await outcome).toBe("ABORTED");
+      expect(Date.now() - abortedAt).toBeLessThan(1000);
+      await expect(
+        findDataRuns(fd, 15 * TiB, 4096, "scanned.img", { signal: new AbortController().signal, seeker: undefined }),
+      ).rejects.toMatchObject({ code: "LIMIT_EXCEEDED" });
+    } finally {
+      closeSync(fd);
+    }
+  }, 20_000);
+
+  it("finds the same runs by SEEK_DATA as by reading the file", async () => {
+    const path = join(root, "both-ways.img");
+    await sparseFile(path, 64 * 1024 * 1024, [
+      { offset: 0, text: "a" },
+      { offset: 5 * 1024 * 1024, text: "b" },
+    ]);
+    const fd = openSync(path, "r");
+    try {
+      const signal = new AbortController().signal;
+      const sought = await findDataRuns(fd, 64 * 1024 * 1024, 8192, "both-ways.img", { signal, seeker: "perl" });
+      const read = await findDataRuns(fd, 64 * 1024 * 1024, 8192, "both-ways.img", { signal, seeker: undefined });
+      const covers = (runs: { offset: number; length: number }[], at: number) =>
+        runs.some((run) => run.offset <= at && at < run.offset + run.length);
+      for (const runs of [sought, read]) {
+        expect(covers(runs, 0)).toBe(true);
+        expect(covers(runs, 5 * 1024 * 1024)).toBe(true);
+        expect(covers(runs, 30 * 1024 * 1024)).toBe(false);
+        expect(runs.at(-1)).toEqual({ offset: 64 * 1024 * 1024, length: 0 });
+      }
+    } finally {
+      closeSync(fd);
+    }
+  });
 
   it("writes an archive GNU tar extracts to the same bytes", async () => {
     const home = join(root, "gnu-home");

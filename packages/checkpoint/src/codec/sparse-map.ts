@@ -15,7 +15,7 @@ export interface DataRun {
 }
 
 /** Most runs a map may list: a hostile map cannot make the restore hold millions of them. */
-const MAX_RUNS = 100_000;
+export const MAX_RUNS = 100_000;
 
 export function encodeSparseMap(runs: readonly DataRun[]): Buffer {
   const text = [String(runs.length), ...runs.flatMap((run) => [String(run.offset), String(run.length)])].join("\n");
