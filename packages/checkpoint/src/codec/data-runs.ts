@@ -25,6 +25,13 @@ const ZEROS = Buffer.alloc(SCAN_SEGMENT);
 /** Most a file is read to find its holes: the default restore file limit (restore-limits.ts), a few seconds of reading. */
 export const SCAN_LIMIT = 16 * 1024 ** 3;
 
+/**
+ * Files below this are read for their holes even when the helper is there:
+ * starting perl (about 9 ms here) costs more than reading 16 MiB of holes,
+ * and a home of many small sparse files would pay it per file.
+ */
+const SEEK_MIN_SIZE = 16 * 1024 * 1024;
+
 /** Data runs a file may have: one run of the map is kept for the empty run that marks a trailing hole. */
 const MOST_DATA_RUNS = MAX_RUNS - 1;
 
@@ -73,7 +80,8 @@ export async function findDataRuns(
   path: string,
   options: DataRunsOptions,
 ): Promise<DataRun[]> {
-  let runs = options.seeker === undefined ? undefined : await seekDataRuns(fd, size, path, options);
+  let runs =
+    options.seeker === undefined || size < SEEK_MIN_SIZE ? undefined : await seekDataRuns(fd, size, path, options);
   // A file system without SEEK_DATA reports the whole file as data; more
   // data than blocks on disk means its answer says nothing about the holes.
   if (runs !== undefined && totalLength(runs) > allocated + SCAN_CHUNK) runs = undefined;
