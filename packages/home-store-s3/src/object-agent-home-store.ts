@@ -50,6 +50,7 @@ import {
 } from "@aws-sdk/client-s3";
 import PQueue from "p-queue";
 import { z } from "zod";
+import { readCappedObject } from "./capped-object-read.js";
 import { ChunkBucket, type ListedObject } from "./chunked/chunk-bucket.js";
 import { collectChunks } from "./chunked/chunk-collection.js";
 import { type ChunkKeys, chunkKeysOf } from "./chunked/chunk-keys.js";
@@ -59,6 +60,13 @@ import { manifestArchive } from "./chunked/manifest-archive.js";
 import { listManifest, planRead } from "./chunked/manifest-browser.js";
 import { isChunk } from "./chunked/sealed-chunk.js";
 import { isManifest, MAX_MANIFEST_BYTES, openManifest, sealManifest } from "./chunked/sealed-manifest.js";
+import {
+  forgedPointerError,
+  MAX_POINTER_BYTES,
+  signDeletedPointer,
+  signPointer,
+  verifyPointer,
+} from "./committed-pointer.js";
 import { deleteBucketKeys } from "./delete-bucket-keys.js";
 import type { HomeKeyring } from "./home-keyring.js";
 import type { HomeReconcileResult } from "./home-reconcile-result.js";
@@ -66,6 +74,7 @@ import type { HomeRecord } from "./home-record.js";
 import type { HomeRecords } from "./home-records.js";
 import type { HomeStoreStage } from "./home-store-stage.js";
 import type { ObjectAgentHomeStoreOptions } from "./object-agent-home-store-options.js";
+import { manifestTooLarge, missingRevision } from "./stored-revision-errors.js";
 
 const MIB = 1024 * 1024;
 /** A clean-up request after a failure (aborting an upload) gets this long of its own. */
@@ -148,6 +157,8 @@ interface StoredObject {
   /** The attempt id, or "committed" for a revision's pointer. */
   readonly name: string;
   readonly lastModified: number;
+  /** Bytes, as the listing states them. */
+  readonly size: number;
 }
 
 /** A chunk or deletion mark of a format-v2 home, as the key names it. */
@@ -284,13 +295,12 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     const storageId = checkedStorageId(record);
     const remembered = this.browsed.get(storageId);
     if (remembered?.manifest.revision === record.revision) return remembered;
-    const object = await this.currentObject(storageId, record.revision);
+    const dataKey = await this.dataKeyOf(record);
+    const object = await this.currentObject(storageId, record.revision, dataKey);
     if (object === undefined) throw new AgentComputerError("NOT_FOUND", `Home "${homeKey}" has no checkpoint yet.`);
     if (!isManifest(await this.getBytes(object.key, "bytes=0-7")))
-      return {
-        archive: { objectKey: object.key, dataKey: await this.dataKeyOf(record), storageId, revision: record.revision },
-      };
-    const keys = chunkKeysOf(await this.dataKeyOf(record), storageId);
+      return { archive: { objectKey: object.key, dataKey, storageId, revision: record.revision } };
+    const keys = chunkKeysOf(dataKey, storageId);
     const { manifest } = openManifest(keys, record.revision, await this.getBytes(object.key), this.limits);
     if (this.browsed.size >= 16) this.browsed.delete(this.browsed.keys().next().value as string);
     this.browsed.set(storageId, { manifest, keys });
@@ -308,8 +318,16 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     return this.serially(key, async () => {
       const record = await this.records.read(key);
       if (record !== undefined) {
-        const { revisions, chunked } = await this.listAll(`${this.homesPrefix()}${checkedStorageId(record)}/`);
+        const storageId = checkedStorageId(record);
+        const { revisions, chunked } = await this.listAll(`${this.homesPrefix()}${storageId}/`);
         await this.deleteKeys([...chunked.map((o) => o.key), ...revisions.map((o) => o.key)]);
+        // The record keeps its revision, so a restore would find it committed with no objects: say, under the
+        // home's key, that they went on purpose (else that is CHECKPOINT_CORRUPT, never "no checkpoint").
+        if (record.revision > 0 && record.wrappedDataKey !== undefined)
+          await this.put(
+            this.objectKey(storageId, record.revision, COMMITTED),
+            signDeletedPointer(await this.dataKeyOf(record), storageId, record.revision),
+          );
       }
       await rm(this.homeDir(key), { recursive: true, force: true });
       await recoverInterruptedRestore(this.homeDir(key));
@@ -348,13 +366,11 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     for (const o of objects) {
       const owner = owners.get(o.storageId);
       if (owner !== undefined && o.revision === owner.revision && o.name === COMMITTED) {
-        const attempt = await this.readPointer(o.key);
+        const attempt = await this.signedWinner(owner, o);
         // A pointer naming no listed attempt (empty, torn, or written by hand) names no winner: deleting
-        // every other candidate on its word would delete the committed revision itself.
-        const named =
-          attempt !== undefined &&
-          attempt !== COMMITTED &&
-          listed.has(this.objectKey(o.storageId, o.revision, attempt));
+        // every other candidate on its word would delete the committed revision itself. Nor does one that
+        // does not authenticate (flipped to a loser, issue 45, finding 9): it would delete the winner.
+        const named = attempt !== undefined && listed.has(this.objectKey(o.storageId, o.revision, attempt));
         if (named) winners.set(o.storageId, attempt);
       }
     }
@@ -486,7 +502,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     await this.emit({ stage: "cleaning-up", homeKey, revision: next });
     // Only the winner of `next` gets here, so only it writes the pointer.
     // Best effort from here on: the revision is committed, and a reader without the pointer takes the only candidate.
-    await this.put(this.objectKey(storageId, next, COMMITTED), attempt).catch(() => {});
+    await this.put(this.objectKey(storageId, next, COMMITTED), signPointer(dataKey, storageId, next, attempt)).catch(
+      () => {},
+    );
     const stats = staged ? staged.stats : await (packStats as Promise<{ files: number; bytes: number }>);
     const checkpoint: CacheMarker = {
       homeKey,
@@ -547,13 +565,19 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     await recoverInterruptedRestore(home);
     const marker = await this.readMarker(homeKey);
     if (marker?.storageId === storageId && marker.revision === record.revision) return marker;
-    const object = await this.currentObject(storageId, record.revision);
-    if (object === undefined) return undefined;
     const dataKey = await this.dataKeyOf(record);
+    const object = await this.currentObject(storageId, record.revision, dataKey);
+    if (object === undefined) return undefined;
     await this.emit({ stage: "downloading", homeKey, revision: record.revision, objectKey: object.key });
     const signal = signalOf(ctx, "restore");
-    const { head, stream } = await peekStart(await this.get(object.key, signal), 8);
+    const body = await this.get(object.key, signal);
+    const { head, stream } = await peekStart(body, 8);
     if (isManifest(head)) {
+      // By the listed size, before the body is read (issue 45, finding 7).
+      if (object.size > MAX_MANIFEST_BYTES) {
+        body.destroy();
+        throw manifestTooLarge(object.size);
+      }
       const sealed = await collectBytes(stream, MAX_MANIFEST_BYTES);
       return this.syncChunked(homeKey, storageId, record.revision, dataKey, sealed, object.lastModified, signal);
     }
@@ -577,17 +601,38 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     return synced;
   }
 
-  /** The committed revision's object: the pointer's attempt, else the only candidate. */
-  private async currentObject(storageId: string, revision: number): Promise<StoredObject | undefined> {
+  /**
+   * The committed revision's object: the attempt a signed pointer names, else
+   * (no pointer, or an unsigned one from before pointers were signed) the
+   * only candidate. Undefined only when `delete` said, under the home's key,
+   * that the copy is gone. A committed revision whose objects are missing,
+   * or whose pointer names a missing attempt or does not authenticate, is
+   * CHECKPOINT_CORRUPT: answering "no checkpoint" there made the runtime
+   * start an empty home and commit it (issue 45, finding 5).
+   */
+  private async currentObject(
+    storageId: string,
+    revision: number,
+    dataKey: Uint8Array,
+  ): Promise<StoredObject | undefined> {
     const candidates = await this.listObjects(`${this.homesPrefix()}${storageId}/${revision}/`);
     const attempts = candidates.filter((o) => o.name !== COMMITTED && o.revision === revision);
     const pointer = candidates.find((o) => o.name === COMMITTED);
-    if (pointer !== undefined) {
-      const winner = await this.readPointer(pointer.key);
-      const found = attempts.find((o) => o.name === winner);
+    const text = pointer === undefined ? undefined : await this.readPointer(pointer.key);
+    const reading = text === undefined ? undefined : verifyPointer(dataKey, storageId, revision, text);
+    if (reading !== undefined && "forged" in reading) throw forgedPointerError(storageId, revision);
+    if (reading !== undefined && "deleted" in reading && attempts.length === 0) return undefined;
+    if (reading !== undefined && "attempt" in reading) {
+      const found = attempts.find((o) => o.name === reading.attempt);
       if (found) return found;
+      throw missingRevision(
+        storageId,
+        revision,
+        `the attempt its committed pointer names (${reading.attempt}) is missing`,
+      );
     }
-    if (attempts.length <= 1) return attempts[0];
+    if (attempts.length === 1) return attempts[0];
+    if (attempts.length === 0) throw missingRevision(storageId, revision, "the bucket holds no object of it");
     // Only a losing writer that crashed after a winner that crashed before its pointer leaves this.
     throw new AgentComputerError(
       "CHECKPOINT_CORRUPT",
@@ -614,7 +659,8 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     throwIfDone(ctx, "checkpoint");
     const record = await this.recordOf(homeKey);
     const storageId = checkedStorageId(record);
-    const keys = chunkKeysOf(await this.dataKeyOf(record), storageId);
+    const dataKey = await this.dataKeyOf(record);
+    const keys = chunkKeysOf(dataKey, storageId);
     const next = record.revision + 1;
     const attempt = randomBytes(12).toString("hex");
     const objectKey = this.objectKey(storageId, next, attempt);
@@ -651,7 +697,9 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
       throw error;
     }
     await this.emit({ stage: "cleaning-up", homeKey, revision: next });
-    await this.put(this.objectKey(storageId, next, COMMITTED), attempt).catch(() => {});
+    await this.put(this.objectKey(storageId, next, COMMITTED), signPointer(dataKey, storageId, next, attempt)).catch(
+      () => {},
+    );
     const checkpoint: CacheMarker = {
       homeKey,
       storageId,
@@ -870,11 +918,18 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     );
   }
 
+  /** A manifest (or its first bytes), refused from its Content-Length when over MAX_MANIFEST_BYTES. */
   private async getBytes(key: string, range?: string): Promise<Buffer> {
-    const result = await this.call("downloading a manifest", () =>
-      this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range })),
+    return this.call("downloading a manifest", () =>
+      readCappedObject({
+        s3: this.s3,
+        bucket: this.bucket,
+        key,
+        range,
+        maxBytes: MAX_MANIFEST_BYTES,
+        tooLarge: manifestTooLarge,
+      }),
     );
-    return Buffer.from((await result.Body?.transformToByteArray()) ?? []);
   }
 
   private async putBytes(key: string, body: Buffer, what: string, signal: AbortSignal): Promise<void> {
@@ -946,6 +1001,7 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
             revision: Number(revision[2]),
             name: revision[3] as string,
             lastModified,
+            size: item.Size ?? 0,
           });
           continue;
         }
@@ -1084,14 +1140,42 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     );
   }
 
+  /**
+   * A pointer's text, read only up to MAX_POINTER_BYTES (issue 45, finding 7); a bigger one is not one this
+   * store wrote and reads as empty, which names no winner (committed-pointer.ts).
+   */
   private async readPointer(key: string): Promise<string | undefined> {
+    const oversized = new AgentComputerError("CHECKPOINT_CORRUPT", "A committed pointer is over its size limit.");
     try {
-      const result = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      return (await result.Body?.transformToString())?.trim();
+      const bytes = await readCappedObject({
+        s3: this.s3,
+        bucket: this.bucket,
+        key,
+        maxBytes: MAX_POINTER_BYTES,
+        tooLarge: () => oversized,
+      });
+      return bytes.toString("utf8");
     } catch (error) {
+      if (error === oversized) return "";
       if (isMissing(error)) return undefined;
       throw this.unavailable("reading a revision pointer", error);
     }
+  }
+
+  /** The attempt a reconciled home's pointer names, only when it authenticates; any doubt names none. */
+  private async signedWinner(owner: HomeRecord, pointer: StoredObject): Promise<string | undefined> {
+    // Reading a key must not make one (dataKeyOf does for a home without): no key, no signed pointer.
+    if (owner.wrappedDataKey === undefined) return undefined;
+    const text = await this.readPointer(pointer.key);
+    if (text === undefined) return undefined;
+    const dataKey = await this.dataKeyOf(owner).catch((error: unknown) => {
+      // A key that does not unwrap leaves the winner unknown: keep every candidate.
+      if (AgentComputerError.is(error, "CHECKPOINT_CORRUPT")) return undefined;
+      throw error;
+    });
+    if (dataKey === undefined) return undefined;
+    const reading = verifyPointer(dataKey, owner.storageId, pointer.revision, text);
+    return "attempt" in reading ? reading.attempt : undefined;
   }
 
   private async listObjects(prefix: string): Promise<StoredObject[]> {

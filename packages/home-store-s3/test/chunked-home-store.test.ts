@@ -82,6 +82,10 @@ async function putBytes(key: string, body: Buffer): Promise<void> {
   await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body }));
 }
 
+async function deleteKeys(keys: readonly string[]): Promise<void> {
+  for (const key of keys) await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }));
+}
+
 async function rejection(promise: Promise<unknown>): Promise<AgentComputerError> {
   const error = await promise.then(
     () => undefined,
@@ -305,6 +309,44 @@ describe("ObjectAgentHomeStore format 2", () => {
           await putBytes(await manifestKeyOf(c.storageId, 2), older);
         },
       ],
+      [
+        "the committed revision's manifest and pointer deleted (issue 45: it restored as no checkpoint)",
+        async (c) => deleteKeys(await s3.keys(`homes/${c.storageId}/1/`)),
+      ],
+      ["the committed revision's manifest deleted, its pointer kept", async (c) => deleteKeys([c.manifestKey])],
+      [
+        "a rollback: revision 2's objects deleted and revision 1's manifest and pointer put back",
+        async (c) => {
+          const older = await bytesOf(c.manifestKey);
+          const olderPointer = await bytesOf(`homes/${c.storageId}/1/committed`);
+          writeFileSync(join(c.source, "notes/n0.txt"), "newer\n");
+          await c.writer.checkpoint({ homeKey: c.keys.storageId.slice(3), source: { dir: c.source } });
+          await deleteKeys(await s3.keys(`homes/${c.storageId}/2/`));
+          await putBytes(c.manifestKey, older);
+          await putBytes(`homes/${c.storageId}/1/committed`, olderPointer);
+        },
+      ],
+      [
+        "the committed pointer flipped to a losing attempt of the same revision",
+        async (c) => {
+          const loser = randomBytes(12).toString("hex");
+          const empty = { format: 2, storageId: c.storageId, revision: 1, entries: [] } as const;
+          await putBytes(`homes/${c.storageId}/1/${loser}`, sealManifest(c.keys, empty).sealed);
+          await putBytes(`homes/${c.storageId}/1/committed`, Buffer.from(loser));
+        },
+      ],
+      [
+        "revision 1's pointer replayed at revision 2, edited to name a losing attempt",
+        async (c) => {
+          const pointer = (await bytesOf(`homes/${c.storageId}/1/committed`)).toString();
+          writeFileSync(join(c.source, "notes/n0.txt"), "newer\n");
+          await c.writer.checkpoint({ homeKey: c.keys.storageId.slice(3), source: { dir: c.source } });
+          const loser = randomBytes(12).toString("hex");
+          const empty = { format: 2, storageId: c.storageId, revision: 2, entries: [] } as const;
+          await putBytes(`homes/${c.storageId}/2/${loser}`, sealManifest(c.keys, empty).sealed);
+          await putBytes(`homes/${c.storageId}/2/committed`, Buffer.from(pointer.replace(/^[0-9a-f]{24}/, loser)));
+        },
+      ],
       ["a flipped manifest byte", async (c) => flip(c.manifestKey, (n) => n >> 1)],
       ["a truncated manifest", async (c) => putBytes(c.manifestKey, (await bytesOf(c.manifestKey)).subarray(0, 30))],
       [
@@ -416,7 +458,10 @@ describe("ObjectAgentHomeStore format 2", () => {
       const { records, writer, storageId, source } = await homeWithCheckpoint("gone");
       const before = (await s3.keys(`homes/${storageId}/chunks/`)).length;
       await writer.delete("gone");
-      expect(await s3.keys(`homes/${storageId}/`)).toEqual([]);
+      // Every chunk and manifest goes; what stays is the pointer that says, under the home's key, that the copy was
+      // deleted on purpose (else a restore at the kept revision is CHECKPOINT_CORRUPT: issue 45, finding 5).
+      expect(await s3.keys(`homes/${storageId}/`)).toEqual([`homes/${storageId}/1/committed`]);
+      expect(await storeWith(records).restore({ homeKey: "gone", target: { dir: fresh("none") } })).toBeUndefined();
       expect(existsSync(writer.homeDir("gone"))).toBe(false);
       await writer.checkpoint({ homeKey: "gone", source: { dir: source } });
       expect((await s3.keys(`homes/${storageId}/chunks/`)).length).toBe(before);

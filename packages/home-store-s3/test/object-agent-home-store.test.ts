@@ -120,7 +120,8 @@ describe("ObjectAgentHomeStore", () => {
     writeGeneration(source, 5);
     await store.checkpoint({ homeKey: "h", source: { dir: source } });
     await store.delete("h");
-    expect(await s3.keys("space-1/homes/st-h/")).toEqual([]);
+    // Only the signed pointer saying the copy was deleted on purpose stays (issue 45, finding 5).
+    expect(await s3.keys("space-1/homes/st-h/")).toEqual(["space-1/homes/st-h/1/committed"]);
     expect(await store.latest("h")).toBeUndefined();
     expect((await store.checkpoint({ homeKey: "h", source: { dir: source } })).revision).toBe(2);
   });

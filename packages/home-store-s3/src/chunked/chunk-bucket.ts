@@ -1,10 +1,18 @@
 import { AgentComputerError } from "@agent-computer/core";
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import PQueue from "p-queue";
+import { readCappedObject } from "../capped-object-read.js";
 import { deleteBucketKeys } from "../delete-bucket-keys.js";
 import type { ChunkKeys } from "./chunk-keys.js";
 import { type ChunkPlace, readPlace } from "./home-snapshot.js";
-import { chunkNamePattern, openChunk, sealChunk } from "./sealed-chunk.js";
+import { chunkNamePattern, openChunk, SEALED_CHUNK_OVERHEAD, sealChunk } from "./sealed-chunk.js";
+
+/**
+ * The most bytes of a deletion mark read: the names of a million chunks (a
+ * home at the default entry limit). A bigger one lists nothing, which can
+ * only delay deletion (issue 45, finding 7: objects are read with a cap).
+ */
+const MAX_MARK_BYTES = 128 * 1024 * 1024;
 
 /** One object under a home's `chunks/` or `gc-marks/`. */
 export interface ListedObject {
@@ -46,8 +54,14 @@ export class ChunkBucket {
   /** The chunk names a deletion mark lists; an unreadable mark lists nothing (it can only delay deletion). */
   async readMark(mark: ListedObject): Promise<string[]> {
     try {
-      const result = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: mark.key }));
-      const names = JSON.parse((await result.Body?.transformToString()) ?? "[]") as unknown;
+      const bytes = await readCappedObject({
+        s3: this.s3,
+        bucket: this.bucket,
+        key: mark.key,
+        maxBytes: MAX_MARK_BYTES,
+        tooLarge: () => new AgentComputerError("CHECKPOINT_CORRUPT", "A deletion mark is over its size limit."),
+      });
+      const names = JSON.parse(bytes.length === 0 ? "[]" : bytes.toString("utf8")) as unknown;
       return Array.isArray(names)
         ? names.filter((n): n is string => typeof n === "string" && chunkNamePattern.test(n))
         : [];
@@ -120,11 +134,23 @@ export class ChunkBucket {
   async fetch(keys: ChunkKeys, name: string, size: number, signal: AbortSignal): Promise<Buffer> {
     let body: Buffer;
     try {
-      const result = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.chunkKey(name) }), {
-        abortSignal: signal,
+      // Never more than the sealed size its manifest implies: a swapped-in 600 MB object is refused from its
+      // Content-Length, not downloaded first (issue 45, finding 7).
+      body = await readCappedObject({
+        s3: this.s3,
+        bucket: this.bucket,
+        key: this.chunkKey(name),
+        maxBytes: size + SEALED_CHUNK_OVERHEAD,
+        signal,
+        tooLarge: (stated) =>
+          new AgentComputerError(
+            "CHECKPOINT_CORRUPT",
+            `The checkpoint cannot be restored: chunk ${name.slice(0, 12)}… is ${stated ?? "over"} bytes, more than the ${size} its manifest names and their seal. Nothing was restored from it.`,
+            { details: { chunk: name } },
+          ),
       });
-      body = Buffer.from((await result.Body?.transformToByteArray()) ?? []);
     } catch (error) {
+      if (error instanceof AgentComputerError) throw error;
       const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
       if (e?.name === "NoSuchKey" || e?.$metadata?.httpStatusCode === 404)
         throw new AgentComputerError(

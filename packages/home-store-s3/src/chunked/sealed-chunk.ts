@@ -8,6 +8,8 @@ const NONCE = 12;
 const TAG = 16;
 /** Largest piece of a file one chunk holds: a 1 MiB edit rewrites at most two. */
 export const CHUNK_BYTES = 1024 * 1024;
+/** What sealing adds to a chunk's plaintext: magic, nonce and tag. */
+export const SEALED_CHUNK_OVERHEAD = CHUNK_MAGIC.length + NONCE + TAG;
 export const chunkNamePattern = /^[0-9a-f]{64}$/;
 
 /** The chunk's name: HMAC-SHA256 of its plaintext under the home's name key, hex. */
