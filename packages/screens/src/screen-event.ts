@@ -69,6 +69,30 @@ export type ScreenEvent =
       readonly durationMs: number;
     }
   | {
+      /** The gateway answered one of the proxy's HTTP requests: its challenge GET, or the websocket upgrade. */
+      readonly type: "screen.proxy.http_upstream_response";
+      readonly at: number;
+      readonly connectionId: string;
+      readonly capabilityId: string;
+      readonly policy: ScreenPolicy;
+      readonly stage: "challenge" | "upgrade";
+      /** 401 with a challenge, 101 for an upgrade; anything else is a refusal. */
+      readonly status: number;
+      /** Since the browser's upgrade request reached the proxy. */
+      readonly durationMs: number;
+    }
+  | {
+      /** A bridged socket failed (a reset, a protocol error): its close event follows. */
+      readonly type: "screen.proxy.websocket_error";
+      readonly at: number;
+      readonly connectionId: string;
+      readonly capabilityId: string;
+      readonly policy: ScreenPolicy;
+      readonly side: "client" | "upstream";
+      /** The error's code (`ECONNRESET`, `WS_ERR_…`), never its message. */
+      readonly code: string;
+    }
+  | {
       readonly type: "screen.proxy.websocket_upgraded";
       readonly at: number;
       readonly connectionId: string;

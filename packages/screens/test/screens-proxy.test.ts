@@ -103,6 +103,23 @@ describe("bridging", () => {
     expect(await upstream.closed).toBe(1000);
   });
 
+  it("reports the gateway's answers to the challenge (401) and the upgrade (101) as http_upstream_response", async () => {
+    const capability = await issueView("bot-answers");
+    const ws = h.connect(capability);
+    await opened(ws);
+    const answers = await eventually(() => {
+      const found = eventsOf("screen.proxy.http_upstream_response").filter((e) => e.capabilityId === capability.id);
+      return found.length === 2 ? found : undefined;
+    });
+    expect(answers.map((e) => [e.stage, e.status])).toEqual([
+      ["challenge", 401],
+      ["upgrade", 101],
+    ]);
+    expect(answers[0]?.policy).toMatchObject({ mode: "view", botId: "bot-answers" });
+    ws.close(1000);
+    await closedEventOf(capability.id);
+  });
+
   it("reports an open socket as use of its computer when it opens and when it closes (idle counts from the close)", async () => {
     const capability = await issueView("bot-use");
     const usesOf = () => h.authority.uses.filter((u) => u.botId === "bot-use");
@@ -455,6 +472,11 @@ describe("limits", () => {
         small.events.find((e) => e.type === "screen.proxy.websocket_closed" && e.closer === "proxy"),
       );
       expect(event).toMatchObject({ code: 1009 });
+      // The error itself is an event of its own, before the close, with its code and no message.
+      const closedId = event.type === "screen.proxy.websocket_closed" ? event.connectionId : "";
+      const error = small.events.find((e) => e.type === "screen.proxy.websocket_error" && e.connectionId === closedId);
+      expect(error).toMatchObject({ side: "client", code: "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH" });
+      expect(small.events.indexOf(error as ScreenEvent)).toBeLessThan(small.events.indexOf(event));
       expect(good.readyState).toBe(good.OPEN);
       good.send(rfb.version);
       await eventually(() => small.gateway.connections.some((c) => c.bytes.equals(rfb.version)));

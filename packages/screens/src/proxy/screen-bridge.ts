@@ -47,6 +47,7 @@ export class ScreenBridge {
       bridge: ScreenBridge,
       result: { closer: BridgeCloser; code: number; handshakeCompleted: boolean; droppedClientBytes: number },
     ) => void,
+    private readonly onError: (bridge: ScreenBridge, side: "client" | "upstream", code: string) => void = () => {},
   ) {
     this.filter = capability.mode === "terminal" ? undefined : new RfbClientFilter(capability.mode);
   }
@@ -58,6 +59,7 @@ export class ScreenBridge {
     upstream.on("message", (data, binary) => this.toClient(bufferOf(data), binary));
     client.on("message", (data, binary) => this.toUpstream(bufferOf(data), binary));
     client.on("error", (error: Error & { code?: string }) => {
+      this.onError(this, "client", error.code ?? "unknown");
       // ws closes the socket itself (1009 for an oversized frame, 1002 for a
       // protocol error): the proxy ended it, because of this client.
       this.pendingCloser ??= {
@@ -65,7 +67,7 @@ export class ScreenBridge {
         code: error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH" ? 1009 : 1002,
       };
     });
-    upstream.on("error", () => {});
+    upstream.on("error", (error: Error & { code?: string }) => this.onError(this, "upstream", error.code ?? "unknown"));
     client.on("close", (code) => {
       const ended = this.pendingCloser ?? { closer: "client" as const, code };
       this.finish(ended.closer, ended.code);

@@ -125,7 +125,18 @@ export class ScreenProxy {
       const verdict = await this.parts.check.verdict(capability);
       if (aborted) return;
       if (verdict !== "allowed") return this.refuse(upgrade, capability, verdict);
-      connection = connectUpstream(capability.endpoint, upgrade.socket, this.parts.upstreamTimeoutMs);
+      connection = connectUpstream(capability.endpoint, upgrade.socket, this.parts.upstreamTimeoutMs, (stage, status) =>
+        this.parts.emit({
+          type: "screen.proxy.http_upstream_response",
+          at: this.parts.clock(),
+          connectionId: upgrade.connectionId,
+          capabilityId: capability.id,
+          policy: policyOf(capability),
+          stage,
+          status,
+          durationMs: Math.round(performance.now() - started),
+        }),
+      );
       const connected = await connection.connected;
       if (aborted) {
         connection.terminate();
@@ -150,8 +161,23 @@ export class ScreenProxy {
     this.server.handleUpgrade(upgrade.request, upgrade.socket, upgrade.head, (client) => {
       upgraded = true;
       const { maxBufferedBytes } = this.parts;
-      const bridge = new ScreenBridge(connectionId, capability, client, upstream, maxBufferedBytes, (done, result) =>
-        this.bridgeClosed(done, result),
+      const bridge = new ScreenBridge(
+        connectionId,
+        capability,
+        client,
+        upstream,
+        maxBufferedBytes,
+        (done, result) => this.bridgeClosed(done, result),
+        (failed, side, code) =>
+          this.parts.emit({
+            type: "screen.proxy.websocket_error",
+            at: this.parts.clock(),
+            connectionId: failed.connectionId,
+            capabilityId: failed.capability.id,
+            policy: policyOf(failed.capability),
+            side,
+            code,
+          }),
       );
       this.parts.sockets.add(bridge);
       this.parts.check.inUse(capability);

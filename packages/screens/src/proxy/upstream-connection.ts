@@ -44,6 +44,7 @@ export function connectUpstream(
   endpoint: SealedCapability["endpoint"],
   socket: Duplex,
   timeoutMs: number,
+  onResponse: (stage: "challenge" | "upgrade", status: number) => void = () => {},
 ): UpstreamConnection {
   const early: BridgeFrame[] = [];
   let ws: WebSocket | undefined;
@@ -68,7 +69,7 @@ export function connectUpstream(
     };
     socket.once("close", onClientGone);
     const deadline = Date.now() + timeoutMs;
-    endChallenge = fetchChallenge(endpoint.url, timeoutMs, (answer) => {
+    endChallenge = fetchChallenge(endpoint.url, timeoutMs, onResponse, (answer) => {
       endChallenge = undefined;
       if (ended) return settle({ ok: false, status: null, clientGone: false });
       if ("status" in answer) return settle({ ok: false, status: answer.status, clientGone: false });
@@ -90,6 +91,7 @@ export function connectUpstream(
         early.push({ data: Buffer.isBuffer(data) ? data : Buffer.from(data as ArrayBuffer), binary }),
       );
       upstream.once("upgrade", (res) => {
+        onResponse("upgrade", res.statusCode ?? 101);
         const expected = gatewayProof(hash, "gateway", nonce, challenge);
         if (!gatewayProofMatches(expected, res.headers[GATEWAY_PROOF_HEADER])) {
           unproven = true;
@@ -98,6 +100,7 @@ export function connectUpstream(
       });
       upstream.once("unexpected-response", (_req, res) => {
         status = res.statusCode ?? null;
+        if (status !== null) onResponse("upgrade", status);
         res.resume();
         upstream.terminate();
       });
@@ -120,6 +123,7 @@ export function connectUpstream(
 function fetchChallenge(
   websocketUrl: string,
   timeoutMs: number,
+  onResponse: (stage: "challenge", status: number) => void,
   done: (answer: { challenge: string } | { status: number | null }) => void,
 ): () => void {
   const url = new URL(websocketUrl);
@@ -141,6 +145,7 @@ function fetchChallenge(
   }, timeoutMs);
   request.on("response", (res) => {
     res.resume();
+    if (res.statusCode !== undefined) onResponse("challenge", res.statusCode);
     const challenge = res.statusCode === 401 ? parseGatewayChallenge(res.headers["www-authenticate"]) : undefined;
     finish(challenge ? { challenge } : { status: res.statusCode === 401 ? null : (res.statusCode ?? null) });
   });
