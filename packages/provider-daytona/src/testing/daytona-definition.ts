@@ -145,23 +145,26 @@ export const apiError = z.strictObject({
 const apiFailures = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, apiError]));
 const COMMON = [400, 401, 403, 404, 409, 422, 500, 502, 503, 504];
 
-function rest(
-  name: string,
-  method: string,
-  path: RegExp,
-  ok: Record<number, z.ZodType | null>,
-  extra: Partial<ServiceOperation> = {},
-): ServiceOperation {
-  return {
+/** Operations of one client file: their source named after it, with the failures every one of them may answer. */
+function operationsOf(source: (name: string) => string, failures: Record<number, z.ZodType | null>) {
+  return (
+    name: string,
+    method: string,
+    path: RegExp,
+    ok: Record<number, z.ZodType | null>,
+    extra: Partial<ServiceOperation> = {},
+  ): ServiceOperation => ({
     name,
     method,
     path,
-    source: `${API} src/api/sandbox-api.js ${name}`,
+    source: source(name),
     query: noQuery,
-    responses: { ...apiFailures(...COMMON), ...ok },
+    responses: { ...failures, ...ok },
     ...extra,
-  };
+  });
 }
+
+const rest = operationsOf((name) => `${API} src/api/sandbox-api.js ${name}`, apiFailures(...COMMON));
 
 /** src/models/session-execute-response.d.ts SessionExecuteResponse. */
 const executeResponse = z.strictObject({
@@ -179,23 +182,7 @@ const commandResponse = z.strictObject({ id: z.string(), command: z.string(), ex
 /** The daemon's error answers are not in the client's types; their bodies are left unchecked. */
 const TOOLBOX_FAILURES = Object.fromEntries([400, 401, 404, 409, 410, 500, 502].map((s) => [s, null]));
 
-function toolbox(
-  name: string,
-  method: string,
-  path: RegExp,
-  ok: Record<number, z.ZodType | null>,
-  extra: Partial<ServiceOperation> = {},
-): ServiceOperation {
-  return {
-    name,
-    method,
-    path,
-    source: `${TOOLBOX} src/api/process-api.js ${name}`,
-    query: noQuery,
-    responses: { ...TOOLBOX_FAILURES, ...ok },
-    ...extra,
-  };
-}
+const toolbox = operationsOf((name) => `${TOOLBOX} src/api/process-api.js ${name}`, TOOLBOX_FAILURES);
 
 export const DAYTONA_OPERATIONS: readonly ServiceOperation[] = [
   rest("createSandbox", "POST", apiPath(), { 200: sandbox }, { body: createSandbox }),
