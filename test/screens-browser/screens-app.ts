@@ -1,12 +1,12 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
-import type { Logger, ScreenEndpoint, TerminalEndpoint } from "@agent-computer/core";
+import type { Logger, SandboxProvider, ScreenEndpoint, TerminalEndpoint } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { type DockerHostCheck, dockerProvider } from "@agent-computer/provider-docker";
 import { type ComputerRuntime, createComputerRuntime } from "@agent-computer/runtime";
 import { createScreens, runtimeScreenAuthority, type ScreenAuthority, type ScreenEvent } from "@agent-computer/screens";
-import type { Page } from "playwright-core";
+import type Docker from "dockerode";
+import type { Browser, Frame, Page } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"];
@@ -29,9 +29,9 @@ export interface ScreensApp {
   close(): Promise<void>;
 }
 
-export async function startScreensApp(env: DockerHostCheck, dataDir: string): Promise<ScreensApp> {
+export async function startScreensApp(provider: SandboxProvider, dataDir: string): Promise<ScreensApp> {
   const runtime = createComputerRuntime({
-    provider: dockerProvider({ docker: env.docker, image: env.image, dataDir }),
+    provider,
     stateStore: new MemoryStateStore(),
     homeStore: new LocalAgentHomeStore({ dataDir }),
     idleMs: 0,
@@ -97,12 +97,12 @@ addEventListener("message", (e) => {
   };
 }
 
-/** Removes a computer and its container, whatever state a failed test left it in. */
-export async function removeComputer(app: ScreensApp, env: DockerHostCheck, computerId: string): Promise<void> {
+/** Removes a computer and (on Docker) its container, whatever state a failed test left it in. */
+export async function removeComputer(app: ScreensApp, env: { docker?: Docker }, computerId: string): Promise<void> {
   const record = await app.runtime.leases.getComputer(computerId);
   await app.runtime.deleteComputer(computerId).catch(() => {});
-  const id = record?.providerRef?.slice("docker:".length);
-  if (id)
+  const id = record?.providerRef?.startsWith("docker:") ? record.providerRef.slice("docker:".length) : undefined;
+  if (id && env.docker)
     await env.docker
       .getContainer(id)
       .remove({ force: true })
@@ -131,13 +131,75 @@ export async function waitForState(
       .catch(() => ["(page gone)"]);
     const proxySaid = events.slice(-12).map(({ type, at: _at, ...rest }) => `${type} ${JSON.stringify(rest)}`);
     throw new Error(
-      `frame ${frame} never reached ${state}; its states: ${seen.join(" → ") || "none"}; the proxy's last events:\n${proxySaid.join("\n")}`,
+      `frame ${frame} never reached ${state}; its states: ${seen.join(" → ") || "none"}; what it loaded:\n${await loadsOf(page, frame)}\ntrouble: ${(pageTrouble.get(page) ?? ["(not watched)"]).join("\n")}\nthe proxy's last events:\n${proxySaid.join("\n")}`,
       { cause: error },
     );
   }
+}
+
+/** Requests a page's frames could not complete, and their console errors, per page (`watchPage`). */
+const pageTrouble = new WeakMap<Page, string[]>();
+
+/** Records the page's failed requests and console errors, for `waitForState` to report. */
+export function watchPage(page: Page): Page {
+  const trouble: string[] = [];
+  pageTrouble.set(page, trouble);
+  page.on("requestfailed", (request) =>
+    trouble.push(`request failed: ${new URL(request.url()).pathname} ${request.failure()?.errorText ?? ""}`),
+  );
+  page.on("console", (message) => {
+    if (message.type() === "error") trouble.push(`console: ${message.text().slice(0, 300)}`);
+  });
+  return page;
+}
+
+/** The frame's resource loads (path, status, start and duration in ms), to tell a slow load from a failed one. */
+async function loadsOf(page: Page, frame: string): Promise<string> {
+  const content = await (await page.$(`#${frame}`))?.contentFrame();
+  if (!content) return "(no frame)";
+  const loads = await content
+    .evaluate(() =>
+      performance
+        .getEntriesByType("resource")
+        .map((e) => {
+          const r = e as PerformanceResourceTiming;
+          return `${new URL(r.name).pathname.slice(-40)} ${r.responseStatus} @${Math.round(r.startTime)} +${Math.round(r.duration)}`;
+        })
+        .join("\n"),
+    )
+    .catch((error: Error) => `(unreadable: ${error.message})`);
+  return loads || "(nothing)";
 }
 
 /** Every secret a log line or event must never hold. */
 export function secretsOf(app: ScreensApp, extra: string[]): string[] {
   return [...extra, ...app.endpoints.flatMap((e) => [e.token, e.url, new URL(e.url).host])];
 }
+
+/** One browser tab of the `/app` page with its terminal frame connected. */
+export interface TerminalTab {
+  readonly page: Page;
+  readonly frame: Frame;
+}
+
+/** Opens the `/app` page in a new tab and waits for its `terminal` frame to connect. */
+export async function openTerminalTab(browser: Browser, origin: string): Promise<TerminalTab> {
+  const page = watchPage(await browser.newPage({ viewport: { width: 900, height: 600 } }));
+  await page.goto(`${origin}/app`);
+  await waitForState(page, "terminal", "connected");
+  const frame = (await (await page.$("#terminal"))?.contentFrame()) as Frame;
+  return { page, frame };
+}
+
+/** Types a line into the tab's terminal, as a person would. */
+export async function typeLine(tab: TerminalTab, line: string): Promise<void> {
+  await tab.page.locator("#terminal").click();
+  await tab.page.keyboard.type(line);
+  await tab.page.keyboard.press("Enter");
+}
+
+/** Whether the terminal page shows `text` (a function, not a string: the page's CSP refuses eval). */
+export const terminalHasText = (text: string) =>
+  (globalThis as unknown as { terminalText(options?: { all: boolean }): string })
+    .terminalText({ all: true })
+    .includes(text);

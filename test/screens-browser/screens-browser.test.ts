@@ -10,7 +10,15 @@ import {
 } from "@agent-computer/testing/provider-test";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
-import { CHROMIUM, CHROMIUM_ARGS, removeComputer, secretsOf, startScreensApp, waitForState } from "./screens-app.js";
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  removeComputer,
+  secretsOf,
+  startScreensApp,
+  waitForState,
+  watchPage,
+} from "./screens-app.js";
 
 // A person watches and controls a bot's desktop: real headless Chromium runs
 // the noVNC viewer page, through the screens proxy mounted in an app's HTTP
@@ -32,7 +40,8 @@ else {
     });
 
     it("views, controls, revokes and refuses a recycled slot, and logs no secret", async () => {
-      const app = await startScreensApp(env, await temporaryDataDir());
+      const dataDir = await temporaryDataDir();
+      const app = await startScreensApp(env.provider({ dataDir }), dataDir);
       const { runtime, screens, events, frames, origin } = app;
       const workspaceId = `screens-${Date.now().toString(36)}`;
       const computerId = runtime.computerIdFor({ workspaceId, botId: "alpha" });
@@ -62,7 +71,7 @@ else {
         browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
         const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
         await context.addCookies([{ name: "session", value: COOKIE, url: origin }]);
-        const page = await context.newPage();
+        const page = watchPage(await context.newPage());
         await page.goto(`${origin}/app`);
         await waitForState(page, "view", "connected", 30_000, events);
         await waitForState(page, "control", "connected", 30_000, events);

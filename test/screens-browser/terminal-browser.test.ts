@@ -1,10 +1,21 @@
 import { existsSync } from "node:fs";
 import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { chooseTestProvider, reportMissingProvider, temporaryDataDir } from "@agent-computer/testing/provider-test";
-import { type Browser, chromium, type Frame, type Page } from "playwright-core";
+import { type Browser, chromium, type Frame } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { CHROMIUM, CHROMIUM_ARGS, removeComputer, secretsOf, startScreensApp, waitForState } from "./screens-app.js";
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  openTerminalTab,
+  removeComputer,
+  secretsOf,
+  startScreensApp,
+  type TerminalTab,
+  terminalHasText,
+  typeLine,
+  waitForState,
+} from "./screens-app.js";
 
 // A person in control opens the bot's terminal in real headless Chromium:
 // the xterm.js page, through the screens proxy, to the gateway and PTY
@@ -14,10 +25,6 @@ const missing =
   env.missing ?? (existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (run .ci/chromium-setup.sh)`);
 
 /** What the terminal page offers test drivers (functions, not strings: its CSP refuses eval). */
-const hasText = (text: string) =>
-  (globalThis as unknown as { terminalText(options?: { all: boolean }): string })
-    .terminalText({ all: true })
-    .includes(text);
 const hasPid = () =>
   /SHELL_PID=\d+\s*$/m.test(
     (globalThis as unknown as { terminalText(options?: { all: boolean }): string }).terminalText({ all: true }),
@@ -36,7 +43,8 @@ else {
     });
 
     it("runs the workspace user's shells, one per tab, that end with control; view never opens one", async () => {
-      const app = await startScreensApp(env, await temporaryDataDir());
+      const dataDir = await temporaryDataDir();
+      const app = await startScreensApp(env.provider({ dataDir }), dataDir);
       const { runtime, screens, origin } = app;
       const workspaceId = `terminal-${Date.now().toString(36)}`;
       const computerId = runtime.computerIdFor({ workspaceId, botId: "alpha" });
@@ -50,18 +58,18 @@ else {
         app.frames.set("terminal", terminal.terminalUrl);
         browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 
-        const first = await openTab(browser, origin);
+        const first = await openTerminalTab(browser, origin);
         await typeLine(first, "whoami; echo HOME=$HOME");
-        await first.frame.waitForFunction(hasText, `HOME=${machine.workspacePath}`);
+        await first.frame.waitForFunction(terminalHasText, `HOME=${machine.workspacePath}`);
         const text = await terminalText(first.frame);
         expect(text).toMatch(/^computer$/m);
         expect(text).toContain(`HOME=${machine.workspacePath}`);
 
         // A second tab joins under the same control with a shell of its own.
-        const second = await openTab(browser, origin);
+        const second = await openTerminalTab(browser, origin);
         await typeLine(first, "echo SHELL_PID=$$");
         await typeLine(second, "echo SHELL_PID=$$");
-        const pidOf = async (tab: Tab) => {
+        const pidOf = async (tab: TerminalTab) => {
           await tab.frame.waitForFunction(hasPid);
           return /SHELL_PID=(\d+)$/m.exec(await terminalText(tab.frame))?.[1];
         };
@@ -97,26 +105,6 @@ else {
       }
     }, 300_000);
   });
-}
-
-interface Tab {
-  readonly page: Page;
-  readonly frame: Frame;
-}
-
-/** A tab of the app's page with the terminal framed, connected. */
-async function openTab(browser: Browser, origin: string): Promise<Tab> {
-  const page = await browser.newPage({ viewport: { width: 900, height: 600 } });
-  await page.goto(`${origin}/app`);
-  await waitForState(page, "terminal", "connected");
-  const frame = (await (await page.$("#terminal"))?.contentFrame()) as Frame;
-  return { page, frame };
-}
-
-async function typeLine(tab: Tab, line: string): Promise<void> {
-  await tab.page.locator("#terminal").click();
-  await tab.page.keyboard.type(line);
-  await tab.page.keyboard.press("Enter");
 }
 
 /** The HTTP status a websocket upgrade is refused with (101 if it is not). */

@@ -29,7 +29,7 @@ class FakeRfb extends EventTarget {
   }
 }
 
-async function load(hash: string, options: { importFails?: boolean } = {}) {
+async function load(hash: string, options: { importFails?: boolean; storage?: Map<string, string> } = {}) {
   FakeRfb.made = [];
   const page = viewerPage({
     publicPath: "/screens",
@@ -43,8 +43,15 @@ async function load(hash: string, options: { importFails?: boolean } = {}) {
   const timers = new Map<number, () => void>();
   let nextTimer = 1;
   const imported: string[] = [];
+  const storage = options.storage ?? new Map<string, string>();
+  let reloads = 0;
   const win = {
     VideoDecoder: class {},
+    sessionStorage: {
+      getItem: (key: string) => storage.get(key) ?? null,
+      setItem: (key: string, value: string) => void storage.set(key, value),
+      removeItem: (key: string) => void storage.delete(key),
+    },
     parent: {
       postMessage: (message: { type: string; state: string }) => states.push(`${message.type}:${message.state}`),
     },
@@ -61,10 +68,13 @@ async function load(hash: string, options: { importFails?: boolean } = {}) {
     "__import",
     `return (async () => {${script.replace("await import(", "await __import(")}})();`,
   );
+  const location = new Proxy(dom.location, {
+    get: (target, key) => (key === "reload" ? () => void reloads++ : Reflect.get(target, key, target)),
+  });
   await run(
     win,
     dom.document,
-    dom.location,
+    location,
     (fn: () => void) => {
       timers.set(nextTimer, fn);
       return nextTimer++;
@@ -84,6 +94,8 @@ async function load(hash: string, options: { importFails?: boolean } = {}) {
     raw: states,
     dom,
     imported,
+    storage,
+    reloads: () => reloads,
     decoderAtImport: () => decoderAtImport,
     fireTimers: () => {
       const pending = [...timers.values()];
@@ -136,6 +148,27 @@ describe("the viewer page script", () => {
     expect(page.states()).toEqual(["loading", "connecting", "failed"]);
     expect((await load("")).states()).toEqual(["loading", "failed"]);
     expect((await load("#c=a/b")).states()).toEqual(["loading", "failed"]);
-    expect((await load("#c=abc", { importFails: true })).states()).toEqual(["loading", "failed"]);
+  });
+
+  it("reloads itself when noVNC does not load (a request the browser cut), at most 3 times, then fails", async () => {
+    const storage = new Map<string, string>();
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const page = await load("#c=abc&mode=view", { importFails: true, storage });
+      expect(page.states()).toEqual(["loading"]);
+      page.fireTimers();
+      expect(page.reloads()).toBe(1);
+      expect([...storage.values()]).toEqual([String(attempt)]);
+    }
+    const last = await load("#c=abc&mode=view", { importFails: true, storage });
+    expect(last.states()).toEqual(["loading", "failed"]);
+    expect(last.reloads()).toBe(0);
+    // The count is gone, so the next visit gets its reloads again; a load that works clears it too.
+    expect(storage.size).toBe(0);
+    storage.set("agent-computer-viewer-reloads:view:abc", "2");
+    expect((await load("#c=abc&mode=view", { storage })).states()).toEqual(["loading", "connecting"]);
+    expect(storage.size).toBe(0);
+    // Another frame (mode or capability) counts apart.
+    storage.set("agent-computer-viewer-reloads:view:abc", "3");
+    expect((await load("#c=abc&mode=control", { importFails: true, storage })).states()).toEqual(["loading"]);
   });
 });

@@ -116,6 +116,38 @@ function fail() {
   report("failed");
 }
 
+// A browser cuts its requests when the host's network changes (Chromium's
+// net::ERR_NETWORK_CHANGED, whenever Docker starts or stops a container on
+// the same machine), and one cut module fails noVNC's whole import. A fresh
+// document fetches the graph again: up to MAX_RELOADS reloads, counted in
+// this tab's session storage per frame, before the page says "failed".
+const MAX_RELOADS = 3;
+const reloadKey = "agent-computer-viewer-reloads:" + mode + ":" + sealed.slice(-8);
+function reloadsDone() {
+  try {
+    return Number(window.sessionStorage.getItem(reloadKey)) || 0;
+  } catch {
+    return MAX_RELOADS;
+  }
+}
+function loadedOnce() {
+  try {
+    window.sessionStorage.removeItem(reloadKey);
+  } catch {}
+}
+function reloadToLoad() {
+  const done = reloadsDone();
+  if (done >= MAX_RELOADS) return false;
+  try {
+    window.sessionStorage.setItem(reloadKey, String(done + 1));
+  } catch {
+    return false;
+  }
+  clearTimeout(watchdog);
+  setTimeout(() => location.reload(), 250 * (done + 1));
+  return true;
+}
+
 async function start() {
   stop();
   state = "";
@@ -126,7 +158,10 @@ async function start() {
   if (!/^[A-Za-z0-9_-]+$/.test(sealed)) return fail();
   try {
     RFB = RFB || (await import(config.rfbModule)).default;
+    loadedOnce();
   } catch {
+    if (reloadToLoad()) return;
+    loadedOnce();
     return fail();
   }
   if (state !== "loading") return;
