@@ -61,7 +61,13 @@ export function createComputerMcpServer(options: ComputerMcpServerOptions) {
     { capabilities: { tools: { listChanged: true } } },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: tools().map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
+    tools: tools().map(({ name, title, description, inputSchema, annotations }) => ({
+      name,
+      title,
+      description,
+      inputSchema,
+      annotations,
+    })),
   }));
   Protocol.prototype.setRequestHandler.call(server, anyToolCall, async (request, extra) => {
     const params = callToolParams(request.params);

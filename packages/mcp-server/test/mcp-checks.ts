@@ -10,6 +10,13 @@ export async function exercise(client: Client) {
   const names = tools.map((t) => t.name);
   expect(names).toEqual(expect.arrayContaining(["shell", "write_file", "computer_observe", "computer_act"]));
   expect(tools.find((t) => t.name === "shell")?.inputSchema).toMatchObject({ type: "object", required: ["command"] });
+  // Every tool has a title and MCP's hints, as the SDK client reads them (issue 47).
+  for (const tool of tools) {
+    expect(tool.title).toEqual(expect.any(String));
+    expect(tool.annotations).toMatchObject({ readOnlyHint: expect.any(Boolean), destructiveHint: expect.any(Boolean) });
+  }
+  expect(tools.find((t) => t.name === "computer_observe")?.annotations?.readOnlyHint).toBe(true);
+  expect(tools.find((t) => t.name === "write_file")?.annotations?.readOnlyHint).toBe(false);
 
   await client.callTool({ name: "write_file", arguments: { path: "hello.txt", content: "hello mcp" } });
   const shell = await client.callTool({ name: "shell", arguments: { command: "cat hello.txt" } });

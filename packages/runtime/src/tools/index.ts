@@ -28,7 +28,7 @@ export {
   toModelPoint,
 } from "./computer-use-actions.js";
 export type { ComputerUseTool } from "./computer-use-tool.js";
-export { type McpCallToolResult, type McpTool, toMcpTools } from "./mcp-tools.js";
+export { type McpCallToolResult, type McpTool, type McpToolAnnotations, toMcpTools } from "./mcp-tools.js";
 export {
   type OpenAiComputerInput,
   type OpenAiComputerToolOptions,

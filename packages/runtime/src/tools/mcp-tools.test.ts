@@ -36,6 +36,26 @@ describe("toMcpTools", () => {
     expect(tool("shell").inputSchema).toMatchObject({ required: ["command"] });
   });
 
+  it("titles each tool and hints whether it changes anything: read-only tools are not destructive", async () => {
+    const { tools, tool } = await setup();
+    expect(tool("computer_observe")).toMatchObject({
+      title: "Computer observe",
+      annotations: { title: "Computer observe", readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+    });
+    expect(tool("shell").annotations).toMatchObject({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+    });
+    for (const t of tools) {
+      expect(t.title).toMatch(/^[A-Z][a-z0-9 ]+$/);
+      expect(t.annotations.openWorldHint).toBe(true);
+      expect(t.annotations.readOnlyHint).toBe(!t.annotations.destructiveHint);
+    }
+    // Both kinds are in the set.
+    expect(new Set(tools.map((t) => t.annotations.readOnlyHint))).toEqual(new Set([true, false]));
+  });
+
   it("answers calls as CallToolResult: text, base64 images, embedded files, and isError", async () => {
     const { tool } = await setup();
     expect(await tool("write_file").call({ path: "a.txt", content: "hello" })).not.toHaveProperty("isError");

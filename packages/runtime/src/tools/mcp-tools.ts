@@ -14,6 +14,15 @@ export interface McpCallToolResult {
   isError?: boolean;
 }
 
+/** MCP's `ToolAnnotations` (hints a client may show, never trusts). */
+export interface McpToolAnnotations {
+  readonly title: string;
+  readonly readOnlyHint: boolean;
+  readonly destructiveHint: boolean;
+  readonly idempotentHint: boolean;
+  readonly openWorldHint: boolean;
+}
+
 /**
  * A tool as an MCP server lists and calls it, built as a plain object so
  * core imports no MCP package: `{ name, description, inputSchema }` is the
@@ -21,7 +30,16 @@ export interface McpCallToolResult {
  */
 export interface McpTool {
   readonly name: string;
+  /** For people (a client's tool list): the name in words, "Read file" for `read_file`. */
+  readonly title: string;
   readonly description: string;
+  /**
+   * MCP's tool hints, from whether the tool changes anything: a tool that
+   * does not is read-only and idempotent; one that does may destroy (it
+   * writes files, runs commands, acts on the desktop). Every tool works on
+   * a computer that reaches the outside world, so none is closed-world.
+   */
+  readonly annotations: McpToolAnnotations;
   /** JSON Schema of the arguments (`type: "object"`). */
   readonly inputSchema: { type: "object"; [key: string]: unknown };
   call(args: unknown, signal?: AbortSignal): Promise<McpCallToolResult>;
@@ -36,12 +54,26 @@ export interface McpTool {
 export function toMcpTools<Context>(tools: readonly ToolDefinition<z.ZodType, Context>[], context: Context): McpTool[] {
   return tools.map((tool) => ({
     name: tool.name,
+    title: titleOf(tool.name),
     description: tool.description,
+    annotations: {
+      title: titleOf(tool.name),
+      readOnlyHint: !tool.mutating,
+      destructiveHint: tool.mutating,
+      idempotentHint: !tool.mutating,
+      openWorldHint: true,
+    },
     inputSchema: { type: "object", ...jsonSchemaOf(tool as ToolDefinition) },
     async call(args, signal) {
       return toMcpResult(await callTool(tool, args ?? {}, context, signal));
     },
   }));
+}
+
+/** `read_file` -> "Read file". */
+function titleOf(name: string): string {
+  const words = name.replaceAll("_", " ");
+  return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
 /** A tool result as an MCP `CallToolResult`. */

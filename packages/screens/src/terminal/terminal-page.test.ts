@@ -103,7 +103,7 @@ class FakeSocket {
   }
 }
 
-function load(hash: string, options: { noXterm?: boolean } = {}) {
+function load(hash: string, options: { noXterm?: boolean; storage?: Map<string, string> } = {}) {
   FakeTerminal.made = [];
   FakeSocket.made = [];
   const page = terminalPage({
@@ -117,7 +117,14 @@ function load(hash: string, options: { noXterm?: boolean } = {}) {
   const states: string[] = [];
   const timers = new Map<number, () => void>();
   let nextTimer = 1;
+  const storage = options.storage ?? new Map<string, string>();
+  let reloads = 0;
   const win: Record<string, unknown> = {
+    sessionStorage: {
+      getItem: (key: string) => storage.get(key) ?? null,
+      setItem: (key: string, value: string) => void storage.set(key, value),
+      removeItem: (key: string) => void storage.delete(key),
+    },
     parent: {
       postMessage: (message: { type: string; state: string }) => states.push(`${message.type}:${message.state}`),
     },
@@ -138,7 +145,9 @@ function load(hash: string, options: { noXterm?: boolean } = {}) {
   )(
     win,
     dom.document,
-    dom.location,
+    new Proxy(dom.location, {
+      get: (target, key) => (key === "reload" ? () => void reloads++ : Reflect.get(target, key, target)),
+    }),
     (fn: () => void) => {
       timers.set(nextTimer, fn);
       return nextTimer++;
@@ -153,6 +162,7 @@ function load(hash: string, options: { noXterm?: boolean } = {}) {
     states: () => states.map((s) => s.replace("agent-computer-terminal:", "")),
     raw: states,
     dom,
+    reloads: () => reloads,
     text: (options?: { all: boolean }) => (win.terminalText as (o?: { all: boolean }) => string)(options),
     term: () => FakeTerminal.made[0]!,
     socket: (i = -1) => FakeSocket.made.at(i)!,
@@ -228,9 +238,24 @@ describe("the terminal page script", () => {
     expect(page.states()).toEqual(["connecting", "failed"]);
     expect(load("").states()).toEqual(["connecting", "failed"]);
     expect(load("#c=a/b").states()).toEqual(["connecting", "failed"]);
-    const bare = load("#c=abc", { noXterm: true });
+    // xterm not loaded: the page reloads itself (a request the browser cut) up to three times, then fails.
+    const storage = new Map<string, string>();
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const reloading = load("#c=abc", { noXterm: true, storage });
+      expect(reloading.states()).toEqual(["connecting"]);
+      reloading.fireTimers();
+      expect(reloading.reloads()).toBe(1);
+      expect([...storage.values()]).toEqual([String(attempt)]);
+    }
+    const bare = load("#c=abc", { noXterm: true, storage });
     expect(bare.states()).toEqual(["connecting", "failed"]);
+    expect(bare.reloads()).toBe(0);
     expect(FakeSocket.made).toHaveLength(0);
     expect(bare.text()).toBe("");
+    // The count is cleared, by the failure and by a page that loads.
+    expect(storage.size).toBe(0);
+    storage.set("agent-computer-terminal-reloads:abc", "1");
+    load("#c=abc", { storage });
+    expect(storage.size).toBe(0);
   });
 });

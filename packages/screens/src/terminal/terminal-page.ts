@@ -1,3 +1,4 @@
+import { RELOAD_ON_CUT_LOAD } from "../http/reload-on-cut-load.js";
 import { inlineScriptJson, pageSecurityPolicy } from "../viewer/page-security-policy.js";
 
 /** How long the terminal page waits to get to `connected` before it reports `failed`. */
@@ -78,6 +79,8 @@ const TERMINAL_SCRIPT = `
     disconnected: "The terminal was disconnected.",
   };
   const sealed = new URLSearchParams(location.hash.slice(1)).get("c") || "";
+  ${RELOAD_ON_CUT_LOAD}
+  const reloadKey = "agent-computer-terminal-reloads:" + sealed.slice(-8);
   const encoder = new TextEncoder();
   let state = "";
   let socket = null;
@@ -164,7 +167,12 @@ const TERMINAL_SCRIPT = `
     state = "";
     report("connecting");
     if (!/^[A-Za-z0-9_-]+$/.test(sealed)) return fail();
-    if (!setup()) return fail();
+    if (!setup()) {
+      // xterm's scripts did not load (a request the browser cut): a fresh document fetches them again.
+      if (reloadToLoad(reloadKey)) return;
+      return fail();
+    }
+    loadedOnce(reloadKey);
     term.reset();
     watchdog = setTimeout(() => {
       if (state === "connecting") fail();

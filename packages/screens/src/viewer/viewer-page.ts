@@ -1,3 +1,4 @@
+import { RELOAD_ON_CUT_LOAD } from "../http/reload-on-cut-load.js";
 import { inlineScriptJson, pageSecurityPolicy } from "./page-security-policy.js";
 
 /** How long the viewer waits to get to `connected` before it reports `failed`. */
@@ -116,37 +117,9 @@ function fail() {
   report("failed");
 }
 
-// A browser cuts its requests when the host's network changes (Chromium's
-// net::ERR_NETWORK_CHANGED, whenever Docker starts or stops a container on
-// the same machine), and one cut module fails noVNC's whole import. A fresh
-// document fetches the graph again: up to MAX_RELOADS reloads, counted in
-// this tab's session storage per frame, before the page says "failed".
-const MAX_RELOADS = 3;
+${RELOAD_ON_CUT_LOAD}
+// Per frame: its mode and the end of its capability.
 const reloadKey = "agent-computer-viewer-reloads:" + mode + ":" + sealed.slice(-8);
-function reloadsDone() {
-  try {
-    return Number(window.sessionStorage.getItem(reloadKey)) || 0;
-  } catch {
-    return MAX_RELOADS;
-  }
-}
-function loadedOnce() {
-  try {
-    window.sessionStorage.removeItem(reloadKey);
-  } catch {}
-}
-function reloadToLoad() {
-  const done = reloadsDone();
-  if (done >= MAX_RELOADS) return false;
-  try {
-    window.sessionStorage.setItem(reloadKey, String(done + 1));
-  } catch {
-    return false;
-  }
-  clearTimeout(watchdog);
-  setTimeout(() => location.reload(), 250 * (done + 1));
-  return true;
-}
 
 async function start() {
   stop();
@@ -158,10 +131,10 @@ async function start() {
   if (!/^[A-Za-z0-9_-]+$/.test(sealed)) return fail();
   try {
     RFB = RFB || (await import(config.rfbModule)).default;
-    loadedOnce();
+    loadedOnce(reloadKey);
   } catch {
-    if (reloadToLoad()) return;
-    loadedOnce();
+    clearTimeout(watchdog);
+    if (reloadToLoad(reloadKey)) return;
     return fail();
   }
   if (state !== "loading") return;
