@@ -1,4 +1,14 @@
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
+
+/**
+ * A `-32602 Invalid params` answer whose message is the sentence alone. The
+ * SDK's McpError puts "MCP error -32602: " into its message, the server
+ * sends that message, and the client adds the same prefix again; the SDK's
+ * protocol layer answers any thrown error with its `code` and `message`.
+ */
+export function invalidParams(message: string): Error & { code: number } {
+  return Object.assign(new Error(message), { code: ErrorCode.InvalidParams });
+}
 
 /** What a `tools/call` request carries once checked. */
 export interface CallToolParams {
@@ -14,7 +24,7 @@ const kindOf = (value: unknown) => (value === null ? "null" : Array.isArray(valu
  * can act on instead of a schema library's dump (docs/architecture.md §10).
  */
 export function callToolParams(params: unknown): CallToolParams {
-  const invalid = (message: string) => new McpError(ErrorCode.InvalidParams, message);
+  const invalid = invalidParams;
   if (typeof params !== "object" || params === null || Array.isArray(params)) {
     throw invalid(`tools/call needs params { name, arguments }, got ${kindOf(params)}.`);
   }

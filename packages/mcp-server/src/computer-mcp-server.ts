@@ -9,9 +9,9 @@ import {
 } from "@agent-computer/runtime";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { callToolParams } from "./call-tool-params.js";
+import { callToolParams, invalidParams } from "./call-tool-params.js";
 
 /** Options of `createComputerMcpServer`. */
 export interface ComputerMcpServerOptions {
@@ -74,10 +74,7 @@ export function createComputerMcpServer(options: ComputerMcpServerOptions) {
     const tool = tools().find((t) => t.name === params.name);
     if (!tool) {
       const offered = tools().map((t) => t.name);
-      throw new McpError(
-        ErrorCode.InvalidParams,
-        `Unknown tool: ${JSON.stringify(params.name)}. This server offers ${offered.join(", ")}.`,
-      );
+      throw invalidParams(`Unknown tool: ${JSON.stringify(params.name)}. This server offers ${offered.join(", ")}.`);
     }
     return tool.call(params.arguments, extra.signal);
   });

@@ -36,6 +36,8 @@ describe("createComputerMcpServer", () => {
       expect(unknown).toBeInstanceOf(McpError);
       expect(unknown.code).toBe(-32602);
       expect(unknown.message).toMatch(/Unknown tool: "no_such_tool"\. This server offers shell, /);
+      // One "MCP error -32602:" prefix, the client's own, not the server's doubled (issue 47).
+      expect(unknown.message.match(/MCP error/g)).toHaveLength(1);
 
       const arrayArgs = await protocolError(
         client.request({ method: "tools/call", params: { name: "shell", arguments: ["ls"] } }, {} as never),
@@ -51,6 +53,7 @@ describe("createComputerMcpServer", () => {
       );
       expect(noName.code).toBe(-32602);
       expect(noName.message).toContain("tools/call needs params.name");
+      expect(noName.message).toMatch(/^MCP error -32602: tools\/call needs params\.name/);
 
       // Arguments the tool refuses are a tool error the model reads and can correct (MCP 2025-11-25).
       const extra = await client.callTool({ name: "shell", arguments: { command: "true", cwd: "/" } });
