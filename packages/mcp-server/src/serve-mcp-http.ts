@@ -124,7 +124,7 @@ export async function serveMcpHttp(options: ServeMcpHttpOptions): Promise<McpHtt
     }
   }
 
-  await new Promise<void>((resolve) => http.listen(options.port ?? 0, options.host ?? "127.0.0.1", resolve));
+  await listenOn(http, options.port ?? 0, options.host ?? "127.0.0.1");
   const { address, port } = http.address() as AddressInfo;
   rules = completeRules(defaultOriginRules(address, port));
   const host = address.includes(":") ? `[${address}]` : address;
@@ -215,4 +215,25 @@ function positiveInteger(value: number, name: string): number {
   if (!Number.isInteger(value) || value < 1)
     throw new AgentComputerError("INVALID_ARGUMENT", `${name} must be a positive whole number, got ${value}.`);
   return value;
+}
+
+/** Listens, or says why not in a sentence (a port in use is CONFLICT), instead of an unhandled error event. */
+function listenOn(server: ReturnType<typeof createServer>, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const refused = (error: NodeJS.ErrnoException) => {
+      const inUse = error.code === "EADDRINUSE";
+      reject(
+        new AgentComputerError(
+          inUse ? "CONFLICT" : "UNAVAILABLE",
+          `Cannot listen on ${host}:${port}: ${inUse ? "the port is in use; set MCP_HTTP_PORT to a free one" : (error.code ?? error.message)}.`,
+          { cause: error, retryable: false },
+        ),
+      );
+    };
+    server.once("error", refused);
+    server.listen(port, host, () => {
+      server.off("error", refused);
+      resolve();
+    });
+  });
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { type ClientRequest, type IncomingHttpHeaders, request } from "node:http";
+import { type ClientRequest, createServer, type IncomingHttpHeaders, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
@@ -282,6 +283,24 @@ describe("serveMcpHttp", () => {
     } finally {
       stream?.destroy();
       await close();
+    }
+  });
+
+  it("refuses a port in use with CONFLICT in a sentence, not an unhandled error", async () => {
+    const { runtime, run } = await fakeComputer();
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      await expect(
+        serveMcpHttp({ run, capabilities: runtime.capabilities, token: "t".repeat(40), port }),
+      ).rejects.toMatchObject({
+        code: "CONFLICT",
+        message: `Cannot listen on 127.0.0.1:${port}: the port is in use; set MCP_HTTP_PORT to a free one.`,
+      });
+    } finally {
+      taken.close();
+      await run.end("completed");
     }
   });
 
