@@ -57,7 +57,9 @@ for i in $(seq 1 75); do
 done
 printf '%s\\n' "$v" > /tmp/cdp.json
 id -u > /tmp/uid
-# Renderers in a user namespace other than PID 1's mean the namespace sandbox is on.
+# Renderers in a user namespace other than PID 1's mean the namespace sandbox is on. DevTools
+# answers before about:blank's renderer starts: wait for one (a loaded machine took over a second).
+for i in $(seq 1 50); do pgrep -f -- '--type=renderer' >/dev/null && break; sleep 0.2; done
 sandboxed=no
 for p in $(pgrep -f -- '--type=renderer'); do
   [ "$(readlink /proc/$p/ns/user)" != "$(readlink /proc/1/ns/user)" ] && sandboxed=yes

@@ -166,9 +166,9 @@ describe.skipIf(!ready)(suite, () => {
       rules = checkFencingHistory(events).map((v) => v.rule);
     }
     expect(rules.length).toBeGreaterThan(0);
-    expect(
-      rules.every((rule) => ["fenced-out-accepted", "expired-accepted", "overlapping-holders"].includes(rule)),
-    ).toBe(true);
+    // Named, so a failure says which rule it was (CI run 24 saw one outside these, unnamed).
+    const unfenced = ["fenced-out-accepted", "expired-accepted", "overlapping-holders"];
+    expect(rules.filter((rule) => !unfenced.includes(rule))).toEqual([]);
   }, 300_000);
 
   it("a client whose wall clock is skewed by minutes cannot act after its lease expired by the database's clock", async () => {
