@@ -13,6 +13,7 @@ import { chooseTestProvider, reportMissingProvider, temporaryDataDir } from "@ag
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
 import { CHROMIUM, CHROMIUM_ARGS } from "../screens-browser/screens-app.js";
+import { removeComputer } from "../support/remove-computer.js";
 
 // A person's Files window in real headless Chromium, served by the files
 // service in an app's HTTP server, on a real Docker computer: browsing a
@@ -198,14 +199,7 @@ else {
       } finally {
         files.close();
         server.close();
-        const record = await runtime.leases.getComputer(computerId);
-        await runtime.deleteComputer(computerId).catch(() => {});
-        const id = record?.providerRef?.slice("docker:".length);
-        if (id)
-          await env.docker
-            .getContainer(id)
-            .remove({ force: true })
-            .catch(() => {});
+        await removeComputer(runtime, env.docker, computerId);
       }
     }, 240_000);
   });

@@ -8,6 +8,7 @@ import { createComputerRuntime } from "@agent-computer/runtime";
 import { createFiles } from "@agent-computer/screens";
 import { chooseTestProvider, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { describe, expect, it } from "vitest";
+import { removeComputer } from "../support/remove-computer.js";
 
 // A hostile bot (a prompt injection steers it) plants links in its own folder
 // into another bot's, hoping the person's next upload through the Files
@@ -106,14 +107,7 @@ if (!env.missing) {
       } finally {
         files.close();
         server.close();
-        const record = await runtime.leases.getComputer(computerId);
-        await runtime.deleteComputer(computerId).catch(() => {});
-        const id = record?.providerRef?.slice("docker:".length);
-        if (id)
-          await env.docker
-            .getContainer(id)
-            .remove({ force: true })
-            .catch(() => {});
+        await removeComputer(runtime, env.docker, computerId);
       }
     }, 240_000);
   });

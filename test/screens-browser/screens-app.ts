@@ -7,6 +7,7 @@ import { type ComputerRuntime, createComputerRuntime } from "@agent-computer/run
 import { createScreens, runtimeScreenAuthority, type ScreenAuthority, type ScreenEvent } from "@agent-computer/screens";
 import type Docker from "dockerode";
 import type { Browser, Frame, Page } from "playwright-core";
+import { removeComputer as removeTestComputer } from "../support/remove-computer.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"];
@@ -97,16 +98,9 @@ addEventListener("message", (e) => {
   };
 }
 
-/** Removes a computer and (on Docker) its container, whatever state a failed test left it in. */
-export async function removeComputer(app: ScreensApp, env: { docker?: Docker }, computerId: string): Promise<void> {
-  const record = await app.runtime.leases.getComputer(computerId);
-  await app.runtime.deleteComputer(computerId).catch(() => {});
-  const id = record?.providerRef?.startsWith("docker:") ? record.providerRef.slice("docker:".length) : undefined;
-  if (id && env.docker)
-    await env.docker
-      .getContainer(id)
-      .remove({ force: true })
-      .catch(() => {});
+/** Removes the app's computer and (on Docker) its container, whatever state a failed test left it in. */
+export function removeComputer(app: ScreensApp, env: { docker?: Docker }, computerId: string): Promise<void> {
+  return removeTestComputer(app.runtime, env.docker, computerId);
 }
 
 /** Waits until the `/app` page's frame `frame` last reported `state`. */
