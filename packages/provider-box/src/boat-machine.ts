@@ -18,6 +18,7 @@ import {
   runDetachedCommand,
   text,
   uploadInParts,
+  type WakeOption,
 } from "@agent-computer/provider-kit";
 import type { BoatCommandResult } from "./boat-answers.js";
 import { BOAT_GONE_STATES, BOAT_READY_STATES, BOAT_STARTING_STATES, type BoatClient } from "./boat-client.js";
@@ -80,7 +81,12 @@ export class BoatMachine extends HostedMachine implements DetachedChannel {
    * line the kit sends this way (polls, part joins, removals) may run twice
    * without harm, so a lost answer is asked again (`idempotent`).
    */
-  async sync(line: string, signal: AbortSignal, timeoutSeconds?: number): Promise<BoatCommandResult> {
+  async sync(
+    line: string,
+    signal: AbortSignal,
+    timeoutSeconds?: number,
+    options: WakeOption = {},
+  ): Promise<BoatCommandResult> {
     this.refuseSpent();
     this.touch();
     const send = () => this.client.command(this.sandboxId, line, { timeoutSeconds, idempotent: true, signal });
@@ -88,6 +94,7 @@ export class BoatMachine extends HostedMachine implements DetachedChannel {
       return await send();
     } catch (error) {
       if (!notRunning(error)) throw error;
+      if (options.wake === false) throw stoppedUnder(this.ref);
       await this.resume(signal);
       return send();
     }
@@ -239,8 +246,19 @@ export class BoatMachine extends HostedMachine implements DetachedChannel {
   }
 
   protected override removeLater(file: string): void {
-    void this.sync(removeFileAndParts(file), AbortSignal.timeout(30_000), 30).catch(() => {});
+    void this.sync(removeFileAndParts(file), AbortSignal.timeout(30_000), 30, { wake: false }).catch(() => {});
   }
+}
+
+/**
+ * A call about work under way (a poll, a kill, a cleanup) met a sandbox
+ * that stopped: the work went with it. Not the start's `sandbox_not_ready`,
+ * which runCommand answers by resuming and starting the command again.
+ */
+function stoppedUnder(ref: string): AgentComputerError {
+  return new AgentComputerError("UNAVAILABLE", `${ref} stopped while the command ran; it ended with it.`, {
+    retryable: false,
+  });
 }
 
 /** Whether a command was refused because the sandbox does not run (op:command's 409 `sandbox_not_ready`; the legacy base's `machine_not_running`). */

@@ -85,6 +85,40 @@ if (!env.missing) {
       expect((await machine.files.read("escaped.log")).length).toBe(size);
     }, 60_000);
 
+    it("a stop during a command archives the box, ends the command UNAVAILABLE and resumes nothing", async () => {
+      const id = machine.ref.slice("box:".length);
+      const resumes = () => env.emulator.requests.filter((r) => r.endsWith("/resume")).length;
+      let began = () => {};
+      const running = new Promise<void>((resolve) => {
+        began = resolve;
+      });
+      const ran = failureOf(machine.exec({ shell: "echo started; sleep 60", onOutput: () => began() }));
+      await running;
+      const before = resumes();
+      await machine.stop();
+      expect(env.emulator.stateOf(id)).toBe("archived");
+      // The command went with the stop; following it must not bring the sandbox back.
+      expect(await ran).toMatchObject({ name: "AgentComputerError", code: "UNAVAILABLE" });
+      await sleep(3_000);
+      expect(env.emulator.stateOf(id)).toBe("archived");
+      expect(resumes()).toBe(before);
+      // New work resumes it.
+      expect(new TextDecoder().decode((await machine.exec({ argv: ["echo", "woken"] })).stdout)).toBe("woken\n");
+      expect(resumes()).toBe(before + 1);
+    }, 90_000);
+
+    it("a poll the service refuses as not running (409 sandbox_not_ready) ends the command: it does not resume the box", async () => {
+      const resumes = () => env.emulator.requests.filter((r) => r.endsWith("/resume")).length;
+      const before = resumes();
+      // The detached start passes; the first poll meets the answer a stopped box gives.
+      env.emulator.inject({ method: "POST", path: /\/commands$/, skip: 1, status: 409, code: "sandbox_not_ready" });
+      const failure = await failureOf(machine.exec({ shell: "sleep 2; echo late" }));
+      expect(failure).toMatchObject({ name: "AgentComputerError", code: "UNAVAILABLE" });
+      expect(String((failure as Error).message)).toMatch(/stopped while the command ran/);
+      expect(env.emulator.pendingFaults).toBe(0);
+      expect(resumes()).toBe(before);
+    }, 60_000);
+
     it("a supervisor that dies without an exit code is UNAVAILABLE, with nothing left running", async () => {
       const running = failureOf(machine.exec({ shell: "echo started; exec sleep 60" }));
       await sleep(1_500);

@@ -9,12 +9,12 @@ import {
   signalOf,
 } from "@agent-computer/core";
 import { abortable, enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
-import { HostedMachine } from "@agent-computer/provider-kit";
+import { HostedMachine, type WakeOption } from "@agent-computer/provider-kit";
 import type { Sandbox } from "@daytonaio/sdk";
 import { daytonaFailure, isAuthFailure, isTransient, statusOf } from "./daytona-failure.js";
 import type { DaytonaMachineHost } from "./daytona-machine-host.js";
 import { ensureStarted, sandboxGone } from "./sandbox-start.js";
-import { runSessionCommand, type SessionCommandHost } from "./session-command.js";
+import { runSessionCommand, type SessionCommandHost, withoutWaking } from "./session-command.js";
 
 /** How often a toolbox call may meet "already started, still refused" before its failure stands. */
 const STARTED_RETRIES = 3;
@@ -51,8 +51,19 @@ export class DaytonaMachine extends HostedMachine implements SessionCommandHost 
     this.ref = `daytona:${sandbox.id}`;
   }
 
-  /** One toolbox call, with the start-and-retry of transient answers (Daytona #4632, #4142). */
-  async toolbox<T>(what: string, signal: AbortSignal, call: (sandbox: Sandbox) => Promise<T>): Promise<T> {
+  /**
+   * One toolbox call, with the start-and-retry of transient answers
+   * (Daytona #4632, #4142). Only calls that begin work start a stopped
+   * sandbox; those about work already running, or cleaning up after it,
+   * pass `wake: false` (session-command.ts), so a machine stopped under
+   * them stays stopped.
+   */
+  async toolbox<T>(
+    what: string,
+    signal: AbortSignal,
+    call: (sandbox: Sandbox) => Promise<T>,
+    options: WakeOption = {},
+  ): Promise<T> {
     this.refuseSpent();
     let startedAndRefused = 0;
     for (;;) {
@@ -64,13 +75,20 @@ export class DaytonaMachine extends HostedMachine implements SessionCommandHost 
         if (isAuthFailure(error)) throw daytonaFailure(error, what, this.host.secrets);
         if (statusOf(error) !== 404 && !isTransient(error)) throw daytonaFailure(error, what, this.host.secrets);
         const wasStarted = this.sandbox.state === "started";
-        await this.startShared(signal);
+        if (options.wake === false) await this.refuseUnlessStarted(error, what);
+        else await this.startShared(signal);
         if (wasStarted && this.sandbox.state === "started" && ++startedAndRefused > STARTED_RETRIES) {
           throw daytonaFailure(error, what, this.host.secrets);
         }
         await new Promise((resolve) => setTimeout(resolve, 200 * startedAndRefused));
       }
     }
+  }
+
+  /** For a call that must not start the sandbox: its failure stands unless the sandbox is (still) started. */
+  private async refuseUnlessStarted(error: unknown, what: string): Promise<void> {
+    await this.sandbox.refreshData().catch(() => {});
+    if (this.sandbox.state !== "started") throw daytonaFailure(error, what, this.host.secrets);
   }
 
   /** A REST call about this sandbox, with the same retries; 404 is PROVIDER_GONE. */
@@ -210,6 +228,17 @@ export class DaytonaMachine extends HostedMachine implements SessionCommandHost 
     // HOME per command, not for the sandbox: see provision in daytona-provider.ts.
     const env = { HOME: this.workspacePath, ...command.env };
     return this.keptAlive(() => runSessionCommand(this, { ...command, env, signal: signalOf(context, what) }));
+  }
+
+  /**
+   * Removes a transfer file after the work that made it, never starting a
+   * sandbox that was stopped meanwhile: a file a stop left stays beside
+   * the home, outside what an export takes, until the sandbox goes.
+   */
+  protected override removeLater(file: string): void {
+    const signal = AbortSignal.timeout(30_000);
+    const command = { argv: ["rm", "-f", "--", file], workingDir: "/", maxOutputBytes: 4096, signal };
+    void runSessionCommand(withoutWaking(this), command).catch(() => {});
   }
 
   /** The SDK's own wait for a stop or delete, in seconds; the call's signal still ends ours first. */

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { AgentComputerError, type ExecResult } from "@agent-computer/core";
 import { type MachineCommand, RunningCommand } from "@agent-computer/core/provider-utils";
-import { shellQuote } from "@agent-computer/provider-kit";
+import { shellQuote, type WakeOption } from "@agent-computer/provider-kit";
 import type { Sandbox } from "@daytonaio/sdk";
 import { FramedStream, SESSION_FRAMER } from "./session-framer.js";
 
@@ -12,8 +12,20 @@ export interface SessionCommandHost {
    * Makes one toolbox call: while the sandbox is stopped, archived or in a
    * state change it is started and the call retried (within the call's
    * deadline); a missing sandbox is PROVIDER_GONE, a refused key UNAVAILABLE.
+   * With `wake: false` nothing is started: transient answers are retried
+   * only while the sandbox is started, else the call's failure stands.
    */
-  toolbox<T>(what: string, signal: AbortSignal, call: (sandbox: Sandbox) => Promise<T>): Promise<T>;
+  toolbox<T>(
+    what: string,
+    signal: AbortSignal,
+    call: (sandbox: Sandbox) => Promise<T>,
+    options?: WakeOption,
+  ): Promise<T>;
+}
+
+/** The host whose every toolbox call leaves a stopped sandbox stopped (cleanup's). */
+export function withoutWaking(host: SessionCommandHost): SessionCommandHost {
+  return { toolbox: (what, signal, call) => host.toolbox(what, signal, call, { wake: false }) };
 }
 
 /** A command to run in a sandbox. */
@@ -53,7 +65,7 @@ export async function startSessionCommand(
   command: SessionCommand,
 ): Promise<StartedSessionCommand> {
   const running = new RunningCommand(command, (argv) =>
-    runSessionCommand(host, {
+    runSessionCommand(withoutWaking(host), {
       argv,
       workingDir: "/",
       maxOutputBytes: 4096,
@@ -90,8 +102,11 @@ export async function startSessionCommand(
   await host.toolbox("start a command session", signal, (sandbox) => sandbox.process.createSession(sessionId));
   const deleteSession = () =>
     void host
-      .toolbox("end a command session", AbortSignal.timeout(30_000), (sandbox) =>
-        sandbox.process.deleteSession(sessionId),
+      .toolbox(
+        "end a command session",
+        AbortSignal.timeout(30_000),
+        (sandbox) => sandbox.process.deleteSession(sessionId),
+        { wake: false },
       )
       .catch(() => {});
   let cmdId: string;
@@ -129,7 +144,8 @@ export async function startSessionCommand(
   const checkEnded = () => {
     if (stdout.exitCode !== undefined && stderr.exitCode !== undefined) framesEnded();
   };
-  const follow = host.toolbox("follow the command's output", signal, (sandbox) => {
+  const quiet = withoutWaking(host);
+  const follow = quiet.toolbox("follow the command's output", signal, (sandbox) => {
     // A retried follow reads the log from its start again: pass over the lines already handled.
     stdout = stdout.resumed(onStdout);
     stderr = stderr.resumed(onStderr);
@@ -153,7 +169,7 @@ export async function startSessionCommand(
       // The log stream closed before the framer's last line: ask the toolbox
       // whether the command ended (then read the rest of its log) or the
       // stream dropped while it runs (then end it: no orphan).
-      const state = await host.toolbox("look up the command", AbortSignal.timeout(30_000), (sandbox) =>
+      const state = await quiet.toolbox("look up the command", AbortSignal.timeout(30_000), (sandbox) =>
         sandbox.process.getSessionCommand(sessionId, cmdId),
       );
       if (state.exitCode === undefined || state.exitCode === null) {
@@ -164,7 +180,7 @@ export async function startSessionCommand(
           { details: { stream: "logs" } },
         );
       }
-      const logs = await host.toolbox("read the command's output", AbortSignal.timeout(60_000), (sandbox) =>
+      const logs = await quiet.toolbox("read the command's output", AbortSignal.timeout(60_000), (sandbox) =>
         sandbox.process.getSessionCommandLogs(sessionId, cmdId),
       );
       const restOut = new FramedStream(onStdout, stdout.lines);
@@ -207,7 +223,7 @@ async function pumpStdin(
   signal: AbortSignal,
 ): Promise<void> {
   const send = (data: string) =>
-    host.toolbox("send the command's input", signal, (sandbox) =>
+    withoutWaking(host).toolbox("send the command's input", signal, (sandbox) =>
       sandbox.process.sendSessionCommandInput(sessionId, cmdId, data),
     );
   const write = async (chunk: Uint8Array) => {

@@ -80,6 +80,29 @@ if (!env.missing) {
       expect(text(left.stdout).trim()).toBe("0");
     }, 60_000);
 
+    it("a stop during a command stays stopped: following, killing and cleaning up after it start nothing", async () => {
+      const id = idOf(machine);
+      let began = () => {};
+      const running = new Promise<void>((resolve) => {
+        began = resolve;
+      });
+      const ran = failureOf(
+        machine.exec({ shell: "echo started; sleep 60", onOutput: () => began() }, opContext({ timeoutMs: 60_000 })),
+      );
+      await running;
+      const starts = startsOf(id);
+      await machine.stop();
+      expect(env.emulator.stateOf(id)).toBe("stopped");
+      // The command went with the stop: its follow, kill and session cleanup fail, none starts the sandbox.
+      expect(await ran).toMatchObject({ name: "AgentComputerError" });
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(env.emulator.stateOf(id)).toBe("stopped");
+      expect(startsOf(id)).toBe(starts);
+      // New work starts it again.
+      expect(text((await machine.exec({ argv: ["echo", "woken"] })).stdout)).toBe("woken\n");
+      expect(startsOf(id)).toBe(starts + 1);
+    }, 90_000);
+
     it("an API key the service refuses is an error, never gone: the runtime replaces nothing", async () => {
       const dataDir = await temporaryDataDir();
       const stateStore = new MemoryStateStore();

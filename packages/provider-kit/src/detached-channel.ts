@@ -6,8 +6,11 @@
  * stream"). Box is one; the kit runs byte-exact commands over it.
  */
 export interface DetachedChannel {
-  /** Runs `line` with sh from `/`; on a machine the service put to sleep, wakes it first. */
-  sync(line: string, signal: AbortSignal, timeoutSeconds?: number): Promise<SyncAnswer>;
+  /**
+   * Runs `line` with sh from `/`; on a machine the service put to sleep,
+   * wakes it first, unless `wake` is false: then the call fails.
+   */
+  sync(line: string, signal: AbortSignal, timeoutSeconds?: number, options?: WakeOption): Promise<SyncAnswer>;
   /** Starts `line` with sh from `/`, outliving the call; answers the service's id of the process. */
   detach(line: string, signal: AbortSignal): Promise<string>;
   /** Whether the service still counts a detached process as running, and its exit code once it ended. */
@@ -18,6 +21,18 @@ export interface DetachedChannel {
   readFile(path: string, signal: AbortSignal): Promise<Buffer>;
   /** Masks the service's secrets out of text an error quotes. */
   redact(text: string): string;
+}
+
+/**
+ * Whether a call may wake (start, resume) a machine that sleeps. Only a
+ * call that begins work does: following, feeding or killing a command and
+ * cleaning up after it (removing its files, ending its session) may land
+ * after the machine was stopped, where the command went with it, and must
+ * not start it again (a stopped machine stays stopped).
+ */
+export interface WakeOption {
+  /** Default true. */
+  wake?: boolean;
 }
 
 /** A synchronous command's answer as the service gives it. */

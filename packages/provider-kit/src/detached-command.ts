@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { AgentComputerError, type ExecResult } from "@agent-computer/core";
 import { type MachineCommand, RunningCommand } from "@agent-computer/core/provider-utils";
-import type { DetachedChannel, SyncAnswer } from "./detached-channel.js";
+import type { DetachedChannel, SyncAnswer, WakeOption } from "./detached-channel.js";
 import { bytesOf, stageBytes } from "./file-parts.js";
 import { shellQuote } from "./shell-quote.js";
 
@@ -20,6 +20,8 @@ const POLL_WAIT_MS = 1_000;
 const KEEP_DONE_SECONDS = 300;
 /** Where each command keeps its output, exit code and staged stdin inside the machine. */
 const EXEC_ROOT = "/tmp/.agent-computer-exec";
+/** Polls, kills and cleanup of a command: a machine stopped under them stays stopped (WakeOption). */
+const ASLEEP_STAYS_ASLEEP: WakeOption = { wake: false };
 /** How long a command may show neither a live supervisor nor an exit before the service is asked about it. */
 const MISSING_GRACE_MS = 30_000;
 
@@ -160,6 +162,7 @@ export async function runDetachedCommand(channel: DetachedChannel, command: Deta
         `${argv.map(shellQuote).join(" ")}; kill -KILL -- -"$(cat ${dir}/pgid 2>/dev/null)" 2>/dev/null; true`,
         AbortSignal.timeout(30_000),
         30,
+        ASLEEP_STAYS_ASLEEP,
       )
       .then(() => undefined),
   );
@@ -189,7 +192,7 @@ export async function runDetachedCommand(channel: DetachedChannel, command: Deta
         await running.settleTimeout();
         return running.result(exitCode);
       }
-      const poll = channel.sync(follower.pollLine(dir), signal, 60);
+      const poll = channel.sync(follower.pollLine(dir), signal, 60, ASLEEP_STAYS_ASLEEP);
       poll.catch(() => {});
       const outcome = await Promise.race([poll, running.aborted]);
       if (outcome === "aborted") return fail(running.abortError());
@@ -310,7 +313,7 @@ function parsePoll(result: SyncAnswer, channel: DetachedChannel): PollAnswer {
 
 function removeLater(channel: DetachedChannel, dir: string): Promise<void> {
   return channel
-    .sync(`rm -rf -- ${dir}`, AbortSignal.timeout(30_000), 30)
+    .sync(`rm -rf -- ${dir}`, AbortSignal.timeout(30_000), 30, ASLEEP_STAYS_ASLEEP)
     .then(() => undefined)
     .catch(() => undefined);
 }

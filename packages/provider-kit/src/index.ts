@@ -1,4 +1,4 @@
-export type { DetachedChannel, SyncAnswer } from "./detached-channel.js";
+export type { DetachedChannel, SyncAnswer, WakeOption } from "./detached-channel.js";
 export { type DetachedCommand, runDetachedCommand } from "./detached-command.js";
 export {
   downloadInParts,

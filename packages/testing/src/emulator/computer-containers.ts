@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Duplex, Readable } from "node:stream";
 import type Docker from "dockerode";
 import tar from "tar-stream";
+import { FreezeGate } from "./freeze-gate.js";
 
 /** How a service sets up one machine: what differs from service to service. */
 export interface MachineSpec {
@@ -62,6 +63,7 @@ export interface ExecOptions {
 export class ComputerContainers {
   /** Label value of this emulator instance: its containers and archive images carry it. */
   readonly instance = randomBytes(4).toString("hex");
+  private readonly gate = new FreezeGate();
 
   constructor(
     readonly docker: Docker,
@@ -115,7 +117,7 @@ export class ComputerContainers {
 
   /** Freezes a machine's processes, memory kept. */
   pause(id: string): Promise<void> {
-    return this.docker.getContainer(id).pause();
+    return this.gate.freeze(id, () => this.docker.getContainer(id).pause());
   }
 
   unpause(id: string): Promise<void> {
@@ -125,7 +127,9 @@ export class ComputerContainers {
   /** Archives a machine: its filesystem becomes an image (named by `tag`), and the container goes. */
   async archive(id: string, tag: string): Promise<string> {
     const repo = `agent-computer-test/${this.label.split("/").pop()}-archive-${this.instance}`;
-    await this.docker.getContainer(id).commit({ repo, tag, changes: [`LABEL ${this.label}=${this.instance}`] });
+    // The machine stops first, as a service's archive ends its processes; the commit then freezes nothing.
+    await this.stop(id);
+    await this.commit(id, repo, tag);
     await this.remove(id);
     return `${repo}:${tag}`;
   }
@@ -133,8 +137,14 @@ export class ComputerContainers {
   /** A snapshot of a running machine: its filesystem committed to an image (named by `tag`); unlike `archive`, the machine keeps running. */
   async snapshot(id: string, tag: string): Promise<string> {
     const repo = `agent-computer-test/${this.label.split("/").pop()}-snapshot-${this.instance}`;
-    await this.docker.getContainer(id).commit({ repo, tag, changes: [`LABEL ${this.label}=${this.instance}`] });
+    await this.commit(id, repo, tag);
     return `${repo}:${tag}`;
+  }
+
+  /** Commits a machine's filesystem to `repo:tag`; a running one is frozen meanwhile (FreezeGate). */
+  private async commit(id: string, repo: string, tag: string): Promise<void> {
+    const changes = [`LABEL ${this.label}=${this.instance}`];
+    await this.gate.freeze(id, () => this.docker.getContainer(id).commit({ repo, tag, changes }));
   }
 
   /** Removes a machine (paused or not); a machine already gone is fine. */
@@ -161,7 +171,11 @@ export class ComputerContainers {
   }
 
   /** Starts a command in a machine; its output is read from `stream` (see `demuxEngineStream`). */
-  async startCommand(id: string, argv: string[], options: ExecOptions): Promise<StartedExec> {
+  startCommand(id: string, argv: string[], options: ExecOptions): Promise<StartedExec> {
+    return this.gate.start(id, () => this.startNow(id, argv, options));
+  }
+
+  private async startNow(id: string, argv: string[], options: ExecOptions): Promise<StartedExec> {
     const exec = await this.docker.getContainer(id).exec({
       Cmd: argv,
       User: options.user,
