@@ -7,14 +7,24 @@
 // names in any of its dependency lists; nothing it names later was built
 // before it in the one-at-a-time order either.
 //
-//   node scripts/build-packages.mjs [--jobs N]
-import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+//
+// A package whose inputs are as they were at its last build is not built
+// again (`npm run demo` a second time starts in seconds): its fingerprint
+// covers every file git sees in its folder (tracked or not, never ignored
+// ones such as dist/), the root's tsconfig.base.json and package-lock.json,
+// and the fingerprints of the workspace packages it waits for; it is kept
+// in dist/.build-fingerprint, written after a build succeeds. --force
+// builds every package; without git, every package is built.
+//
+//   node scripts/build-packages.mjs [--jobs N] [--force]
+import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
-const { values } = parseArgs({ options: { jobs: { type: "string" } } });
+const { values } = parseArgs({ options: { jobs: { type: "string" }, force: { type: "boolean" } } });
 const jobs = Math.max(1, Number(values.jobs ?? availableParallelism()));
 const readJson = (file) => JSON.parse(readFileSync(file, "utf8"));
 
@@ -43,6 +53,38 @@ const waitsFor = new Map(
   }),
 );
 
+/** The files git sees in a folder (tracked, or untracked and not ignored), sorted; undefined without git. */
+function filesOf(folder) {
+  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", folder], {
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (listed.status !== 0) return undefined;
+  return [...new Set(listed.stdout.split("\0").filter((file) => file && existsSync(file)))].sort();
+}
+
+/** Each package's fingerprint, in the build order (so the ones it waits for are known first). */
+function fingerprints() {
+  const shared = ["tsconfig.base.json", "package-lock.json"].filter((file) => existsSync(file));
+  const result = new Map();
+  for (const { folder, manifest } of packages) {
+    const files = filesOf(folder);
+    if (!files) return new Map();
+    const hash = createHash("sha256");
+    for (const file of [...shared, ...files]) hash.update(`${file}\0`).update(readFileSync(file)).update("\0");
+    for (const name of waitsFor.get(manifest.name) ?? []) hash.update(`${name}=${result.get(name)}\0`);
+    result.set(manifest.name, hash.digest("hex"));
+  }
+  return result;
+}
+
+const fingerprintFile = (folder) => join(folder, "dist", ".build-fingerprint");
+const wanted = values.force ? new Map() : fingerprints();
+const upToDate = (p) => {
+  const file = fingerprintFile(p.folder);
+  return wanted.has(p.manifest.name) && existsSync(file) && readFileSync(file, "utf8") === wanted.get(p.manifest.name);
+};
+
 const done = new Set();
 const running = new Map();
 const started = Date.now();
@@ -61,6 +103,8 @@ function build({ folder, manifest }) {
         reject(new Error(`${manifest.name}: the build exited with ${code}`));
         return;
       }
+      const fingerprint = wanted.get(manifest.name);
+      if (fingerprint && existsSync(join(folder, "dist"))) writeFileSync(fingerprintFile(folder), fingerprint);
       console.log(`built ${manifest.name} (${((Date.now() - began) / 1000).toFixed(1)} s)`);
       resolve();
     });
@@ -68,7 +112,9 @@ function build({ folder, manifest }) {
 }
 
 async function main() {
-  const waiting = [...packages];
+  const current = packages.filter(upToDate);
+  for (const { manifest } of current) done.add(manifest.name);
+  const waiting = packages.filter((p) => !current.includes(p));
   while (waiting.length > 0 || running.size > 0) {
     while (running.size < jobs) {
       const index = waiting.findIndex(({ manifest }) =>
@@ -88,7 +134,9 @@ async function main() {
     await Promise.race(running.values());
   }
   if (!existsSync("packages/core/dist")) throw new Error("core's dist is missing after the build");
-  console.log(`built ${done.size} packages in ${((Date.now() - started) / 1000).toFixed(1)} s, ${jobs} at a time`);
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  const unchanged = current.length > 0 ? ` (${current.length} unchanged since their last build)` : "";
+  console.log(`built ${done.size - current.length} packages in ${seconds} s, ${jobs} at a time${unchanged}`);
 }
 
 main().catch((error) => {

@@ -40,6 +40,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { readmeInstall } from "./readme-install.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
@@ -164,7 +165,7 @@ async function mcpBinHandshake(bin, cwd) {
 }
 
 /** What is wrong with a publishable package's manifest, given its tarball's files. */
-function manifestProblems(dir, manifest, root, files) {
+function manifestProblems(manifest, root, files) {
   const problems = [];
   const shipped = new Set(files);
   const ships = (target, what) => {
@@ -173,8 +174,9 @@ function manifestProblems(dir, manifest, root, files) {
   };
   if (manifest.publishConfig?.access !== "public") problems.push('publishConfig.access is not "public"');
   if (manifest.license !== root.license) problems.push(`license ${manifest.license} is not the tree's ${root.license}`);
-  if (manifest.repository?.directory !== `packages/${dir}`)
-    problems.push(`repository.directory is not packages/${dir}`);
+  // Nothing is published yet and the project has no public repository: a URL would be a guess (README, "Install").
+  if (manifest.repository !== undefined) problems.push("repository names a URL the project does not have yet");
+  if (!shipped.has("LICENSE")) problems.push("LICENSE is not in the tarball");
   if (!manifest.files?.includes("dist")) problems.push("files does not list dist");
   for (const field of ["main", "module", "types"]) {
     if (manifest[field]) ships(manifest[field], field);
@@ -256,11 +258,11 @@ async function main() {
       return JSON.parse(out);
     });
     const byName = new Map(packed.map((p) => [p.name, p]));
-    for (const { dir, manifest } of packages) {
+    for (const { manifest } of packages) {
       const tarball = byName.get(manifest.name);
       if (!tarball) throw new Error(`npm pack made no tarball for ${manifest.name}`);
       const files = tarball.files.map((f) => f.path);
-      for (const problem of manifestProblems(dir, manifest, root, files)) problems.push(`${manifest.name}: ${problem}`);
+      for (const problem of manifestProblems(manifest, root, files)) problems.push(`${manifest.name}: ${problem}`);
       const readme = files.includes("README.md") ? "" : "  (no README.md yet)";
       console.log(
         `${manifest.name.padEnd(38)} ${String(files.length).padStart(3)} files ${kB(tarball.size).padStart(9)} packed ${kB(tarball.unpackedSize).padStart(10)} unpacked: ${contentsOf(files).join(", ")}${readme}`,
@@ -273,6 +275,10 @@ async function main() {
       );
     if (problems.length > 0) throw new Error(`Packages not ready to publish:\n  ${problems.join("\n  ")}`);
 
+    // Nothing of the workspace's npm environment leaks into an install outside it.
+    const installEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+    installEnv.npm_config_better_sqlite3_local_prebuilds = await prebuiltSqliteBinding(work);
+    installEnv.npm_config_prefer_offline = "true"; // the registry is asked only for what npm's cache lacks
     await stage("a new project outside the workspace, the tarballs installed with npm", async () => {
       await cp(join(here, "project"), project, { recursive: true });
       const file = (name) => `file:../tarballs/${byName.get(name).filename}`;
@@ -296,12 +302,9 @@ async function main() {
           2,
         )}\n`,
       );
-      // Nothing of the workspace's npm environment leaks into the project's install.
-      const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
-      env.npm_config_better_sqlite3_local_prebuilds = await prebuiltSqliteBinding(work);
       run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], {
         cwd: project,
-        env,
+        env: installEnv,
         timeoutMs: 15 * 60_000,
       });
       // The types of every entry point, as each module system resolves them.
@@ -354,6 +357,10 @@ async function main() {
     await check(
       "the agent-computer-mcp bin: --help, then an MCP stdio handshake and tools/list on the fake provider",
       () => mcpBinHandshake(join(project, "node_modules", ".bin", "agent-computer-mcp"), project),
+    );
+
+    await check("the README's Install lines as written, then its first lines in that app (fake provider)", () =>
+      readmeInstall({ repo, work, env: installEnv }),
     );
 
     const engine = spawnSync("docker", ["version", "--format", "{{.Server.Version}}"], { encoding: "utf8" });

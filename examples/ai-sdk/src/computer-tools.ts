@@ -14,6 +14,8 @@ export function createComputerToolSet(options: {
   capabilities: ProviderCapabilities;
   vision?: boolean;
   onActivity?: (event: ActivityEvent) => void;
+  /** The model given to generateText: its specification decides how images are sent. */
+  model?: string | { readonly specificationVersion?: string };
 }): ToolSet {
   const session = new ComputerToolSession({
     run: options.run,
@@ -21,5 +23,5 @@ export function createComputerToolSet(options: {
     vision: options.vision ?? true,
     onActivity: options.onActivity,
   });
-  return toAiSdkTools(computerTools(session), session, jsonSchema) satisfies ToolSet;
+  return toAiSdkTools(computerTools(session), session, jsonSchema, { model: options.model }) satisfies ToolSet;
 }

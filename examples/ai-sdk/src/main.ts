@@ -28,14 +28,16 @@ const runtime = createComputerRuntime({
   idleMs: 0,
 });
 const run = runtime.startRun({ workspaceId: "ai-sdk-demo", botId: "ai" });
+const model = anthropic("claude-sonnet-4-5");
 const tools = createComputerToolSet({
   run,
   capabilities: runtime.capabilities,
   onActivity: (e) => console.log(`activity ${e.tool}: ${e.summary}`),
+  model,
 });
 
 const result = await generateText({
-  model: anthropic("claude-sonnet-4-5"),
+  model,
   tools,
   stopWhen: stepCountIs(12),
   system: "You work on your own Linux computer through tools. Paths are relative to your folder.",

@@ -1,5 +1,6 @@
 import type { SandboxProvider } from "@agent-computer/core";
 import { providerFromEnvironment } from "@agent-computer/mcp-server";
+import { note } from "./stage.js";
 
 /**
  * The provider the MCP server would choose (`providerFromEnvironment`,
@@ -14,13 +15,11 @@ export async function chooseProvider(dataDir: string): Promise<SandboxProvider> 
   const chosen = await providerFromEnvironment(env, {
     dataDir,
     whenUnset: "docker-else-fake",
-    log: (line) => console.log(`  ${line}`),
+    log: note,
   });
-  console.log(`Provider: ${chosen.name}, because ${chosen.reason}.`);
+  note(`Provider: ${chosen.name}, because ${chosen.reason}.`);
   if (chosen.name === "fake") {
-    console.log(
-      "  The fake provider runs commands on this host in a temporary folder: not isolated, for demos and tests.",
-    );
+    note("The fake provider runs commands on this host in a temporary folder: not isolated, for demos and tests.");
   }
   return chosen.provider;
 }

@@ -19,7 +19,7 @@ import {
 } from "@agent-computer/runtime";
 import { chooseProvider } from "./choose-provider.js";
 import { moveHome } from "./move-home.js";
-import { stage } from "./stage.js";
+import { note, reportHeader, stage } from "./stage.js";
 
 const outDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "out");
 
@@ -29,7 +29,7 @@ function toolsOf(run: BotRun, capabilities: ComputerToolSession["capabilities"])
     run,
     capabilities,
     vision: true,
-    onActivity: (e) => console.log(`    activity ${e.botId} ${e.tool}: ${e.summary}${e.ok ? "" : " (failed)"}`),
+    onActivity: (e) => note(`activity ${e.botId} ${e.tool}: ${e.summary}${e.ok ? "" : " (failed)"}`),
   });
   const tools = computerTools(session);
   return {
@@ -53,14 +53,17 @@ async function saveScreenshot(result: ToolResult, file: string): Promise<string>
 
 async function main(): Promise<void> {
   await mkdir(outDir, { recursive: true });
+  reportHeader();
   const dataDir = join(outDir, "quickstart-data");
-  const provider = await chooseProvider(dataDir);
+  const provider = await stage("choose the provider (and build the computer image where it is missing)", () =>
+    chooseProvider(dataDir),
+  );
   const runtime = createComputerRuntime({
     provider,
     stateStore: new MemoryStateStore(),
     homeStore: new LocalAgentHomeStore({ dataDir }),
     idleMs: 0,
-    onEvent: (e) => console.log(`    event ${e.type} (${e.durationMs} ms) ${JSON.stringify(e.detail)}`),
+    onEvent: (e) => note(`event ${e.type}, took ${e.durationMs} ms: ${JSON.stringify(e.detail)}`),
   });
   const workspaceId = `quickstart-${Date.now().toString(36)}`;
 
@@ -68,9 +71,9 @@ async function main(): Promise<void> {
   const beta = runtime.startRun({ workspaceId, botId: "beta" });
   const a = toolsOf(alpha, runtime.capabilities);
   const b = toolsOf(beta, runtime.capabilities);
-  console.log(`  tools offered: ${a.names.join(", ")}`);
+  note(`tools offered: ${a.names.join(", ")}`);
 
-  console.log(
+  note(
     textOf(
       await stage("alpha: shell (starts the Team computer)", () => a.call("shell", { command: "uname -sm; pwd" })),
     ),
@@ -81,9 +84,7 @@ async function main(): Promise<void> {
   await stage("beta: write_file ../../shared/plan.md", () =>
     b.call("write_file", { path: "../../shared/plan.md", content: "# Plan\n- export contacts\n" }),
   );
-  console.log(
-    `  ${textOf(await stage("beta: list_files ../../shared", () => b.call("list_files", { path: "../../shared" })))}`,
-  );
+  note(textOf(await stage("beta: list_files ../../shared", () => b.call("list_files", { path: "../../shared" }))));
 
   if (a.names.includes("computer_act")) {
     for (const [name, bot] of [
@@ -98,10 +99,10 @@ async function main(): Promise<void> {
           ],
         }),
       );
-      console.log(`  ${textOf(acted).split("\n").at(-1)} ${await saveScreenshot(acted, `quickstart-${name}.png`)}`);
+      note(`${textOf(acted).split("\n").at(-1)} ${await saveScreenshot(acted, `quickstart-${name}.png`)}`);
     }
   } else {
-    console.log("- this provider has no desktop; no screenshots");
+    note("this provider has no desktop; no screenshots");
   }
 
   if (b.names.includes("browser_navigate")) {
@@ -122,10 +123,10 @@ async function main(): Promise<void> {
         b.call("browser_navigate", { url: `http://127.0.0.1:${port}/` }),
       ),
     );
-    console.log(
+    note(
       page
         .split("\n")
-        .map((line) => `  | ${line}`)
+        .map((line) => `| ${line}`)
         .join("\n"),
     );
     const ref = /(e\d+) button "Export"/.exec(page)?.[1];
@@ -133,8 +134,8 @@ async function main(): Promise<void> {
       const clicked = textOf(
         await stage(`beta: browser_act click ${ref}`, () => b.call("browser_act", { ref, action: "click" })),
       );
-      console.log(
-        `  ${clicked.split("\n")[0]} ${/Exported 3 contacts/.test(clicked) ? "(the page now says: Exported 3 contacts)" : ""}`,
+      note(
+        `${clicked.split("\n")[0]} ${/Exported 3 contacts/.test(clicked) ? "(the page now says: Exported 3 contacts)" : ""}`,
       );
     }
   }
@@ -153,7 +154,7 @@ async function main(): Promise<void> {
     toolsOf(again, runtime.capabilities).call("read_file", { path: "notes.txt" }),
   );
   await again.end("completed");
-  console.log(`  revision ${(await runtime.leases.getComputer(computerId))?.revision}, restored: ${textOf(restored)}`);
+  note(`revision ${(await runtime.leases.getComputer(computerId))?.revision}, restored: ${textOf(restored)}`);
 
   const moved = await moveHome(provider, runtime, computerId);
   console.log(`\nRestored file content: ${moved}`);

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { Machine, SandboxProvider } from "@agent-computer/core";
 import type { ComputerRuntime } from "@agent-computer/runtime";
-import { stage } from "./stage.js";
+import { note, stage } from "./stage.js";
 
 /**
  * Moves a computer's home to a machine on a NEW home key with the
@@ -20,7 +20,7 @@ export async function moveHome(
     for await (const chunk of await source.files.exportWorkspace()) chunks.push(Buffer.from(chunk));
     return Buffer.concat(chunks);
   });
-  console.log(`  ${archive.length} bytes of tar`);
+  note(`${archive.length} bytes of tar`);
   let target = await stage("provision a computer on a new home key", () =>
     provider.provision({
       computerId: `${computerId}-moved`,

@@ -68,6 +68,25 @@ describe("toAiSdkTools", () => {
     expect((extra as Error).message).toMatch(/Unrecognized key: "cwd"/);
   });
 
+  it("sends images as media to a model of the previous specification (v2, ai 5), image-data to the current one", async () => {
+    const wrap = (schema: Record<string, unknown>) => schema;
+    // A fresh session each time: a second look at an unchanged screen is text only.
+    const partsFor = async (model?: string | { specificationVersion: string }) => {
+      const { session } = await setup();
+      const tools = toAiSdkTools(computerTools(session), session, wrap, model === undefined ? {} : { model });
+      const observed = await tools.computer_observe?.execute({}, {});
+      const output = tools.computer_observe?.toModelOutput({ output: observed });
+      return output?.type === "content" ? output.value.map((part) => part.type) : [];
+    };
+    expect(await partsFor({ specificationVersion: "v2" })).toContain("media");
+    expect(await partsFor({ specificationVersion: "v2" })).not.toContain("image-data");
+    for (const current of [undefined, "openai/gpt-5", { specificationVersion: "v3" }]) {
+      const parts = await partsFor(current);
+      expect(parts).toContain("image-data");
+      expect(parts).not.toContain("media");
+    }
+  });
+
   it("keeps attached files out of what the model reads", async () => {
     const { tools } = await setup();
     await tools.write_file?.execute({ path: "r.txt", content: "report" }, {});

@@ -15,13 +15,32 @@ export interface AiSdkToolOutput {
   isError?: boolean;
 }
 
-/** The AI SDK's `ToolResultOutput` for the parts this adapter produces. */
+/**
+ * The AI SDK's `ToolResultOutput` for the parts this adapter produces. An
+ * image is `image-data` for models of the current specification (v3, `ai`
+ * 6) and `media` for those of the previous one (v2, `ai` 5, which knows no
+ * `image-data`); `ai` 6 still takes `media` and turns it into `image-data`
+ * (mapToolResultOutput in its dist/index.mjs).
+ */
 export type AiSdkModelOutput =
   | { type: "error-text"; value: string }
   | {
       type: "content";
-      value: ({ type: "text"; text: string } | { type: "image-data"; data: string; mediaType: string })[];
+      value: (
+        | { type: "text"; text: string }
+        | { type: "image-data"; data: string; mediaType: string }
+        | { type: "media"; data: string; mediaType: string }
+      )[];
     };
+
+/** How to talk to the model: pass the model given to `generateText`, or its specification version. */
+export interface AiSdkToolsOptions {
+  /**
+   * The model (its `specificationVersion` is read; a model id string is
+   * the current specification) or the version itself. Default "v3".
+   */
+  model?: string | { readonly specificationVersion?: string };
+}
 
 /**
  * A tool as the `ai` package's `tools` option takes it (`ai` 6), built as a
@@ -57,16 +76,19 @@ export class AiSdkToolCallError extends Error {
  * Input is validated by the tool itself (`callTool`); a bad or failed call
  * throws `AiSdkToolCallError`, which the SDK turns into a `tool-error` the
  * app sees and `error-text` the model reads, the same text for both
- * (docs/architecture.md §10). Images go to the model as `image-data` content.
+ * (docs/architecture.md §10). Images go to the model as `image-data`
+ * content, or `media` for a model of the previous specification (`{ model }`).
  *
  *     import { jsonSchema } from "ai";
- *     generateText({ model, tools: toAiSdkTools(computerTools(session), session, jsonSchema), ... })
+ *     generateText({ model, tools: toAiSdkTools(computerTools(session), session, jsonSchema, { model }), ... })
  */
 export function toAiSdkTools<Context, Schema>(
   tools: readonly ToolDefinition<z.ZodType, Context>[],
   context: Context,
   jsonSchema: (schema: Record<string, unknown>) => Schema,
+  options: AiSdkToolsOptions = {},
 ): Record<string, AiSdkTool<Schema>> {
+  const specification = specificationOf(options.model);
   return Object.fromEntries(
     tools.map((tool): [string, AiSdkTool<Schema>] => [
       tool.name,
@@ -78,7 +100,7 @@ export function toAiSdkTools<Context, Schema>(
           if (output.isError) throw new AiSdkToolCallError(output);
           return output;
         },
-        toModelOutput: ({ output }) => toAiSdkModelOutput(output as AiSdkToolOutput),
+        toModelOutput: ({ output }) => toAiSdkModelOutput(output as AiSdkToolOutput, specification),
       },
     ]),
   );
@@ -102,15 +124,25 @@ export function toAiSdkOutput(result: ToolResult): AiSdkToolOutput {
   };
 }
 
-/** What the model reads of an `AiSdkToolOutput`: text and images, or the error text. */
-export function toAiSdkModelOutput(output: AiSdkToolOutput): AiSdkModelOutput {
+/** "v2" for a model of the previous specification (`ai` 5's), else "v3". */
+function specificationOf(model: AiSdkToolsOptions["model"]): "v2" | "v3" {
+  const version = typeof model === "object" ? model.specificationVersion : model;
+  return version === "v2" ? "v2" : "v3";
+}
+
+/**
+ * What the model reads of an `AiSdkToolOutput`: text and images (as the
+ * `specification` names them: see AiSdkModelOutput), or the error text.
+ */
+export function toAiSdkModelOutput(output: AiSdkToolOutput, specification: "v2" | "v3" = "v3"): AiSdkModelOutput {
   if (output.isError) {
     return { type: "error-text", value: textOf({ content: output.content.filter((p) => p.type === "text") }) };
   }
+  const image = specification === "v2" ? ("media" as const) : ("image-data" as const);
   const value = output.content.map((part) =>
     part.type === "text"
       ? { type: "text" as const, text: part.text }
-      : { type: "image-data" as const, data: part.data, mediaType: part.mimeType },
+      : { type: image, data: part.data, mediaType: part.mimeType },
   );
   return { type: "content", value: value.length > 0 ? value : [{ type: "text", text: "(no output)" }] };
 }

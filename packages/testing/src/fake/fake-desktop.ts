@@ -19,6 +19,7 @@ import {
 } from "@agent-computer/core";
 import { EmulatorPageBrowser } from "@agent-computer/page-browser/emulator";
 import { z } from "zod";
+import { drawText, glyphAdvance, lineAdvance } from "./pixel-font.js";
 import { encodePng } from "./png.js";
 
 /** What the fake screen shows; every visible change alters the frame. */
@@ -30,6 +31,8 @@ interface FakeScreenState {
   keys: string[];
   clicks: number;
   scroll: { x: number; y: number };
+  /** The page the page browser shows last: its title and text are drawn. */
+  page?: { title: string; text: string };
 }
 
 export interface FakeDesktopHooks {
@@ -41,8 +44,11 @@ export interface FakeDesktopHooks {
 
 /**
  * A desktop drawn in memory: a band whose colour encodes what was typed,
- * clicked and scrolled, and a cross at the cursor. Frames are deterministic
- * PNGs, so equal states give equal hashes and a visible action changes it.
+ * clicked and scrolled, with the focused window's title on it; below, the
+ * page the page browser shows (title and text) and what was typed, in a
+ * small pixel font (pixel-font.ts); and a cross at the cursor. Frames are
+ * deterministic PNGs, so equal states give equal hashes and a visible
+ * action changes it.
  */
 export class FakeDesktop implements DesktopSession {
   private readonly state: FakeScreenState = {
@@ -70,18 +76,24 @@ export class FakeDesktop implements DesktopSession {
       this.emulator ??= new EmulatorPageBrowser();
       return this.emulator;
     };
+    const shown = <T extends { title: string; text: string } | undefined>(snapshot: T): T => {
+      if (snapshot) this.state.page = { title: snapshot.title, text: snapshot.text };
+      return snapshot;
+    };
     return {
-      navigate: (url, ctx) => {
+      navigate: async (url, ctx) => {
         this.assertUsable(ctx);
-        return browser().navigate(url, ctx);
+        return shown(await browser().navigate(url, ctx));
       },
       snapshot: (ctx, request) => {
         this.assertUsable(ctx);
         return browser().snapshot(ctx, request);
       },
-      act: (action, ctx, after) => {
+      act: async (action, ctx, after) => {
         this.assertUsable(ctx);
-        return browser().act(action, ctx, after);
+        const outcome = await browser().act(action, ctx, after);
+        shown(outcome.snapshot?.delta ? undefined : outcome.snapshot);
+        return outcome;
       },
     };
   }
@@ -200,6 +212,24 @@ export class FakeDesktop implements DesktopSession {
     }
   }
 
+  private drawWords(picture: { rgb: Uint8Array; width: number; height: number }, band: number): void {
+    const { title, body } = wordsOf(this.state, this.botId);
+    const [r, g, b] = picture.rgb.subarray(0, 3);
+    // Black on a light band, white on a dark one (perceived luminance).
+    const light = 0.299 * (r as number) + 0.587 * (g as number) + 0.114 * (b as number) > 140;
+    const onBand = light ? ([0, 0, 0] as const) : ([255, 255, 255] as const);
+    drawText(picture, title, { x: 6, y: Math.max(0, (band - 10) / 2), scale: 2, colour: onBand });
+    const perLine = Math.max(1, Math.floor((picture.width - 12) / glyphAdvance(2)));
+    const lines = body.flatMap((line) =>
+      line.length === 0 ? [""] : (line.match(new RegExp(`.{1,${perLine}}`, "g")) ?? []),
+    );
+    for (const [index, line] of lines.entries()) {
+      const y = band + 8 + index * lineAdvance(2);
+      if (y + lineAdvance(2) > picture.height) break;
+      drawText(picture, line, { x: 6, y, scale: 2, colour: [40, 40, 40] });
+    }
+  }
+
   private point(x: number, y: number): { x: number; y: number } {
     if (x >= this.width || y >= this.height) {
       throw new AgentComputerError(
@@ -222,12 +252,22 @@ export class FakeDesktop implements DesktopSession {
       for (let x = 0; x < width; x++)
         rgb.set([digest[0] as number, digest[1] as number, digest[2] as number], (y * width + x) * 3);
     }
+    this.drawWords({ rgb, width, height }, band);
     for (let d = -4; d <= 4; d++) {
       paint(rgb, width, height, s.cursor.x + d, s.cursor.y);
       paint(rgb, width, height, s.cursor.x, s.cursor.y + d);
     }
     return rgb;
   }
+}
+
+/** What the fake screen says: the title on the band, then the page and the typed text, cut to fit. */
+function wordsOf(state: FakeScreenState, botId: string): { title: string; body: string[] } {
+  const title = state.windows.at(-1) ?? `Fake desktop of ${botId}`;
+  const body: string[] = [];
+  if (state.page) body.push(state.page.title, "", ...state.page.text.split("\n"));
+  if (state.typed) body.push("", `typed: ${state.typed}`);
+  return { title, body };
 }
 
 function paint(rgb: Uint8Array, width: number, height: number, x: number, y: number): void {

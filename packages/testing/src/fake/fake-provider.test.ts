@@ -6,6 +6,7 @@ import type { Machine } from "@agent-computer/core";
 import { opContext } from "@agent-computer/core";
 import { describe, expect, it } from "vitest";
 import { decodePngSize } from "../conformance/decode-png.js";
+import { pixelsOf } from "../provider-test/fixture-site.js";
 import { createFakeProvider } from "./fake-provider.js";
 
 const spec = { computerId: "c1", homeKey: "h1", labels: { team: "t" } };
@@ -63,6 +64,20 @@ describe("fake provider", () => {
     expect(outcome.results[1]?.error?.code).toBe("INVALID_ARGUMENT");
     expect(outcome.results[1]?.uncertain).toBe(false);
     expect((await desktop.observe()).cursor).toEqual({ x: 10, y: 10 });
+  });
+
+  it("draws what was typed on the screen, in its pixel font, under the band with the window's title", async () => {
+    const machine = await createFakeProvider({ screen: { width: 320, height: 120 } }).provision(spec);
+    const desktop = await machine.openDesktop!("bot");
+    const blank = pixelsOf((await desktop.observe()).image as Uint8Array);
+    await desktop.act([{ type: "type", text: "hi" }]);
+    const typed = pixelsOf((await desktop.observe()).image as Uint8Array);
+    // "typed: hi" is the second body line (a blank line first): y = band 24 + 8 + 14, x = 6, each font pixel 2x2.
+    const dark = (p: ReturnType<typeof pixelsOf>, x: number, y: number) => (p.at(x, y)[0] as number) < 100;
+    // The T: its top row whole (x 6..11), its stem alone below (x 8..9).
+    for (const x of [6, 8, 10, 11]) expect(dark(typed, x, 46)).toBe(true);
+    expect([dark(typed, 6, 48), dark(typed, 8, 48), dark(typed, 10, 48)]).toEqual([false, true, false]);
+    for (const x of [6, 8, 10]) expect(dark(blank, x, 46)).toBe(false);
   });
 
   it("zooms into a region as a PNG of that size", async () => {
