@@ -51,9 +51,13 @@ export class BotRun {
     return this.lifecycle.screenHeld(this.slot, this.botId);
   }
 
-  /** The bot's own folder, relative to the home: where its commands start. */
+  /**
+   * The bot's own folder, relative to the home: where its commands start.
+   * On a Team computer `bots/<bot-id>` (the team's work in `shared/`); a
+   * Private computer is its one bot's, whose folder is the whole home (".").
+   */
   get workdir(): string {
-    return `bots/${this.botId}`;
+    return this.slot.scope?.kind === "private" ? "." : `bots/${this.botId}`;
   }
 
   /**
@@ -76,7 +80,9 @@ export class BotRun {
     // A run's first call always asks the provider: the machine another run saw
     // a moment ago may have been destroyed since.
     const raw = await this.lifecycle.ensure(this.slot, { verify: first });
-    if (first) await raw.exec({ argv: ["mkdir", "-p", this.workdir, "shared"] }, { lease: this.lease });
+    if (first && this.workdir !== ".") {
+      await raw.exec({ argv: ["mkdir", "-p", this.workdir, "shared"] }, { lease: this.lease });
+    }
     await this.lifecycle.touch(this.slot);
     return this.lifecycle.leases.fenced(raw, this.lease);
   }

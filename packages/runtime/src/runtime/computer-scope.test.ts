@@ -8,6 +8,10 @@ import type { ComputerScope } from "@agent-computer/leases";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { createFakeProvider } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
+import { ComputerToolSession } from "../tools/computer-tool-session.js";
+import { computerTools } from "../tools/computer-tools.js";
+import { textOf } from "../tools/tool-adapters.js";
+import { callTool } from "../tools/tool-definition.js";
 import { createComputerRuntime } from "./computer-runtime.js";
 
 const SCREEN_LIMIT = 3;
@@ -48,6 +52,29 @@ async function setup() {
   const lastSpec = () => provisioned.at(-1) as ComputerSpec;
   return { runtime, provisioned, appComputer, lastSpec };
 }
+
+describe("a Private computer's bot", () => {
+  it("starts at the root of its home, where the whole home is its folder; a Team bot in bots/<bot-id>", async () => {
+    const { runtime } = await setup();
+    const own = runtime.startRun({ workspaceId: "w", botId: "solo", private: true });
+    expect(own.workdir).toBe(".");
+    const session = new ComputerToolSession({ run: own, capabilities: runtime.capabilities, vision: false });
+    const tools = computerTools(session);
+    const call = (name: string, input: unknown) => callTool(tools.find((t) => t.name === name)!, input, session);
+    await call("write_file", { path: "notes.txt", content: "mine" });
+    const machine = await own.machine();
+    expect(Buffer.from(await machine.files.read("notes.txt")).toString()).toBe("mine");
+    const home = Buffer.from((await machine.exec({ shell: "pwd" })).stdout)
+      .toString()
+      .trim();
+    expect(textOf(await call("shell", { command: "pwd; ls -A" }))).toContain(home);
+    expect((await machine.files.list(".")).map((e) => e.path).sort()).toEqual(["notes.txt"]);
+    await own.end("completed");
+    const team = runtime.startRun({ workspaceId: "w", botId: "solo" });
+    expect(team.workdir).toBe("bots/solo");
+    await team.end("completed");
+  });
+});
 
 describe("private computers of two tenants whose ids join alike", () => {
   // Joined plainly, workspace "a-b" with bot "c" and workspace "a" with bot

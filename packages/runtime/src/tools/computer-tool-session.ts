@@ -56,7 +56,9 @@ export class ComputerToolSession {
     if (path.startsWith("/")) {
       throw new AgentComputerError(
         "INVALID_ARGUMENT",
-        `Invalid path "${path}": give a path relative to your folder (${this.run.workdir}), e.g. "notes.txt" or "../../shared/data.csv".`,
+        this.run.workdir === "."
+          ? `Invalid path "${path}": give a path relative to your home, e.g. "notes.txt" or "reports/q3.csv".`
+          : `Invalid path "${path}": give a path relative to your folder (${this.run.workdir}), e.g. "notes.txt" or "../../shared/data.csv".`,
       );
     }
     return posix.normalize(posix.join(this.run.workdir, path));

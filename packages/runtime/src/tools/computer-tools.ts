@@ -18,7 +18,7 @@ const frameContent = (session: ComputerToolSession, frame: Observation): ToolCon
 const shell = computerTool({
   name: "shell",
   description:
-    "Run a shell command (sh -c) on your computer, starting in your own folder (bots/<your-id>/; shared work goes in ../../shared/). Returns the exit code and the end of stdout and stderr. Use it for files, git, scripts and command-line programs. Long-running servers: start them in the background.",
+    "Run a shell command (sh -c) on your computer, starting in your own folder (on a Team computer bots/<your-id>/, shared work in ../../shared/; on a Private computer the whole home). Returns the exit code and the end of stdout and stderr. Use it for files, git, scripts and command-line programs. Long-running servers: start them in the background.",
   inputSchema: z.object({
     command: z.string().min(1).max(100_000).describe("The command line to run with sh -c."),
     timeoutSeconds: z.number().int().min(1).max(900).default(120).describe("Kill it after this long (default 120)."),
@@ -58,7 +58,7 @@ const LIST_LIMIT = 500;
 const readFile = computerTool({
   name: "read_file",
   description:
-    "Read a text file from your computer. Paths are relative to your folder (bots/<your-id>/). Large files are cut at maxBytes; binary files are described, not dumped.",
+    "Read a text file from your computer. Paths are relative to your own folder (bots/<your-id>/ on a Team computer, the home on a Private one). Large files are cut at maxBytes; binary files are described, not dumped.",
   inputSchema: z.object({
     path: z.string().min(1),
     maxBytes: z
@@ -89,7 +89,7 @@ const readFile = computerTool({
 const writeFile = computerTool({
   name: "write_file",
   description:
-    "Create or replace a text file on your computer (parent folders are made). Paths are relative to your folder (bots/<your-id>/).",
+    "Create or replace a text file on your computer (parent folders are made). Paths are relative to your own folder (bots/<your-id>/ on a Team computer, the home on a Private one).",
   inputSchema: z.object({ path: z.string().min(1), content: z.string().max(20 * 1024 * 1024) }),
   mutating: true,
   handler: (input, session) => {
@@ -105,7 +105,7 @@ const writeFile = computerTool({
 const listFiles = computerTool({
   name: "list_files",
   description:
-    'List a folder on your computer ("." is your own folder, bots/<your-id>/). Shows names, kinds and sizes.',
+    'List a folder on your computer ("." is your own folder: bots/<your-id>/ on a Team computer, the home on a Private one). Shows names, kinds and sizes.',
   inputSchema: z.object({ path: z.string().default(".") }),
   mutating: false,
   async handler(input, session) {
