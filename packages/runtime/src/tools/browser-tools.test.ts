@@ -4,11 +4,13 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import type { PageSnapshot } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { createFakeProvider } from "@agent-computer/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createComputerRuntime } from "../runtime/computer-runtime.js";
 import type { ActivityEvent } from "./activity-event.js";
+import { renderPageSnapshot } from "./browser-tools.js";
 import { ComputerToolSession } from "./computer-tool-session.js";
 import { computerTools } from "./computer-tools.js";
 import { textOf } from "./tool-adapters.js";
@@ -73,6 +75,53 @@ describe("page tools", () => {
       "browser_act",
     ]);
     expect(activity[2]?.summary).toMatch(/^fill e\d+ \(10 characters\)$/);
+    await run.end("completed");
+  });
+
+  it("tells a model without vision to ask a person where the page tools cannot reach; one with vision to act on the box", () => {
+    const snapshot: PageSnapshot = {
+      snapshotId: "s1",
+      url: "https://example.test/pay",
+      title: "Pay",
+      text: "Card [e1] Pay [e2]",
+      textTruncated: false,
+      elements: [
+        {
+          ref: "e1",
+          role: "textbox",
+          name: "Card",
+          bbox: { x: 10, y: 20, width: 200, height: 30 },
+          unreachable: "frame",
+        },
+        { ref: "e2", role: "button", name: "Pay", bbox: { x: 10, y: 60, width: 80, height: 30 } },
+      ],
+      omittedElements: 0,
+    } as PageSnapshot;
+    const blind = renderPageSnapshot(snapshot, false);
+    expect(blind).toContain('[e1 textbox "Card" (frame: request_takeover: a person can reach it)]');
+    expect(blind).not.toContain("computer_act");
+    expect(renderPageSnapshot(snapshot)).toContain("(frame: computer_act at 10,20 200x30)");
+  });
+
+  it("without vision: no screen tools, and request_takeover and the missing page browser point at what it has", async () => {
+    const runtime = createComputerRuntime({
+      provider: createFakeProvider(),
+      stateStore: new MemoryStateStore(),
+      homeStore: new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "browser-tools-")) }),
+      idleMs: 0,
+    });
+    const run = runtime.startRun({ workspaceId: "blind", botId: "alpha" });
+    const noPages = { ...runtime.capabilities, pageBrowser: false };
+    const session = new ComputerToolSession({ run, capabilities: noPages, vision: false });
+    const names = computerTools(session).map((t) => t.name);
+    expect(names).toContain("request_takeover");
+    expect(names).not.toContain("computer_observe");
+    expect(names).not.toContain("computer_act");
+    const withPages = new ComputerToolSession({ run, capabilities: runtime.capabilities, vision: false });
+    const navigate = computerTools(withPages).find((t) => t.name === "browser_navigate")!;
+    const refused = await callTool(navigate, { url: base }, session);
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/no page browser; you cannot see the screen: call request_takeover/);
     await run.end("completed");
   });
 });

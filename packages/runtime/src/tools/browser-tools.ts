@@ -4,26 +4,38 @@ import { z } from "zod";
 import type { ComputerToolSession } from "./computer-tool-session.js";
 import { type ComputerTool, computerTool, recorded, textResult } from "./recorded-call.js";
 
+/**
+ * What to do where the page tools cannot: a model with vision works the
+ * window itself (computer_observe, computer_act); one without has no
+ * screen tools, so it asks a person (request_takeover).
+ */
+function fallback(vision: boolean): { work: string; at: (box: PageElement["bbox"]) => string } {
+  return vision
+    ? {
+        work: "use computer_observe and computer_act to work with the browser window",
+        at: (b) => `computer_act at ${b.x},${b.y} ${b.width}x${b.height}`,
+      }
+    : {
+        work: "you cannot see the screen: call request_takeover and say what a person should do there",
+        at: () => "request_takeover: a person can reach it",
+      };
+}
+
 /** The bot's page browser, or an error that says what to use instead. */
 async function pageBrowserOf(session: ComputerToolSession): Promise<PageBrowser> {
+  const instead = fallback(session.vision).work;
   if (!session.capabilities.pageBrowser) {
-    throw new AgentComputerError(
-      "UNSUPPORTED",
-      "This computer has no page browser; use computer_observe and computer_act to work with the browser window.",
-    );
+    throw new AgentComputerError("UNSUPPORTED", `This computer has no page browser; ${instead}.`);
   }
   const desktop = await session.desktop();
   if (!desktop.pageBrowser) {
-    throw new AgentComputerError(
-      "UNSUPPORTED",
-      "This desktop has no page browser; use computer_observe and computer_act to work with the browser window.",
-    );
+    throw new AgentComputerError("UNSUPPORTED", `This desktop has no page browser; ${instead}.`);
   }
   return desktop.pageBrowser;
 }
 
 /** One element as the model reads it in place: ref, role, name and only the states it has. */
-function elementText(e: PageElement): string {
+function elementText(e: PageElement, vision: boolean): string {
   const parts = [e.ref, e.role];
   if (e.name) parts.push(`"${e.name}"`);
   // A select's value is marked among its options rather than written twice.
@@ -36,8 +48,7 @@ function elementText(e: PageElement): string {
   if (e.expanded !== undefined) parts.push(e.expanded ? "expanded" : "collapsed");
   if (e.focused) parts.push("focused");
   // Boxes cost ~9 tokens each; only the desktop fallback needs one.
-  if (e.unreachable)
-    parts.push(`(${e.unreachable}: computer_act at ${e.bbox.x},${e.bbox.y} ${e.bbox.width}x${e.bbox.height})`);
+  if (e.unreachable) parts.push(`(${e.unreachable}: ${fallback(vision).at(e.bbox)})`);
   return `[${parts.join(" ")}]`;
 }
 
@@ -54,18 +65,19 @@ function continuationHint(s: PageSnapshot): string | undefined {
 /**
  * A snapshot as the text a model reads: the page text in document order
  * with each element in its place (docs/architecture.md §5), or for a delta
- * only the new text lines and the added or changed elements.
+ * only the new text lines and the added or changed elements. `vision`:
+ * whether the model has screen tools, for what an unreachable element says.
  */
-export function renderPageSnapshot(s: PageSnapshot): string {
+export function renderPageSnapshot(s: PageSnapshot, vision = true): string {
   const placed = new Set<string>();
   const byRef = new Map(s.elements.map((e) => [e.ref, e]));
   const body = s.text.replace(/\[(e\d+)\]/g, (marker, ref: string) => {
     const e = byRef.get(ref);
     if (!e) return marker;
     placed.add(ref);
-    return elementText(e);
+    return elementText(e, vision);
   });
-  const rest = s.elements.filter((e) => !placed.has(e.ref)).map(elementText);
+  const rest = s.elements.filter((e) => !placed.has(e.ref)).map((e) => elementText(e, vision));
   const d = s.delta;
   const head = d
     ? `Page "${s.title}" ${s.url} (snapshot ${s.snapshotId}: only changes since ${d.since}; ${d.unchanged} unchanged elements keep their refs${
@@ -75,13 +87,16 @@ export function renderPageSnapshot(s: PageSnapshot): string {
   return [head, body, ...rest, continuationHint(s)].filter((line) => line).join("\n");
 }
 
-function renderOutcome(action: string, ref: string, outcome: PageActOutcome): string {
+function renderOutcome(action: string, ref: string, outcome: PageActOutcome, vision: boolean): string {
   const head = outcome.ok
     ? `${action} on ${ref} done (${outcome.progress.join(", ") || "no visible step"}).`
     : `${action} on ${ref} FAILED: ${outcome.error?.code}: ${outcome.error?.message} Confirmed: ${
         outcome.progress.join(", ") || "nothing"
-      }. ${outcome.uncertain ? "The outcome is UNCERTAIN: check the page before doing it again." : "Nothing else happened."}`;
-  return outcome.snapshot ? `${head}\n${renderPageSnapshot(outcome.snapshot)}` : head;
+      }. ${outcome.uncertain ? "The outcome is UNCERTAIN: check the page before doing it again." : "Nothing else happened."}${
+        // Without screen tools a failure the page tools cannot get past needs a person.
+        vision ? "" : ` If the page tools cannot do it, ${fallback(false).work}.`
+      }`;
+  return outcome.snapshot ? `${head}\n${renderPageSnapshot(outcome.snapshot, vision)}` : head;
 }
 
 const browserNavigate = computerTool({
@@ -93,14 +108,14 @@ const browserNavigate = computerTool({
   handler: (input, session) =>
     recorded(session, "browser_navigate", input.url, async () => {
       const snapshot = await (await pageBrowserOf(session)).navigate(input.url);
-      return { result: textResult(renderPageSnapshot(snapshot)), ok: true };
+      return { result: textResult(renderPageSnapshot(snapshot, session.vision)), ok: true };
     }),
 });
 
 const browserSnapshot = computerTool({
   name: "browser_snapshot",
   description:
-    'Read your browser\'s visible tab as text in page order, each interactive element in place as [ref role "name" state] for browser_act (up to 80 per snapshot). changes_only: true answers only what changed since your last snapshot (unchanged refs still hold); a cut snapshot ends with the exact call that reads on. Password values are always masked. Frames and shadow-DOM controls come with their box; use computer_act for them.',
+    'Read your browser\'s visible tab as text in page order, each interactive element in place as [ref role "name" state] for browser_act (up to 80 per snapshot). changes_only: true answers only what changed since your last snapshot (unchanged refs still hold); a cut snapshot ends with the exact call that reads on. Password values are always masked. Frames and shadow-DOM controls come with their box and what reaches them.',
   inputSchema: z.object({
     changes_only: z
       .boolean()
@@ -128,7 +143,7 @@ const browserSnapshot = computerTool({
         ...(input.text_from !== undefined ? { textFrom: input.text_from } : {}),
       },
     );
-    return textResult(renderPageSnapshot(snapshot));
+    return textResult(renderPageSnapshot(snapshot, session.vision));
   },
 });
 
@@ -146,7 +161,7 @@ const browserAct = computerTool({
       `${input.action} ${input.ref}${input.value !== undefined ? ` (${input.value.length} characters)` : ""}`,
       async () => {
         const outcome = await (await pageBrowserOf(session)).act(input);
-        const result = textResult(renderOutcome(input.action, input.ref, outcome));
+        const result = textResult(renderOutcome(input.action, input.ref, outcome, session.vision));
         return { result: outcome.ok ? result : { ...result, isError: true }, ok: outcome.ok };
       },
     ),

@@ -264,9 +264,8 @@ const requestTakeover = computerTool({
       await session.run.requestTakeover(input.reason, signal);
       session.lastFrameHash = undefined;
       session.lastAct = undefined;
-      return {
-        result: textResult("The person has finished and released the screen. Take a screenshot before you continue."),
-      };
+      const look = session.vision ? "Take a screenshot" : "Read the page again (browser_snapshot)";
+      return { result: textResult(`The person has finished and released the screen. ${look} before you continue.`) };
     }),
 });
 
