@@ -91,12 +91,13 @@ describe("page tools", () => {
           role: "textbox",
           name: "Card",
           bbox: { x: 10, y: 20, width: 200, height: 30 },
+          inViewport: true,
           unreachable: "frame",
         },
-        { ref: "e2", role: "button", name: "Pay", bbox: { x: 10, y: 60, width: 80, height: 30 } },
+        { ref: "e2", role: "button", name: "Pay", bbox: { x: 10, y: 60, width: 80, height: 30 }, inViewport: true },
       ],
       omittedElements: 0,
-    } as PageSnapshot;
+    };
     const blind = renderPageSnapshot(snapshot, false);
     expect(blind).toContain('[e1 textbox "Card" (frame: request_takeover: a person can reach it)]');
     expect(blind).not.toContain("computer_act");
