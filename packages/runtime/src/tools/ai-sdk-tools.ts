@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { jsonSchemaOf, textOf } from "./tool-adapters.js";
 import { callTool, type ToolDefinition } from "./tool-definition.js";
-import type { ToolResult } from "./tool-result.js";
+import type { ToolError, ToolResult } from "./tool-result.js";
 
 /**
  * What a tool's `execute` hands back to the AI SDK: JSON-safe (images and
@@ -13,6 +13,8 @@ export interface AiSdkToolOutput {
   /** Files handed to the conversation (attach_file), for the app; not sent to the model. */
   files: { name: string; mimeType: string; data: string }[];
   isError?: boolean;
+  /** With `isError`: the failure as data (its code, message, whether a retry may help), for the app. */
+  error?: ToolError;
 }
 
 /**
@@ -121,6 +123,7 @@ export function toAiSdkOutput(result: ToolResult): AiSdkToolOutput {
       part.type === "file" ? [{ name: part.name, mimeType: part.mimeType, data: base64(part.data) }] : [],
     ),
     ...(result.isError ? { isError: true } : {}),
+    ...(result.isError && result.error ? { error: result.error } : {}),
   };
 }
 

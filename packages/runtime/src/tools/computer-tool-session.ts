@@ -16,6 +16,12 @@ export interface ComputerToolSessionOptions {
   onActivity?: (event: ActivityEvent) => void;
   /** Desktop applications `launch_app` may start, by name, as argv with `{home}` and `{bot}` filled in (default: the image's browser). */
   apps?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Whether a shell command that exits non-zero or times out is an error
+   * result (`isError`, with code COMMAND_FAILED or TIMEOUT) rather than an
+   * ordinary result the model reads the exit code in. Default false.
+   */
+  failedCommandIsError?: boolean;
 }
 
 /**
@@ -37,6 +43,7 @@ export class ComputerToolSession {
   readonly capabilities: ProviderCapabilities;
   readonly vision: boolean;
   readonly apps: Readonly<Record<string, readonly string[]>>;
+  readonly failedCommandIsError: boolean;
   /** Hash of the last frame whose image a tool result carried. */
   lastFrameHash: string | undefined;
   /** The last `computer_act` batch and whether the screen changed after it. */
@@ -48,6 +55,7 @@ export class ComputerToolSession {
     this.capabilities = options.capabilities;
     this.vision = options.vision;
     this.apps = options.apps ?? DEFAULT_DESKTOP_APPS;
+    this.failedCommandIsError = options.failedCommandIsError ?? false;
     this.onActivity = options.onActivity;
   }
 

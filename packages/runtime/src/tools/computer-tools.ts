@@ -48,7 +48,13 @@ const shell = computerTool({
         stdout ? `stdout:\n${stdout}` : "stdout: (empty)",
         stderr ? `stderr:\n${stderr}` : "",
       ].filter(Boolean);
-      return { result: textResult(body.join("\n")), outputTail: `${stdout}${stderr}`, ok: result.exitCode === 0 };
+      const ok = result.exitCode === 0;
+      const text = textResult(body.join("\n"));
+      if (ok || !session.failedCommandIsError) return { result: text, outputTail: `${stdout}${stderr}`, ok };
+      const error = result.timedOut
+        ? { code: "TIMEOUT" as const, message: `The command ${status}.`, retryable: true }
+        : { code: "COMMAND_FAILED" as const, message: `The command exited with ${status}.`, retryable: false };
+      return { result: { ...text, isError: true, error }, outputTail: `${stdout}${stderr}`, ok };
     }),
 });
 

@@ -44,4 +44,4 @@ export {
   toPiTools,
 } from "./tool-adapters.js";
 export { callTool, defineTool, type ToolDefinition } from "./tool-definition.js";
-export type { ToolContent, ToolResult } from "./tool-result.js";
+export type { ToolContent, ToolError, ToolResult } from "./tool-result.js";

@@ -80,5 +80,43 @@ describe("toMcpTools", () => {
     const bad = await tool("read_file").call({ path: "/etc/passwd" });
     expect(bad.isError).toBe(true);
     expect(bad.content[0]).toMatchObject({ type: "text", text: expect.stringMatching(/^INVALID_ARGUMENT: /) });
+    // The same failure as data, for programs: its code, message and whether a retry may help.
+    expect(bad.structuredContent).toEqual({
+      error: { code: "INVALID_ARGUMENT", message: expect.stringContaining("/etc/passwd"), retryable: false },
+    });
+    expect(shell).not.toHaveProperty("structuredContent");
+  });
+
+  it("marks a failed or timed-out shell command as an error only where the session asks", async () => {
+    const plain = await setup();
+    const failed = await plain.tool("shell").call({ command: "exit 3" });
+    expect(failed).not.toHaveProperty("isError");
+    expect(failed.content[0]).toMatchObject({ text: expect.stringMatching(/^exit code 3/) });
+
+    const runtime = createComputerRuntime({
+      provider: createFakeProvider(),
+      stateStore: new MemoryStateStore(),
+      homeStore: new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "mcp-tools-")) }),
+      idleMs: 0,
+    });
+    const run = runtime.startRun({ workspaceId: "strict", botId: "alpha" });
+    const session = new ComputerToolSession({
+      run,
+      capabilities: runtime.capabilities,
+      vision: false,
+      failedCommandIsError: true,
+    });
+    const shell = toMcpTools(computerTools(session), session).find((t) => t.name === "shell")!;
+    const exited = await shell.call({ command: "echo partial; exit 3" });
+    expect(exited.isError).toBe(true);
+    expect(exited.content[0]).toMatchObject({ text: expect.stringContaining("partial") });
+    expect(exited.structuredContent).toEqual({
+      error: { code: "COMMAND_FAILED", message: "The command exited with exit code 3.", retryable: false },
+    });
+    const slow = await shell.call({ command: "sleep 5", timeoutSeconds: 1 });
+    expect(slow.isError).toBe(true);
+    expect(slow.structuredContent).toMatchObject({ error: { code: "TIMEOUT", retryable: true } });
+    expect(await shell.call({ command: "true" })).not.toHaveProperty("isError");
+    await run.end("completed");
   });
 });

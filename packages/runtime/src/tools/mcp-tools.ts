@@ -48,7 +48,8 @@ export interface McpTool {
 /**
  * The tools as MCP tools bound to `context`. Bad arguments and failed calls
  * come back as `isError` results with the reason (MCP's tool-error
- * convention), images as MCP image content (base64), files (attach_file)
+ * convention) and, as `structuredContent.error`, its code, message and
+ * whether a retry may help; images as MCP image content (base64), files (attach_file)
  * as embedded resources (`attachment:///<name>`, base64 blob).
  */
 export function toMcpTools<Context>(tools: readonly ToolDefinition<z.ZodType, Context>[], context: Context): McpTool[] {
@@ -92,5 +93,7 @@ export function toMcpResult(result: ToolResult): McpCallToolResult {
             },
           },
   );
-  return { content, ...(result.isError ? { isError: true } : {}) };
+  if (!result.isError) return { content };
+  // The failure as data beside its words: MCP's structured content, for programs.
+  return { content, isError: true, ...(result.error ? { structuredContent: { error: result.error } } : {}) };
 }

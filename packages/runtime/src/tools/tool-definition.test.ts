@@ -31,6 +31,7 @@ describe("callTool", () => {
     expect(down).toEqual({
       isError: true,
       content: [{ type: "text", text: "UNAVAILABLE: The computer is unreachable." }],
+      error: { code: "UNAVAILABLE", message: "The computer is unreachable.", retryable: true },
     });
   });
 

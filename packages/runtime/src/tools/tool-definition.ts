@@ -49,6 +49,10 @@ export async function callTool<Schema extends z.ZodType, Context>(
     return await tool.handler(input, context, signal);
   } catch (error) {
     if (!AgentComputerError.is(error)) throw error;
-    return { isError: true, content: [{ type: "text", text: `${error.code}: ${error.message}` }] };
+    return {
+      isError: true,
+      content: [{ type: "text", text: `${error.code}: ${error.message}` }],
+      error: { code: error.code, message: error.message, retryable: error.retryable },
+    };
   }
 }
