@@ -55,8 +55,9 @@ export async function runManagedCommand(
   what: string,
 ): Promise<ExecResult> {
   let processId: string | undefined;
+  // The killer runs as the computer's user too: root without CAP_SYS_PTRACE (a container) cannot read another user's environ.
   const running = new RunningCommand(command, (argv) =>
-    killTree(host, argv, processId, command.baseEnv).catch(() => {}),
+    killTree(host, command.asUser(argv), processId, command.baseEnv).catch(() => {}),
   );
   const stream = new AbortController();
   const onAbort = () => stream.abort();

@@ -206,11 +206,32 @@ export class ManagedProcesses {
     return process.view;
   }
 
+  /**
+   * Signals every process of the tree as the VM's agent would (root with
+   * every capability). A container's root lacks CAP_SYS_PTRACE and cannot
+   * read another user's environ (nor may it take a privileged exec on
+   * every engine), so the scan runs once as each user that owns a process:
+   * a user reads its own processes' environ.
+   */
   private async signalTree(vm: VmRecord, id: string, signal: string): Promise<void> {
-    if (!vm.containerId || vm.status !== "running") return;
+    const container = vm.containerId;
+    if (!container || vm.status !== "running") return;
     const script = `for p in /proc/[0-9]*; do grep -qzx "${TREE_MARKER}=$1" "$p/environ" 2>/dev/null && kill -"$2" "\${p#/proc/}" 2>/dev/null; done; true`;
-    await this.containers
-      .run(vm.containerId, ["sh", "-c", script, "signal", id, signal], { user: VM_USER })
-      .catch(() => {});
+    const owners = await this.containers
+      .run(container, ["sh", "-c", "awk '/^Uid:/ { print $2 }' /proc/[0-9]*/status 2>/dev/null | sort -u"], {
+        user: VM_USER,
+      })
+      .then((done) =>
+        done.stdout
+          .toString("utf8")
+          .split("\n")
+          .filter((uid) => /^\d+$/.test(uid)),
+      )
+      .catch(() => ["0"]);
+    await Promise.all(
+      owners.map((uid) =>
+        this.containers.run(container, ["sh", "-c", script, "signal", id, signal], { user: uid }).catch(() => {}),
+      ),
+    );
   }
 }
