@@ -2,6 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import {
   ComputerContainers,
+  type FaultRule,
+  FaultRules,
   HttpAnswer,
   LoopbackServers,
   proxyHttp,
@@ -18,6 +20,9 @@ import { EMULATED_SHAPES, refuse, VM_USER, VmMachines, VmRecord } from "./create
 
 /** Every container the emulator makes carries this label (its value: the emulator's id). */
 export const CREATEOS_EMULATOR_LABEL = "agent-computer.test/createos-emulator";
+
+/** A fault: the next `times` calls that match (a path such as `/v1/sandboxes/<id>/pause`) get `status`; with `after`, the work is done and the answer lost. */
+export type CreateosFaultRule = Omit<FaultRule, "retryAfter" | "code">;
 
 export interface CreateosEmulatorOptions {
   docker: Docker;
@@ -59,6 +64,7 @@ export class CreateosEmulator {
   private readonly vms = new Map<string, VmRecord>();
   private readonly machines: VmMachines;
   private readonly processes: ManagedProcesses;
+  private readonly faults = new FaultRules<CreateosFaultRule>();
   private readonly servers = new LoopbackServers();
   private readonly api = this.servers.serve((req, res) => void this.handleApi(req, res));
   private readonly ingress = this.servers.serve(
@@ -108,6 +114,15 @@ export class CreateosEmulator {
     return this.vms.get(id)?.containerId;
   }
 
+  /** The service fails on purpose: injected answers are JSend `fail`/`error` of the rule's status. */
+  inject(rule: CreateosFaultRule): void {
+    this.faults.inject(rule);
+  }
+
+  get pendingFaults(): number {
+    return this.faults.pending;
+  }
+
   /** Someone destroys the sandbox at the service, behind the provider's back. */
   async destroyBehindTheProvider(id: string): Promise<void> {
     const vm = this.vms.get(id);
@@ -143,7 +158,15 @@ export class CreateosEmulator {
       }
       if (req.headers["x-api-key"] !== this.options.apiKey) throw refuse(401, "missing or invalid API key");
       if (bodyError) throw bodyError;
+      const fault = this.faults.take(method, path);
+      if (fault && !fault.after) throw refuse(fault.status, fault.message ?? "injected fault");
       const answer = await this.route(method, path, url, (body ?? {}) as Json, req, res);
+      if (fault?.after && answer !== "streamed") {
+        // The work was done; its answer (recorded as it would have gone) is lost on the way.
+        exchange.answer(200, answer instanceof Buffer ? undefined : { status: "success", data: answer });
+        res.destroy();
+        return;
+      }
       if (answer === "streamed") {
         exchange.answer(200);
         return;
