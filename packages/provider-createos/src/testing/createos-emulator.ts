@@ -123,6 +123,28 @@ export class CreateosEmulator {
     return this.faults.pending;
   }
 
+  /** Sandboxes someone else made (paused, with the service's own names): an account with more than the provider's. */
+  addForeignSandboxes(count: number): string[] {
+    return Array.from({ length: count }, (_, index) => {
+      const vm = new VmRecord(
+        `someone-${index}`,
+        "s-1vcpu-256mb",
+        Object.keys(this.options.rootfs)[0] ?? "",
+        false,
+        [],
+        () => "",
+      );
+      vm.status = "paused";
+      this.vms.set(vm.id, vm);
+      return vm.id;
+    });
+  }
+
+  /** The sandbox's name as the service keeps it. */
+  nameOf(id: string): string | undefined {
+    return this.vms.get(id)?.name;
+  }
+
   /** Someone destroys the sandbox at the service, behind the provider's back. */
   async destroyBehindTheProvider(id: string): Promise<void> {
     const vm = this.vms.get(id);
