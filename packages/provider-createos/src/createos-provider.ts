@@ -14,6 +14,7 @@ import { CreateosMachine, type CreateosMachineHost, resumeSandbox } from "./crea
 import { labelsOfName, sandboxNameOf } from "./createos-names.js";
 import { type CreateosProviderOptions, createosProviderOptionsSchema } from "./createos-provider-options.js";
 import { CREATEOS_GONE_STATES, CreateosService } from "./createos-service.js";
+import { NamedTemplate } from "./named-template.js";
 
 /**
  * Desktops through the shared LinuxDesktopRuntime over managed processes
@@ -58,6 +59,11 @@ export function createosProvider(
     secrets: new Set([parsed.apiKey]),
   });
   const host: CreateosMachineHost = { service, options: parsed };
+  // The template built from the recipe, found or built once (when no rootfs is named).
+  const named =
+    parsed.rootfs === undefined && parsed.template
+      ? new NamedTemplate(service, parsed.template, parsed.templateTimeoutMs)
+      : undefined;
   const machineOf = (sandbox: Sandbox, screenLimit: number) =>
     new CreateosMachine(host, sandbox.id, sandbox.data.ingress_url_template, screenLimit);
 
@@ -77,10 +83,8 @@ export function createosProvider(
         [COMPUTER_LABELS.screenLimit]: String(spec.screenLimit),
       };
       const name = sandboxNameOf(parsed.namePrefix, labels); // too many labels: refused before anything is made
-      const sandbox = await service.create(
-        { shape: parsed.shape, rootfs: parsed.rootfs, name, ingress_enabled: true },
-        signal,
-      );
+      const rootfs = parsed.rootfs ?? (await (named as NamedTemplate).resolve(context, signal));
+      const sandbox = await service.create({ shape: parsed.shape, rootfs, name, ingress_enabled: true }, signal);
       const ref = `createos:${sandbox.id}` as const;
       const machine = machineOf(sandbox, spec.screenLimit);
       try {
@@ -95,7 +99,7 @@ export function createosProvider(
         );
         throw error;
       }
-      loggerOf(context).info("sandbox provisioned", { ref, homeKey: spec.homeKey, rootfs: parsed.rootfs });
+      loggerOf(context).info("sandbox provisioned", { ref, homeKey: spec.homeKey, rootfs });
       return machine;
     },
 

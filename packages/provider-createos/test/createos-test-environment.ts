@@ -34,6 +34,9 @@ export function createosTestEnvironment(suite?: string, emulatorOptions: Partial
           docker: host.docker as Docker,
           apiKey: TEST_API_KEY,
           rootfs: { [TEST_ROOTFS]: host.image as string },
+          // A build of a Dockerfile that starts from the computer's rootfs makes the computer image; any other fails.
+          templateBuilder: (dockerfile) =>
+            new RegExp(`^FROM ${TEST_ROOTFS}\\b`, "m").test(dockerfile) ? (host.image as string) : undefined,
           ...emulatorOptions,
         });
         if (!host.missing) {

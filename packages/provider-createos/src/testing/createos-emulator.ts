@@ -16,6 +16,7 @@ import {
 import type Docker from "dockerode";
 import { CREATEOS_OPERATIONS, processConnectFrame } from "./createos-definition.js";
 import { type ConnectFrame, ManagedProcesses, type ManagedProcessRecord } from "./createos-processes.js";
+import { EmulatedTemplates, type TemplateBuilder } from "./createos-templates.js";
 import { EMULATED_SHAPES, refuse, VM_USER, VmMachines, VmRecord } from "./createos-vms.js";
 
 /** Every container the emulator makes carries this label (its value: the emulator's id). */
@@ -30,6 +31,8 @@ export interface CreateosEmulatorOptions {
   apiKey: string;
   /** The rootfs names and templates the account has, and the image each stands for (the computer image in tests). */
   rootfs: Record<string, string>;
+  /** What a template build makes (createos-templates.ts); unset, every build fails. */
+  templateBuilder?: TemplateBuilder;
   /** Environment every VM's processes get (the service's own, not the caller's). */
   vmEnv?: Record<string, string>;
 }
@@ -64,6 +67,8 @@ export class CreateosEmulator {
   private readonly vms = new Map<string, VmRecord>();
   private readonly machines: VmMachines;
   private readonly processes: ManagedProcesses;
+  /** The account's templates (`POST /v1/templates`), usable as `rootfs` once ready. */
+  readonly templates: EmulatedTemplates;
   private readonly faults = new FaultRules<CreateosFaultRule>();
   private readonly servers = new LoopbackServers();
   private readonly api = this.servers.serve((req, res) => void this.handleApi(req, res));
@@ -86,6 +91,7 @@ export class CreateosEmulator {
       ...options.vmEnv,
     });
     this.processes = new ManagedProcesses(this.containers, this.servers.sockets);
+    this.templates = new EmulatedTemplates(options.templateBuilder, Object.keys(options.rootfs)[0] ?? "");
   }
 
   /** The base to give the SDK (`baseUrl`). */
@@ -100,7 +106,7 @@ export class CreateosEmulator {
   /** Removes every container it made, then stops listening. */
   async close(): Promise<void> {
     await Promise.all([...this.vms.values()].map((vm) => vm.transition.catch(() => {})));
-    for (const vm of this.vms.values()) for (const process of vm.processes.values()) process.end();
+    for (const vm of this.vms.values()) this.processes.endAll(vm);
     await this.containers.removeAll();
     await this.servers.close();
   }
@@ -151,6 +157,7 @@ export class CreateosEmulator {
     if (!vm) throw new Error(`the emulator has no sandbox ${id}`);
     this.machines.destroy(vm);
     await vm.transition;
+    this.processes.endAll(vm);
   }
 
   // ---- the API -------------------------------------------------------------
@@ -218,6 +225,11 @@ export class CreateosEmulator {
     res: ServerResponse,
   ): Promise<Json | Buffer | "streamed"> {
     const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+    if (parts[0] === "v1" && parts[1] === "templates") {
+      if (parts.length === 2 && method === "GET") return this.templates.list(url.searchParams);
+      if (parts.length === 2 && method === "POST") return this.templates.create(body);
+      if (parts.length === 3 && method === "GET") return this.templates.get(parts[2] as string, url.searchParams);
+    }
     if (parts[0] !== "v1" || parts[1] !== "sandboxes") throw refuse(404, `no route ${method} ${path}`);
     if (parts.length === 2 && method === "POST") return this.create(body);
     if (parts.length === 2 && method === "GET") return this.list(url.searchParams);
@@ -235,11 +247,11 @@ export class CreateosEmulator {
     if (verb === "processes" && method === "POST") return (await this.processes.create(vm, body)).view;
     if (verb === "processes" && method === "GET") {
       vm.running();
-      return { processes: [...vm.processes.values()].map((p) => p.view) };
+      return { processes: [...this.processes.of(vm).values()].map((p) => p.view) };
     }
     if (parts[3] !== "processes" || !parts[4]) throw refuse(404, `no route ${method} ${path}`);
     vm.running();
-    const process = vm.processes.get(parts[4]);
+    const process = this.processes.of(vm).get(parts[4]);
     if (!process) throw refuse(404, "process not found");
     const action = parts.slice(5).join("/");
     if (action === "" && method === "GET") return process.view;
@@ -264,7 +276,7 @@ export class CreateosEmulator {
     const shape = body.shape as string;
     if (!EMULATED_SHAPES[shape]) throw refuse(400, `unknown shape ${shape}`);
     const rootfs = (body.rootfs as string | undefined) ?? Object.keys(this.options.rootfs)[0] ?? "";
-    const image = this.options.rootfs[rootfs];
+    const image = this.options.rootfs[rootfs] ?? this.templates.imageOf(rootfs);
     if (!image) throw refuse(400, `unknown rootfs or template ${rootfs}`);
     const name = (body.name as string | undefined) || `sandbox-${Date.now().toString(36)}`;
     const live = (vm: VmRecord) => vm.status !== "destroyed" && vm.status !== "destroying";
@@ -297,7 +309,10 @@ export class CreateosEmulator {
 
   /** destroySandbox: `destroying` now, `destroyed` once the VM is reclaimed; again on a destroyed row is a no-op (types.ts DestroyedResponse). */
   private destroy(vm: VmRecord): Json {
-    if (vm.status !== "destroyed" && vm.status !== "destroying") this.machines.destroy(vm);
+    if (vm.status !== "destroyed" && vm.status !== "destroying") {
+      this.machines.destroy(vm);
+      void vm.transition.then(() => this.processes.endAll(vm));
+    }
     return { id: vm.id, status: vm.status === "destroyed" ? "destroyed" : "destroying" };
   }
 

@@ -127,11 +127,30 @@ export class ManagedProcessRecord {
 
 /** The managed-process routes of one emulator (Go sandbox/processes.go). */
 export class ManagedProcesses {
+  /** Each VM's processes, kept while the VM lives (across pause and resume: memory is kept). */
+  private readonly byVm = new Map<string, Map<string, ManagedProcessRecord>>();
+
   constructor(
     private readonly containers: ComputerContainers,
     /** Engine streams held open, closed with the emulator. */
     private readonly open: Set<Socket>,
   ) {}
+
+  /** The VM's managed processes. */
+  of(vm: VmRecord): Map<string, ManagedProcessRecord> {
+    let processes = this.byVm.get(vm.id);
+    if (!processes) {
+      processes = new Map();
+      this.byVm.set(vm.id, processes);
+    }
+    return processes;
+  }
+
+  /** The VM went: its processes end with it. */
+  endAll(vm: VmRecord): void {
+    for (const process of this.of(vm).values()) process.end();
+    this.byVm.delete(vm.id);
+  }
 
   /** processes.go Create: pipes (a `pty` is refused: not emulated), `cmd` run without a shell, `env` added. */
   async create(vm: VmRecord, body: Json): Promise<ManagedProcessRecord> {
@@ -153,8 +172,8 @@ export class ManagedProcesses {
       },
       this.open,
     );
-    const record = new ManagedProcessRecord(id, kept, vm.processes.size + 100, cmd, args, cwd);
-    vm.processes.set(id, record);
+    const record = new ManagedProcessRecord(id, kept, this.of(vm).size + 100, cmd, args, cwd);
+    this.of(vm).set(id, record);
     return record;
   }
 
@@ -196,7 +215,7 @@ export class ManagedProcesses {
         process.signal = "SIGTERM";
       }
     }
-    vm.processes.delete(process.id);
+    this.of(vm).delete(process.id);
     return process.view;
   }
 

@@ -269,3 +269,33 @@ export const processConnectFrame = z.strictObject({
 
 /** No query at all. */
 export const noQuery = z.strictObject({});
+
+// ---- templates (TS SDK types.ts; Go structs/requests.go, responses.go) ----
+
+/** types.ts TemplateCreateRequest: a Dockerfile built into a rootfs. */
+export const templateCreateRequest = z.strictObject({
+  name: z.string().min(1),
+  dockerfile: z.string().min(1),
+  base: z.string().optional(),
+});
+
+/** types.ts TemplateView (statuses: TemplateStatus). */
+export const templateView = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  base: z.string(),
+  status: z.enum(["pending", "building", "ready", "failed"]),
+  ext4_size_bytes: z.number().int(),
+  created_at: timestamp,
+  built_at: timestamp.optional(),
+  dockerfile: z.string().optional(),
+});
+
+/** client.js TemplatesApi.get: `include=dockerfile` (types.ts GetTemplateOptions). */
+export const getTemplateQuery = z.strictObject({ include: z.literal("dockerfile").optional() });
+
+/** The templates list's paging (http.js iteratePages). */
+export const pageQuery = z.strictObject({
+  limit: z.string().regex(/^\d+$/).optional(),
+  offset: z.string().regex(/^\d+$/).optional(),
+});

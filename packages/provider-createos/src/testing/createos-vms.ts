@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { COMPUTER_SHM_BYTES, computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import { type ComputerContainers, HttpAnswer } from "@agent-computer/testing/emulator";
-import type { ManagedProcessRecord } from "./createos-processes.js";
 
 type Json = Record<string, unknown>;
 
@@ -45,8 +44,6 @@ export class VmRecord {
   spawnMs = 0;
   containerId: string | undefined;
   ip = "";
-  /** Managed processes, kept while the VM lives (across pause and resume: memory is kept). */
-  readonly processes = new Map<string, ManagedProcessRecord>();
   transition: Promise<void> = Promise.resolve();
 
   constructor(
@@ -188,8 +185,6 @@ export class VmMachines {
       .catch(() => {})
       .then(() => (id ? this.containers.remove(id) : undefined))
       .then(() => {
-        for (const process of vm.processes.values()) process.end();
-        vm.processes.clear();
         Object.assign(vm, {
           status: "destroyed",
           containerId: undefined,
