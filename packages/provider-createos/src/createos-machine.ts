@@ -1,4 +1,5 @@
 import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import {
   AgentComputerError,
   checkOpContext,
@@ -96,12 +97,21 @@ export class CreateosMachine extends HostedMachine {
     }
   }
 
-  /** The export read whole (sandbox.js SandboxFiles.download answers an ArrayBuffer). */
+  /**
+   * The export read as a stream: the files API's GET as sandbox.js
+   * SandboxFiles.download sends it, through the SDK's transport
+   * (`requestRaw`), without its whole-body ArrayBuffer, so a large home is
+   * never held in memory.
+   */
   protected async downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
     this.refuseSpent();
+    const http = this.host.service.client.http;
+    const path = `/v1/sandboxes/${encodeURIComponent(this.sandboxId)}/files`;
     try {
-      const bytes = await this.host.service.handle(this.sandboxId).files.download(file, { signal, timeoutMs: 0 });
-      return Readable.from([Buffer.from(bytes)]);
+      const response = await http.requestRaw("GET", path, { query: { path: file }, signal, timeoutMs: 0 });
+      if (!response.ok) await http.throwForResponse(response, "GET", path);
+      if (!response.body) return Readable.from([]);
+      return Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw this.host.service.failure(error, "download the home");

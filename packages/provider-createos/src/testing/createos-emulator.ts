@@ -6,6 +6,7 @@ import {
   FaultRules,
   HttpAnswer,
   LoopbackServers,
+  pipeStdout,
   proxyHttp,
   proxyUpgrade,
   readJson,
@@ -192,18 +193,12 @@ export class CreateosEmulator {
       const answer = await this.route(method, path, url, (body ?? {}) as Json, req, res);
       if (fault?.after && answer !== "streamed") {
         // The work was done; its answer (recorded as it would have gone) is lost on the way.
-        exchange.answer(200, answer instanceof Buffer ? undefined : { status: "success", data: answer });
+        exchange.answer(200, { status: "success", data: answer });
         res.destroy();
         return;
       }
       if (answer === "streamed") {
         exchange.answer(200);
-        return;
-      }
-      if (answer instanceof Buffer) {
-        exchange.answer(200);
-        res.writeHead(200, { "content-type": "application/octet-stream", "content-length": answer.length });
-        res.end(answer);
         return;
       }
       const envelope = { status: "success", data: answer };
@@ -223,7 +218,7 @@ export class CreateosEmulator {
     body: Json,
     req: IncomingMessage,
     res: ServerResponse,
-  ): Promise<Json | Buffer | "streamed"> {
+  ): Promise<Json | "streamed"> {
     const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
     if (parts[0] === "v1" && parts[1] === "templates") {
       if (parts.length === 2 && method === "GET") return this.templates.list(url.searchParams);
@@ -243,7 +238,7 @@ export class CreateosEmulator {
     if (verb === "resume" && method === "POST") return this.resume(vm);
     if (verb === "exec" && method === "POST") return this.exec(vm, body);
     if (verb === "files" && method === "PUT") return this.upload(vm, url.searchParams.get("path") ?? "", req);
-    if (verb === "files" && method === "GET") return this.download(vm, url.searchParams.get("path") ?? "");
+    if (verb === "files" && method === "GET") return this.download(vm, url.searchParams.get("path") ?? "", res);
     if (verb === "processes" && method === "POST") return (await this.processes.create(vm, body)).view;
     if (verb === "processes" && method === "GET") {
       vm.running();
@@ -359,15 +354,17 @@ export class CreateosEmulator {
     return { ok: true };
   }
 
-  /** downloadFile: the file's bytes; a missing one is 404 (sandbox.js download's `@throws`). */
-  private async download(vm: VmRecord, path: string): Promise<Buffer> {
+  /** downloadFile: the file's bytes as they are read; a missing one is 404 (sandbox.js download's `@throws`). */
+  private async download(vm: VmRecord, path: string, res: ServerResponse): Promise<"streamed"> {
     const container = vm.running();
-    const done = await this.containers.run(container, ["sh", "-c", '[ -f "$1" ] || exit 3; cat -- "$1"', "get", path], {
+    const found = await this.containers.run(container, ["sh", "-c", '[ -f "$1" ] && [ -r "$1" ]', "check", path], {
       user: VM_USER,
     });
-    if (done.exitCode === 3) throw refuse(404, `no file ${path}`);
-    if (done.exitCode !== 0) throw refuse(400, `cannot read ${path}: ${done.stderr.toString("utf8").trim()}`);
-    return done.stdout;
+    if (found.exitCode !== 0) throw refuse(404, `no file ${path}`);
+    res.writeHead(200, { "content-type": "application/octet-stream" });
+    await pipeStdout(this.containers, container, ["cat", "--", path], { user: VM_USER }, res);
+    res.end();
+    return "streamed";
   }
 
   /** connectProcess: NDJSON frames after `after`, then live; the exit frame ends the stream; each frame checked. */
