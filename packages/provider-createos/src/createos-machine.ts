@@ -46,6 +46,8 @@ const AS_COMPUTER = `if [ "$(id -u)" = 0 ]; then exec setpriv --reuid=${COMPUTER
 export class CreateosMachine extends HostedMachine {
   readonly ref: ProviderRef;
   private readonly processes: ManagedProcesses;
+  /** Aborted by stop: the commands that were running when the VM paused end with it. */
+  private pausing = new AbortController();
 
   constructor(
     private readonly host: CreateosMachineHost,
@@ -73,6 +75,7 @@ export class CreateosMachine extends HostedMachine {
           processes: this.processes,
           failure: (error, doing) => this.host.service.failure(error, doing),
           running: async (check) => (await this.host.service.get(this.sandboxId, check)).status === "running",
+          paused: this.pausing.signal,
         },
         {
           ...command,
@@ -139,6 +142,15 @@ export class CreateosMachine extends HostedMachine {
     const context = enterOperation(ctx, "stop");
     this.refuseSpent();
     this.dropHolds(); // a stopped machine is kept alive by nothing
+    // Commands under way end now: their processes are frozen with the VM and run on after a resume.
+    this.pausing.abort(
+      new AgentComputerError(
+        "UNAVAILABLE",
+        `${this.ref} was stopped (paused) while the command ran; its processes are frozen with it and run on after reconnect.`,
+        { retryable: false },
+      ),
+    );
+    this.pausing = new AbortController();
     const signal = signalOf(context, "stop");
     try {
       let sandbox = await this.host.service.get(this.sandboxId, signal);

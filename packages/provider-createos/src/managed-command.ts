@@ -10,6 +10,8 @@ export interface ManagedCommandHost {
   failure(error: unknown, what: string): AgentComputerError;
   /** Whether the sandbox still runs (a cut stream on a paused sandbox is not reopened). */
   running(signal: AbortSignal): Promise<boolean>;
+  /** Fires when the machine is stopped (paused) under the command: its reason is what the run throws. */
+  paused: AbortSignal;
 }
 
 /** stdin goes in pieces of at most this many bytes (one `/input` each; the service's limit is not published). */
@@ -60,6 +62,7 @@ export async function runManagedCommand(
     killTree(host, command.asUser(argv), processId, command.baseEnv).catch(() => {}),
   );
   const stream = new AbortController();
+  const paused = pausedUnder(host.paused);
   const onAbort = () => stream.abort();
   command.signal.addEventListener("abort", onAbort, { once: true });
   try {
@@ -82,7 +85,7 @@ export async function runManagedCommand(
     const stdinDone = sendStdin(host, id, command.stdin, stream.signal).catch(() => {
       // The command may end before reading all of stdin; its result says what happened.
     });
-    const outcome = await Promise.race([pump(host, id, running, stream.signal), running.aborted]);
+    const outcome = await Promise.race([pump(host, id, running, stream.signal), running.aborted, paused.promise]);
     if (outcome === "aborted") {
       await running.kill();
       throw running.abortError();
@@ -92,9 +95,27 @@ export async function runManagedCommand(
     return running.result(outcome);
   } finally {
     running.finish();
+    paused.dispose();
     command.signal.removeEventListener("abort", onAbort);
     stream.abort();
   }
+}
+
+/**
+ * Rejects when the machine is paused under the command. The process is
+ * not killed: it is frozen with the VM and runs on after a resume, but the
+ * caller's command has ended.
+ */
+function pausedUnder(paused: AbortSignal): { promise: Promise<never>; dispose(): void } {
+  let onAbort = () => {};
+  const promise = new Promise<never>((_, reject) => {
+    onAbort = () => reject(paused.reason);
+    if (paused.aborted) onAbort();
+    else paused.addEventListener("abort", onAbort, { once: true });
+  });
+  // Rejecting after the command ended is no one's failure.
+  promise.catch(() => {});
+  return { promise, dispose: () => paused.removeEventListener("abort", onAbort) };
 }
 
 async function sendStdin(

@@ -1,4 +1,6 @@
+import { AgentComputerError } from "@agent-computer/core";
 import { text } from "@agent-computer/provider-kit";
+import { failureOf } from "@agent-computer/testing/provider-test";
 import { describe, expect, it } from "vitest";
 import { createosTestEnvironment } from "./createos-test-environment.js";
 
@@ -10,7 +12,7 @@ const env = await createosTestEnvironment("createos pause keeps memory");
 
 if (!env.missing) {
   describe("createos: stop pauses with memory kept", () => {
-    it("a process started before stop is still running with its memory after reconnect", async () => {
+    it("a process started before stop is still running with its memory after reconnect; a command under way ends", async () => {
       const provider = env.provider();
       const machine = await provider.provision({ computerId: "pause-memory", homeKey: "home-pause", screenLimit: 0 });
       try {
@@ -24,7 +26,12 @@ if (!env.missing) {
         expect(held).toMatch(/^[0-9a-f]{16}$/);
         const pid = text((await machine.exec({ shell: "cat /tmp/held.pid" })).stdout).trim();
 
+        // A command still running when stop pauses the VM ends with UNAVAILABLE; its process is frozen, not killed.
+        const ending = failureOf(machine.exec({ shell: "sleep 30; echo done" }));
+        await new Promise((resolve) => setTimeout(resolve, 500));
         await machine.stop();
+        const ended = await ending;
+        expect(AgentComputerError.is(ended, "UNAVAILABLE")).toBe(true);
         expect(env.emulator.statusOf(machine.ref.slice("createos:".length))).toBe("paused");
 
         const again = await provider.reconnect(machine.ref);
