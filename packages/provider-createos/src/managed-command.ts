@@ -1,6 +1,8 @@
 import type { Readable } from "node:stream";
 import { AgentComputerError, type ExecResult } from "@agent-computer/core";
 import { type MachineCommand, RunningCommand } from "@agent-computer/core/provider-utils";
+import { isTransientStatus } from "@agent-computer/provider-kit";
+import { statusOf } from "./createos-service.js";
 import type { ManagedProcesses } from "./managed-processes.js";
 
 /** What a command needs of its sandbox. */
@@ -146,10 +148,14 @@ async function pump(
 ): Promise<number | null> {
   let seen = 0;
   for (let attempt = 0; ; attempt++) {
+    let cut = false;
     try {
       for await (const frame of host.processes.connect(processId, seen, signal)) {
         if (frame.type === "data" && frame.data_base64) {
-          seen = frame.seq ?? seen + 1;
+          const seq = frame.seq ?? seen + 1;
+          // A replay from `seen` sends nothing older; a frame at or before it would be a second copy.
+          if (seq <= seen) continue;
+          seen = seq;
           const bytes = Buffer.from(frame.data_base64, "base64");
           const stream = frame.stream === "stderr" ? "stderr" : "stdout";
           running.received(stream, bytes);
@@ -168,18 +174,24 @@ async function pump(
       }
     } catch (error) {
       if (signal.aborted || AgentComputerError.is(error)) throw error;
+      const status = statusOf(error);
+      // An answer (404: the process is gone, 409: the VM does not run) is not a cut stream.
+      if (status !== undefined && !isTransientStatus(status)) throw host.failure(error, "follow a command's output");
       if (attempt >= MAX_RECONNECTS) throw host.failure(error, "follow a command's output");
+      cut = true;
     }
+    if (!(await host.running(signal))) {
+      throw new AgentComputerError("UNAVAILABLE", "The sandbox stopped while the command ran.", { retryable: false });
+    }
+    // A cut stream is opened again: its replay from `seen` has the rest of the output and the exit.
+    if (cut) continue;
     // The stream ended without an exit frame (not published whether it may): ask the process itself.
     const now = await host.processes.get(processId, signal).catch((error) => {
       throw host.failure(error, "read a command's state");
     });
     if (now.state === "exited" || now.state === "failed") return exitCodeOf(now.exit_code, now.signal);
-    if (!(await host.running(signal))) {
-      throw new AgentComputerError("UNAVAILABLE", "The sandbox stopped while the command ran.", { retryable: false });
-    }
     if (attempt >= MAX_RECONNECTS) {
-      throw new AgentComputerError("UNAVAILABLE", "CreateOS kept cutting the command's output stream.", {
+      throw new AgentComputerError("UNAVAILABLE", "CreateOS kept ending the command's output stream early.", {
         retryable: true,
       });
     }

@@ -79,6 +79,8 @@ export class CreateosEmulator {
   );
   /** Every request answered, as `METHOD path` (no query). */
   readonly requests: string[] = [];
+  /** How many of the next `/connect` streams are cut after their first data frame (a connection lost mid-stream). */
+  private streamCuts = 0;
   /** What each `/exec` body carried that the service drops (stdin, env): kept to show they had no effect. */
   readonly droppedExecFields: string[] = [];
 
@@ -150,6 +152,16 @@ export class CreateosEmulator {
   /** The sandbox's name as the service keeps it. */
   nameOf(id: string): string | undefined {
     return this.vms.get(id)?.name;
+  }
+
+  /** The next `count` process output streams are cut after their first data frame, as a dropped connection cuts them. */
+  cutNextStreams(count: number): void {
+    this.streamCuts += count;
+  }
+
+  /** Stream cuts asked for and not yet made. */
+  get pendingStreamCuts(): number {
+    return this.streamCuts;
   }
 
   /** Someone destroys the sandbox at the service, behind the provider's back. */
@@ -370,7 +382,10 @@ export class CreateosEmulator {
   /** connectProcess: NDJSON frames after `after`, then live; the exit frame ends the stream; each frame checked. */
   private connect(process: ManagedProcessRecord, after: number, res: ServerResponse): void {
     res.writeHead(200, { "content-type": "application/x-ndjson" });
+    let cut = this.streamCuts > 0;
+    if (cut) this.streamCuts -= 1;
     const send = (frame: ConnectFrame) => {
+      if (res.destroyed) return;
       const checked = processConnectFrame.safeParse(frame);
       if (!checked.success) {
         this.recorder.violations.push({
@@ -381,8 +396,13 @@ export class CreateosEmulator {
         });
       }
       res.write(`${JSON.stringify(frame)}\n`);
+      if (cut && frame.type === "data") {
+        cut = false;
+        res.destroy();
+      }
     };
     for (const frame of process.framesAfter(after)) send(frame);
+    if (res.destroyed) return;
     if (process.state !== "running") {
       res.end();
       return;
