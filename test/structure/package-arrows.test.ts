@@ -26,6 +26,7 @@ const ALLOWED: Record<string, string[]> = {
   "provider-daytona": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-box": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-createos": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
+  "provider-railway": ["core", "desktop-runtime", "provider-kit"],
   // An installable server: it picks any provider at start (SANDBOX_PROVIDER).
   "mcp-server": [
     "core",
