@@ -7,6 +7,7 @@ import {
   isRunning,
   pageOf,
   type RailwayDeployment,
+  type RailwayService,
   type RailwayServiceInstance,
   serviceDomainSchema,
   serviceInstanceSchema,
@@ -75,20 +76,7 @@ export class RailwayServiceHost {
 
   /** Makes the service (no source yet), its volume, and deploys the image; gives the service id as soon as it exists. */
   async create(name: string, signal: AbortSignal, made: (serviceId: string) => void): Promise<string> {
-    const { serviceCreate } = await this.client.request(
-      "create a service",
-      SERVICE_CREATE,
-      {
-        input: {
-          projectId: this.options.projectId,
-          environmentId: this.environmentId,
-          name,
-          variables: SERVICE_VARIABLES,
-        },
-      },
-      z.object({ serviceCreate: serviceSchema }),
-      signal,
-    );
+    const serviceCreate = await this.createService(name, signal);
     const serviceId = serviceCreate.id;
     made(serviceId);
     await this.client.request(
@@ -115,6 +103,36 @@ export class RailwayServiceHost {
     );
     await this.start(serviceId, signal);
     return serviceId;
+  }
+
+  /**
+   * serviceCreate, sent once: there is no idempotency key in
+   * ServiceCreateInput. When its answer is lost (no answer, 429, 5xx) the
+   * project's services are read for one of this name made since the call
+   * began (the name carries the computer's labels, so it is this
+   * provision's); found, it is adopted, else the create is sent again.
+   */
+  private async createService(name: string, signal: AbortSignal): Promise<RailwayService> {
+    const input = {
+      projectId: this.options.projectId,
+      environmentId: this.environmentId,
+      name,
+      variables: SERVICE_VARIABLES,
+    };
+    const send = () =>
+      this.client
+        .request("create a service", SERVICE_CREATE, { input }, z.object({ serviceCreate: serviceSchema }), signal)
+        .then((answer) => answer.serviceCreate);
+    const since = new Date(Date.now() - 60_000).toISOString();
+    try {
+      return await send();
+    } catch (error) {
+      if (!AgentComputerError.is(error, "UNAVAILABLE") || !error.retryable) throw error;
+      const made = (await this.services(signal))
+        .filter((s) => s.name === name && s.createdAt >= since)
+        .sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
+      return made ?? send();
+    }
   }
 
   /** The service's instance in the environment; PROVIDER_GONE once the service is deleted. */

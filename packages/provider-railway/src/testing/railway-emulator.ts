@@ -3,6 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from "node:stream";
 import {
   ComputerContainers,
+  type FaultRule,
+  FaultRules,
   LoopbackServers,
   listenLoopback,
   proxyHttp,
@@ -12,7 +14,7 @@ import {
   sendJson,
 } from "@agent-computer/testing/emulator";
 import type Docker from "dockerode";
-import { execute, GraphQLError, parse } from "graphql";
+import { execute, GraphQLError, Kind, parse } from "graphql";
 import { ExecBridgeServer } from "./exec-bridge-server.js";
 import { RAILWAY_OPERATIONS } from "./railway-definition.js";
 import { RailwayDeployments } from "./railway-deployments.js";
@@ -31,6 +33,15 @@ import { type GraphQLRequest, railwaySchema, requestProblems } from "./railway-s
 
 /** Every container and Docker volume an emulator makes carries this label (its value: the emulator's id). */
 export const RAILWAY_EMULATOR_LABEL = "agent-computer.test/railway-emulator";
+
+/**
+ * A fault: the next `times` GraphQL requests whose first root field matches
+ * `path` (tested against `graphql:<field>`, e.g. `graphql:serviceCreate`)
+ * are answered with `status`: 429 with Retry-After (CLI src/client.rs),
+ * 200 with a GraphQL error carrying `message`, or 0 for no answer at all
+ * (the connection cut). With `after`, the work is done first.
+ */
+export type RailwayFaultRule = Omit<FaultRule, "code">;
 
 export interface RailwayEmulatorOptions {
   docker: Docker;
@@ -69,6 +80,7 @@ export class RailwayEmulator {
   );
   private readonly bridge: ExecBridgeServer;
   private readonly domainServers: Server[] = [];
+  private readonly faults = new FaultRules<RailwayFaultRule>();
 
   constructor(private readonly options: RailwayEmulatorOptions) {
     this.containers = new ComputerContainers(options.docker, RAILWAY_EMULATOR_LABEL);
@@ -135,9 +147,59 @@ export class RailwayEmulator {
       sendJson(res, 404, { errors: [{ message: "Not Found" }] });
       return;
     }
+    const fault = this.faults.take("POST", `graphql:${rootFieldOf(body)}`);
+    if (fault && !fault.after) return this.answerFault(res, exchange, fault);
     const answer = await this.answerGraphQL(req, body);
+    if (fault) return this.answerFault(res, exchange, fault);
     exchange.answer(200, answer);
     sendJson(res, 200, answer);
+  }
+
+  private answerFault(
+    res: ServerResponse,
+    exchange: { answer(status: number, body?: unknown): void },
+    fault: RailwayFaultRule,
+  ) {
+    if (fault.status === 0) {
+      res.socket?.destroy();
+      return;
+    }
+    if (fault.status === 429) {
+      exchange.answer(429);
+      res.writeHead(429, { "retry-after": String(fault.retryAfter ?? 1) }).end("You are being ratelimited");
+      return;
+    }
+    const body = { errors: [{ message: fault.message ?? "injected fault" }] };
+    exchange.answer(fault.status, body);
+    sendJson(res, fault.status, body);
+  }
+
+  /** Injects a fault (see RailwayFaultRule). */
+  inject(rule: RailwayFaultRule): void {
+    this.faults.inject(rule);
+  }
+
+  get pendingFaults(): number {
+    return this.faults.pending;
+  }
+
+  clearFaults(): void {
+    this.faults.clear();
+  }
+
+  /** Someone deletes the service outside the provider (its volume stays, as a deletion in the dashboard may keep it). */
+  async deleteBehindTheProvider(serviceId: string): Promise<void> {
+    await this.deleteService(this.serviceOf(serviceId));
+  }
+
+  /** Services in the project that are not the provider's (a teammate's, made by hand). */
+  addForeignServices(count: number): string[] {
+    return Array.from({ length: count }, (_, i) => this.createService(`web-${i}`, {}, null).id);
+  }
+
+  /** The name a service carries. */
+  nameOf(serviceId: string): string | undefined {
+    return this.services.get(serviceId)?.name;
   }
 
   /** Runs a request against the schema's part with the emulator's resolvers; a refused token is "Not Authorized". */
@@ -281,4 +343,19 @@ export class RailwayEmulator {
     this.volumes.delete(volume.id);
     await this.deployments.removeVolume(volume);
   }
+}
+
+/** The first root field a posted document selects ("" when it has none). */
+function rootFieldOf(body: unknown): string {
+  try {
+    const document = parse(String((body as { query?: unknown })?.query ?? ""));
+    for (const definition of document.definitions) {
+      if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
+      const field = definition.selectionSet.selections.find((s) => s.kind === Kind.FIELD);
+      if (field?.kind === Kind.FIELD) return field.name.value;
+    }
+  } catch {
+    // Not a document: no field to match.
+  }
+  return "";
 }

@@ -1,0 +1,163 @@
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
+import { AgentComputerError, type Logger, type Machine, opContext } from "@agent-computer/core";
+import { MemoryStateStore } from "@agent-computer/leases";
+import { createComputerRuntime } from "@agent-computer/runtime";
+import { failureOf, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { railwayProvider } from "../src/index.js";
+import { railwayTestEnvironment, TEST_TOKEN } from "./railway-test-environment.js";
+
+// The token and the shell tokens appear in no log line, event, error,
+// console line, computer environment, exported home or saved checkpoint;
+// a refused token is an error, never "gone"; 429 and cut answers are
+// retried within the deadline; a create whose answer was lost is found by
+// its name, not made twice; only the provider's services are listed.
+const env = await railwayTestEnvironment("railway: secrets and faults");
+if (!env.missing) {
+  const provider = env.provider();
+  const owned: Machine[] = [];
+  let machine: Machine;
+
+  describe("railway: secrets and faults", () => {
+    afterAll(async () => {
+      for (const m of owned) await m.destroy().catch(() => {});
+    }, 60_000);
+
+    it("never says the token or a shell token", async () => {
+      const said: string[] = [];
+      const logger: Logger = {
+        debug: (m, f) => said.push(JSON.stringify([m, f])),
+        info: (m, f) => said.push(JSON.stringify([m, f])),
+        warn: (m, f) => said.push(JSON.stringify([m, f])),
+        error: (m, f) => said.push(JSON.stringify([m, f])),
+      };
+      const ctx = () => opContext({ timeoutMs: 60_000, logger });
+      const noteError = (error: unknown) =>
+        said.push(
+          String(error),
+          JSON.stringify(error),
+          String((error as Error)?.stack),
+          String((error as Error)?.cause),
+        );
+      const shellTokens: string[] = [];
+      const spied = vi.spyOn(env.emulator, "shellToken");
+      const consoleSpies = (["log", "warn", "error", "info", "debug"] as const).map((name) =>
+        vi.spyOn(console, name).mockImplementation((...args: unknown[]) => void said.push(args.map(String).join(" "))),
+      );
+      try {
+        const dataDir = await temporaryDataDir();
+        const runtime = createComputerRuntime({
+          provider,
+          stateStore: new MemoryStateStore(),
+          homeStore: new LocalAgentHomeStore({ dataDir }),
+          logger,
+          onEvent: (e) => said.push(JSON.stringify(e)),
+        });
+        const run = runtime.startRun({ workspaceId: `secrets-${Date.now()}`, botId: "alpha" });
+        const computer = await run.machine();
+        owned.push(computer);
+        await computer.files.write("notes.txt", new TextEncoder().encode("hello"), ctx());
+        const desktop = await (computer.openDesktop as NonNullable<Machine["openDesktop"]>)("alpha", ctx());
+        await desktop.observe(ctx());
+        await desktop.release(ctx());
+
+        // A service that echoes the secrets back in its error text.
+        const echoedToken = String(spied.mock.results.at(-1)?.value);
+        env.emulator.inject({
+          method: "POST",
+          path: /^graphql:serviceInstance$/,
+          status: 200,
+          message: `bad request for Authorization: Bearer ${TEST_TOKEN} (shell ${echoedToken})`,
+        });
+        const echoed = await failureOf(computer.exec({ argv: ["true"] }, ctx()));
+        expect(AgentComputerError.is(echoed, "INVALID_ARGUMENT")).toBe(true);
+        noteError(echoed);
+
+        // A refused token: an error, never "gone", naming no token.
+        const refused = railwayProvider({
+          token: `${TEST_TOKEN}-revoked`,
+          projectId: env.emulator.projectId,
+          environmentId: env.emulator.environmentId,
+          endpoint: env.emulator.endpoint,
+        });
+        const refusal = await failureOf(refused.reconnect(computer.ref, ctx()));
+        expect(AgentComputerError.is(refusal, "UNAVAILABLE")).toBe(true);
+        expect((refusal as AgentComputerError).retryable).toBe(false);
+        noteError(refusal);
+        noteError(await failureOf(refused.provision({ computerId: "refused", homeKey: "refused" }, ctx())));
+
+        // The computer's environment and an exported home.
+        const environment = await computer.exec({ argv: ["env"] }, ctx());
+        said.push(Buffer.from(environment.stdout).toString("latin1"));
+        const chunks: Buffer[] = [];
+        for await (const chunk of await computer.files.exportWorkspace(ctx())) chunks.push(chunk as Buffer);
+        said.push(Buffer.concat(chunks).toString("latin1"));
+
+        // The provider's own log lines, and the checkpoint the run saves at its end.
+        const direct = await provider.provision({ computerId: "direct", homeKey: `direct-${Date.now()}` }, ctx());
+        await direct.stop(ctx());
+        await direct.destroy(ctx());
+        await run.end("completed");
+        for (const name of await readdir(dataDir, { recursive: true })) {
+          const bytes = await readFile(join(dataDir, String(name))).catch(() => undefined);
+          if (bytes) said.push(bytes.toString("latin1"));
+        }
+        shellTokens.push(...spied.mock.results.map((r) => String(r.value)));
+      } finally {
+        spied.mockRestore();
+        for (const spy of consoleSpies) spy.mockRestore();
+      }
+      const everything = said.join("\n");
+      expect(said.length).toBeGreaterThan(10);
+      expect(everything).toContain("service provisioned");
+      expect(everything).toContain("[redacted]");
+      expect(everything).not.toContain(TEST_TOKEN);
+      expect(shellTokens.length).toBeGreaterThan(3);
+      for (const token of shellTokens) expect(everything).not.toContain(token);
+    }, 180_000);
+
+    it("retries 429 and cut answers within the deadline, then says UNAVAILABLE; a deleted service is gone", async () => {
+      machine = await provider.provision({ computerId: "faults", homeKey: `faults-${Date.now()}` });
+      owned.push(machine);
+      env.emulator.inject({ method: "POST", path: /^graphql:serviceInstance$/, status: 429, times: 2 });
+      env.emulator.inject({ method: "POST", path: /^graphql:generateShellToken$/, status: 0, times: 2 });
+      expect(new TextDecoder().decode((await machine.exec({ shell: "printf ok" })).stdout)).toBe("ok");
+      expect(env.emulator.pendingFaults).toBe(0);
+
+      const impatient = env.provider({ retryMs: 1_000 });
+      env.emulator.inject({ method: "POST", path: /^graphql:serviceInstance$/, status: 429, times: 1_000 });
+      const started = Date.now();
+      const failure = await failureOf(impatient.reconnect(machine.ref));
+      env.emulator.clearFaults();
+      expect(AgentComputerError.is(failure, "UNAVAILABLE")).toBe(true);
+      expect((failure as AgentComputerError).retryable).toBe(true);
+      expect(Date.now() - started).toBeLessThan(5_000);
+
+      // A create whose answer was lost: the service of that name is adopted, not made twice.
+      const count = () => [...env.emulator.services.values()].filter((s) => !s.deleted).length;
+      const before = count();
+      env.emulator.inject({ method: "POST", path: /^graphql:serviceCreate$/, status: 0, after: true });
+      const once = await provider.provision({ computerId: "once", homeKey: `once-${Date.now()}` });
+      owned.push(once);
+      expect(count()).toBe(before + 1);
+      expect(await provider.list({ labels: { "agent-computer.org/computer-id": "once" } })).toEqual([once.ref]);
+
+      await env.emulator.deleteBehindTheProvider(once.ref.slice("railway:".length));
+      expect(await provider.reconnect(once.ref)).toBe("gone");
+      expect(AgentComputerError.is(await failureOf(once.exec({ argv: ["true"] })), "PROVIDER_GONE")).toBe(true);
+    }, 180_000);
+
+    it("lists its computers across pages of a project with many services, and no one else's", async () => {
+      const foreign = env.emulator.addForeignServices(150);
+      const all = await provider.list({ labels: {} });
+      expect(all.some((ref) => foreign.includes(ref.slice("railway:".length)))).toBe(false);
+      expect(all).toContain(machine.ref);
+      expect(await provider.reconnect(`railway:${foreign[0]}`)).toBe("gone");
+      const name = env.emulator.nameOf(machine.ref.slice("railway:".length)) as string;
+      expect(name.length).toBeLessThanOrEqual(63);
+      expect(name).toMatch(/^ac1-s\d+(-[0-9a-f]{6})+$/);
+    }, 60_000);
+  });
+}
