@@ -29,8 +29,13 @@ const KILL_TIMEOUT_MS = 15_000;
 
 /** What a command needs of its machine. */
 export interface ExecBridgeHost {
-  /** Opens the bridge for this machine's running instance (a fresh shell token each time). */
-  open(signal: AbortSignal): Promise<WebSocket>;
+  /**
+   * Opens the bridge for this machine's running instance (a fresh shell
+   * token each time). Only a command's start may deploy a stopped machine
+   * (`wake`): its cleanup (the tree kill) meets a stopped one with an
+   * error, since its processes went with the stop.
+   */
+  open(signal: AbortSignal, options?: { wake?: boolean }): Promise<WebSocket>;
   /** The command line the bridge runs for argv (as the computer's user). */
   line(argv: string[]): string;
   /** The contract's error for a bridge that failed (the machine stopped, went, or refused). */
@@ -102,7 +107,7 @@ async function sendStdin(socket: WebSocket, stdin: Uint8Array | Readable | undef
 /** Runs a short helper (the tree kill) to its end, ignoring its output. */
 async function runQuiet(host: ExecBridgeHost, argv: string[]): Promise<void> {
   const signal = AbortSignal.timeout(KILL_TIMEOUT_MS);
-  const socket = await host.open(signal);
+  const socket = await host.open(signal, { wake: false });
   try {
     await Promise.race([
       runOnSocket(socket, { command: host.line(argv), cwd: "/", env: {} }, undefined, () => {}),

@@ -12,6 +12,7 @@ import { enterOperation, type MachineCommand } from "@agent-computer/core/provid
 import { HostedMachine, text } from "@agent-computer/provider-kit";
 import WebSocket from "ws";
 import { commandLine, type ExecBridgeHost, runBridgeCommand, SHELL_SUBPROTOCOL } from "./exec-bridge.js";
+import { isRunning } from "./railway-answers.js";
 import type { RailwayServiceHost } from "./railway-service.js";
 
 /**
@@ -43,7 +44,7 @@ export class RailwayMachine extends HostedMachine {
 
   /** The bridge as the computer's user (commands, transfers, desktops). */
   private readonly asUser: ExecBridgeHost = {
-    open: (signal) => this.openBridge(signal),
+    open: (signal, options) => this.openBridge(signal, options?.wake !== false),
     line: (argv) => this.service.lineAsUser(argv),
     failure: (error, what) => this.bridgeFailure(error, what),
   };
@@ -59,8 +60,10 @@ export class RailwayMachine extends HostedMachine {
   }
 
   /** A shell token for the running instance (deployed again first when stopped), then the bridge opened with it. */
-  private async openBridge(signal: AbortSignal): Promise<WebSocket> {
-    const instanceId = await this.service.runningInstance(this.serviceId, signal);
+  private async openBridge(signal: AbortSignal, wake: boolean): Promise<WebSocket> {
+    const instanceId = wake
+      ? await this.service.runningInstance(this.serviceId, signal)
+      : await this.service.currentInstance(this.serviceId, signal);
     const token = await this.service.shellToken(this.serviceId, instanceId, signal);
     const socket = new WebSocket(this.service.execUrl, [SHELL_SUBPROTOCOL, token]);
     return new Promise<WebSocket>((resolve, reject) => {
@@ -81,11 +84,22 @@ export class RailwayMachine extends HostedMachine {
     });
   }
 
-  /** A bridge that failed: a deleted service is gone; otherwise UNAVAILABLE with the bridge's words. */
+  /**
+   * A bridge that failed: a deleted service is gone; a stopped one took the
+   * command with it (not retried: it may have done part of its work);
+   * otherwise UNAVAILABLE with the bridge's words.
+   */
   private async bridgeFailure(error: unknown, what: string): Promise<AgentComputerError> {
     if (AgentComputerError.is(error)) return error;
-    const exists = await this.service.exists(this.serviceId, AbortSignal.timeout(30_000)).catch(() => true);
-    if (!exists) return this.goneError();
+    const now = await this.service
+      .instance(this.serviceId, AbortSignal.timeout(30_000))
+      .catch((failure) => (AgentComputerError.is(failure, "PROVIDER_GONE") ? ("gone" as const) : undefined));
+    if (now === "gone") return this.goneError();
+    if (now && !isRunning(now.latestDeployment)) {
+      return new AgentComputerError("UNAVAILABLE", `${this.ref} stopped while the command ran; it ended with it.`, {
+        retryable: false,
+      });
+    }
     const said = this.service.client.redact(error instanceof Error ? error.message : String(error));
     return new AgentComputerError("UNAVAILABLE", `${this.ref} could not ${what}: ${said}.`, { retryable: true });
   }
@@ -188,6 +202,16 @@ export class RailwayMachine extends HostedMachine {
       (error) => out.destroy(error),
     );
     return out;
+  }
+
+  /** Removes a transfer file without deploying a stopped service for it (a stop's volume keeps it until the next removal). */
+  protected override removeLater(file: string): void {
+    const quiet: ExecBridgeHost = { ...this.asUser, open: (signal) => this.openBridge(signal, false) };
+    void runBridgeCommand(
+      quiet,
+      { argv: ["rm", "-f", "--", file], workingDir: "/", maxOutputBytes: 4096, signal: AbortSignal.timeout(30_000) },
+      "remove a transfer file",
+    ).catch(() => {});
   }
 
   goneError(): AgentComputerError {

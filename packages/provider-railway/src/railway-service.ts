@@ -149,21 +149,18 @@ export class RailwayServiceHost {
       .then((answer) => answer.serviceInstance);
   }
 
-  async exists(serviceId: string, signal: AbortSignal): Promise<boolean> {
-    try {
-      await this.instance(serviceId, signal);
-      return true;
-    } catch (error) {
-      if (AgentComputerError.is(error, "PROVIDER_GONE")) return false;
-      throw error;
-    }
-  }
-
   /** The id of the running deployment's instance; a stopped service is deployed again first. */
   async runningInstance(serviceId: string, signal: AbortSignal): Promise<string> {
     const latest = (await this.instance(serviceId, signal)).latestDeployment;
     if (latest && isRunning(latest)) return runningInstanceOf(latest);
     return this.start(serviceId, signal);
+  }
+
+  /** The id of the running deployment's instance; UNAVAILABLE when the service is stopped (nothing is deployed). */
+  async currentInstance(serviceId: string, signal: AbortSignal): Promise<string> {
+    const latest = (await this.instance(serviceId, signal)).latestDeployment;
+    if (latest && isRunning(latest)) return runningInstanceOf(latest);
+    throw new AgentComputerError("UNAVAILABLE", `railway:${serviceId} is stopped.`, { retryable: false });
   }
 
   /** Deploys the service's image again (serviceInstanceDeployV2) and waits until it runs; one start per service at a time. */

@@ -19,6 +19,8 @@ const STDERR = 0x03;
 export interface BridgeTarget {
   containerId: string;
   user: string;
+  /** Whether the deployment still runs (a stop, a newer deployment or a deletion ends it at once). */
+  alive(): boolean;
 }
 
 /**
@@ -116,6 +118,8 @@ export class ExecBridgeServer {
       attach(stream);
       ws.once("close", () => stream.destroy());
       await ended;
+      // A machine that went (stopped, replaced, deleted) ends its commands without an exit (SDK ExecInterruptedError).
+      if (!target.alive()) throw new Error("the machine went before the command ended");
       const state = await exec.inspect();
       if (state.Running || state.ExitCode === null) throw new Error("the machine went before the command ended");
       ws.send(JSON.stringify({ type: "exit", data: { exit_code: state.ExitCode, reason: "" } }));

@@ -250,7 +250,8 @@ export class RailwayEmulator {
     const service = admitted ? this.services.get(admitted.serviceId) : undefined;
     const deployment = service && !service.deleted ? latestOf(service) : undefined;
     if (!deployment?.containerId || deployment.instance.id !== admitted?.instanceId) return undefined;
-    return { containerId: deployment.containerId, user: deployment.user };
+    const containerId = deployment.containerId;
+    return { containerId, user: deployment.user, alive: () => deployment.containerId === containerId };
   }
 
   // What the resolvers (railway-resolvers.ts) change.
