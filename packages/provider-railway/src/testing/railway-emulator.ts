@@ -317,6 +317,7 @@ export class RailwayEmulator {
       else res.writeHead(502).end("Application failed to respond");
     });
     server.on("upgrade", (req, socket: Duplex, head: Buffer) => {
+      this.routed.push(`${domain} ${req.url}`);
       const target = this.portTarget(service, targetPort);
       if (target) proxyUpgrade(req, socket, head, target, this.servers.sockets);
       else socket.destroy();
