@@ -177,18 +177,38 @@ export class RailwayMachine extends HostedMachine {
     }
   }
 
-  /** Reads `file` as the stdout of `cat` over the bridge, handed on as it arrives. */
+  /**
+   * Reads `file` as the stdout of `cat` over the bridge, handed on as it
+   * arrives: while the reader is behind, the socket is paused, so the
+   * bridge (and `cat`) wait instead of the export piling up in memory.
+   */
   protected async downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
     const out = new PassThrough();
     const stderr: Uint8Array[] = [];
+    let socket: WebSocket | undefined;
+    const paced: ExecBridgeHost = {
+      ...this.asUser,
+      open: async (on, options) => {
+        const opened = await this.asUser.open(on, options);
+        socket ??= opened;
+        return opened;
+      },
+    };
+    out.on("drain", () => socket?.resume());
+    // A reader that lets go early ends the read: its `cat` is killed rather than left paused.
+    const letGo = new AbortController();
+    out.once("close", () => letGo.abort(new AgentComputerError("ABORTED", "The download's reader let go.")));
     void runBridgeCommand(
-      this.asUser,
+      paced,
       {
         argv: ["cat", "--", file],
         workingDir: "/",
         maxOutputBytes: 0,
-        signal,
-        onOutput: (stream, chunk) => (stream === "stdout" ? out.write(chunk) : stderr.push(chunk)),
+        signal: AbortSignal.any([signal, letGo.signal]),
+        onOutput: (stream, chunk) => {
+          if (stream === "stderr") stderr.push(chunk);
+          else if (!out.write(chunk)) socket?.pause();
+        },
       },
       "download a file",
     ).then(
