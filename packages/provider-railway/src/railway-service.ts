@@ -1,6 +1,7 @@
 import { AgentComputerError } from "@agent-computer/core";
 import { abortableSleep } from "@agent-computer/provider-kit";
 import { z } from "zod";
+import { commandLine } from "./exec-bridge.js";
 import {
   DEPLOYMENT_DEAD,
   deploymentSchema,
@@ -40,6 +41,9 @@ import type { ParsedRailwayOptions } from "./railway-provider-options.js";
  */
 export const SERVICE_VARIABLES = { RAILWAY_RUN_UID: "0" } as const;
 
+/** How many of the latest shell tokens are redacted from messages (each command mints one). */
+const RECENT_SHELL_TOKENS = 256;
+
 /**
  * The control plane of the computers' services, over the GraphQL client:
  * what the machine and the provider ask of a service (made, deployed,
@@ -47,6 +51,8 @@ export const SERVICE_VARIABLES = { RAILWAY_RUN_UID: "0" } as const;
  */
 export class RailwayServiceHost {
   readonly homePath: string;
+  /** The shell tokens given out lately, oldest first (see keepSecret). */
+  private readonly recentShellTokens: string[] = [];
   /** One start at a time per service: commands meeting a stopped service share it. */
   private readonly starting = new Map<string, Promise<string>>();
 
@@ -69,9 +75,7 @@ export class RailwayServiceHost {
   lineAsUser(argv: string[]): string {
     const [uid, gid] = this.options.user.split(":") as [string, string];
     const drop = `if [ "$(id -u)" = 0 ]; then exec setpriv --reuid=${uid} --regid=${gid} --init-groups -- "$@"; fi; exec "$@"`;
-    return ["sh", "-c", drop, "as-computer-user", ...argv]
-      .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
-      .join(" ");
+    return commandLine(["sh", "-c", drop, "as-computer-user", ...argv]);
   }
 
   /** Makes the service (no source yet), its volume, and deploys the image; gives the service id as soon as it exists. */
@@ -248,8 +252,21 @@ export class RailwayServiceHost {
       signal,
       { idempotent: true },
     );
-    this.secrets.add(generateShellToken);
+    this.keepSecret(generateShellToken);
     return generateShellToken;
+  }
+
+  /**
+   * Keeps a shell token out of every message while it may still be in use
+   * or echoed. One is minted per command, so only the latest
+   * RECENT_SHELL_TOKENS are kept: the set every message is redacted with
+   * stays small in a long-lived process.
+   */
+  private keepSecret(token: string): void {
+    this.secrets.add(token);
+    this.recentShellTokens.push(token);
+    if (this.recentShellTokens.length > RECENT_SHELL_TOKENS)
+      this.secrets.delete(this.recentShellTokens.shift() as string);
   }
 
   /** The service's public domain routed to `port`: an existing one, else one made (serviceDomainCreate). */
