@@ -149,6 +149,38 @@ if (!env.missing) {
       expect(AgentComputerError.is(await failureOf(once.exec({ argv: ["true"] })), "PROVIDER_GONE")).toBe(true);
     }, 180_000);
 
+    it("a provision that fails after its service was made deletes the service and its volume", async () => {
+      const live = () => [...env.emulator.services.values()].filter((s) => !s.deleted).length;
+      const [services, volumes] = [live(), env.emulator.volumes.size];
+      // A deployment that fails (an image the engine does not have): FAILED, never running.
+      const broken = railwayProvider(
+        {
+          token: TEST_TOKEN,
+          projectId: env.emulator.projectId,
+          environmentId: env.emulator.environmentId,
+          endpoint: env.emulator.endpoint,
+          execUrl: env.emulator.execUrl,
+          image: "agent-computer-test/no-such-image:0",
+          pollMs: 200,
+        },
+        {},
+      );
+      const failed = await failureOf(broken.provision({ computerId: "broken", homeKey: `broken-${Date.now()}` }));
+      expect(failed).toMatchObject({ name: "AgentComputerError", code: "UNAVAILABLE" });
+      expect(String((failed as Error).message)).toMatch(/FAILED/);
+      // A refused call midway (the image's source): the same cleanup.
+      env.emulator.inject({
+        method: "POST",
+        path: /^graphql:serviceInstanceUpdate$/,
+        status: 200,
+        message: "Invalid image",
+      });
+      const refused = await failureOf(provider.provision({ computerId: "refused", homeKey: `refused-${Date.now()}` }));
+      expect(refused).toMatchObject({ name: "AgentComputerError", code: "INVALID_ARGUMENT" });
+      expect(live()).toBe(services);
+      expect(env.emulator.volumes.size).toBe(volumes);
+    }, 120_000);
+
     it("lists its computers across pages of a project with many services, and no one else's", async () => {
       const foreign = env.emulator.addForeignServices(150);
       const all = await provider.list({ labels: {} });
