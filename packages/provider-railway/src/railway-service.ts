@@ -153,17 +153,23 @@ export class RailwayServiceHost {
       .then((answer) => answer.serviceInstance);
   }
 
-  /** The id of the running deployment's instance; a stopped service is deployed again first. */
+  /** The shell target of the running service (see currentInstance); a stopped service is deployed again first. */
   async runningInstance(serviceId: string, signal: AbortSignal): Promise<string> {
-    const latest = (await this.instance(serviceId, signal)).latestDeployment;
-    if (latest && isRunning(latest)) return runningInstanceOf(latest);
-    return this.start(serviceId, signal);
+    const instance = await this.instance(serviceId, signal);
+    if (!instance.latestDeployment || !isRunning(instance.latestDeployment)) await this.start(serviceId, signal);
+    return instance.id;
   }
 
-  /** The id of the running deployment's instance; UNAVAILABLE when the service is stopped (nothing is deployed). */
+  /**
+   * The id a shell token names for a running service: its ServiceInstance's
+   * id, what the CLI gives as a service's shell target by default
+   * (railwayapp/cli src/commands/ssh/native.rs, get_service_instance_id;
+   * a deployment instance's id is its `--deployment-instance` alternative).
+   * UNAVAILABLE when the service is stopped (nothing is deployed).
+   */
   async currentInstance(serviceId: string, signal: AbortSignal): Promise<string> {
-    const latest = (await this.instance(serviceId, signal)).latestDeployment;
-    if (latest && isRunning(latest)) return runningInstanceOf(latest);
+    const instance = await this.instance(serviceId, signal);
+    if (instance.latestDeployment && isRunning(instance.latestDeployment)) return instance.id;
     throw new AgentComputerError("UNAVAILABLE", `railway:${serviceId} is stopped.`, { retryable: false });
   }
 
@@ -242,7 +248,7 @@ export class RailwayServiceHost {
     }
   }
 
-  /** A shell-scoped token for the instance's exec bridge (ShellTokenInput: environmentId, serviceId, instanceId, scope). */
+  /** A shell-scoped token for the service's exec bridge (ShellTokenInput: environmentId, serviceId, instanceId, scope; `kind` left unset, the SDK's "sandbox" being for sandboxes). */
   async shellToken(serviceId: string, instanceId: string, signal: AbortSignal): Promise<string> {
     const { generateShellToken } = await this.client.request(
       "open a shell",

@@ -249,7 +249,7 @@ export class RailwayEmulator {
     const admitted = this.tokens.get(token);
     const service = admitted ? this.services.get(admitted.serviceId) : undefined;
     const deployment = service && !service.deleted ? latestOf(service) : undefined;
-    if (!deployment?.containerId || deployment.instance.id !== admitted?.instanceId) return undefined;
+    if (!deployment?.containerId) return undefined;
     const containerId = deployment.containerId;
     return { containerId, user: deployment.user, alive: () => deployment.containerId === containerId };
   }

@@ -236,8 +236,12 @@ export function railwayResolvers(emulator: EmulatedRailway): Record<string, (arg
       if (given.scope !== "shell") throw new GraphQLError(`Unknown scope ${String(given.scope)}`);
       const service = emulator.serviceOf(String(given.serviceId));
       const deployment = latestOf(service);
-      if (!deployment?.containerId || deployment.instance.id !== given.instanceId) {
-        throw new GraphQLError("Deployment instance not found");
+      // The service's instance (the CLI's default shell target) or its running deployment's instance.
+      if (
+        !deployment?.containerId ||
+        (given.instanceId !== service.instanceId && given.instanceId !== deployment.instance.id)
+      ) {
+        throw new GraphQLError("Instance not found");
       }
       return emulator.shellToken(service.id, String(given.instanceId));
     },
