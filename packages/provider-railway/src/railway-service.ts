@@ -183,20 +183,30 @@ export class RailwayServiceHost {
     return start;
   }
 
-  private async deployAndWait(serviceId: string, signal: AbortSignal): Promise<string> {
+  /** The latest deployment when it is on its way or running (not stopped, not ended): one to wait for, not to double. */
+  private async liveDeployment(serviceId: string, signal: AbortSignal): Promise<string | undefined> {
     const latest = (await this.instance(serviceId, signal)).latestDeployment;
-    // A deployment already on its way is waited for, not doubled.
-    let deploymentId =
-      latest && !latest.deploymentStopped && !DEPLOYMENT_DEAD.has(latest.status) ? latest.id : undefined;
+    return latest && !latest.deploymentStopped && !DEPLOYMENT_DEAD.has(latest.status) ? latest.id : undefined;
+  }
+
+  private async deployAndWait(serviceId: string, signal: AbortSignal): Promise<string> {
+    let deploymentId = await this.liveDeployment(serviceId, signal);
     if (!deploymentId) {
-      const { serviceInstanceDeployV2 } = await this.client.request(
-        "deploy the service",
-        SERVICE_INSTANCE_DEPLOY,
-        { environmentId: this.environmentId, serviceId },
-        z.object({ serviceInstanceDeployV2: z.string() }),
-        signal,
-      );
-      deploymentId = serviceInstanceDeployV2;
+      try {
+        const { serviceInstanceDeployV2 } = await this.client.request(
+          "deploy the service",
+          SERVICE_INSTANCE_DEPLOY,
+          { environmentId: this.environmentId, serviceId },
+          z.object({ serviceInstanceDeployV2: z.string() }),
+          signal,
+        );
+        deploymentId = serviceInstanceDeployV2;
+      } catch (error) {
+        // A deploy whose answer was lost (no answer, 429, 5xx) may have started one: followed if so, else the error stands.
+        if (!AgentComputerError.is(error, "UNAVAILABLE") || !error.retryable) throw error;
+        deploymentId = await this.liveDeployment(serviceId, signal);
+        if (!deploymentId) throw error;
+      }
     }
     const until = Date.now() + this.options.startTimeoutMs;
     for (;;) {

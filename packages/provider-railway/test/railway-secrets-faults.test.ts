@@ -144,6 +144,14 @@ if (!env.missing) {
       expect(count()).toBe(before + 1);
       expect(await provider.list({ labels: { "agent-computer.org/computer-id": "once" } })).toEqual([once.ref]);
 
+      // A deploy whose answer was lost is followed, not doubled.
+      await once.stop();
+      const deployments = () => env.emulator.services.get(once.ref.slice("railway:".length))?.deployments.length ?? 0;
+      const deployed = deployments();
+      env.emulator.inject({ method: "POST", path: /^graphql:serviceInstanceDeployV2$/, status: 0, after: true });
+      expect((await once.exec({ argv: ["true"] })).exitCode).toBe(0);
+      expect(deployments()).toBe(deployed + 1);
+
       await env.emulator.deleteBehindTheProvider(once.ref.slice("railway:".length));
       expect(await provider.reconnect(once.ref)).toBe("gone");
       expect(AgentComputerError.is(await failureOf(once.exec({ argv: ["true"] })), "PROVIDER_GONE")).toBe(true);
