@@ -19,6 +19,8 @@ export const SERVICE_NAME_PREFIX = "ac1-";
 const DIGEST_CHARS = 6;
 /** A DNS label's length. */
 export const MAX_NAME_CHARS = 63;
+/** Labels that fit beside the prefix and a screen limit of up to three digits. */
+export const MAX_LABELS = Math.floor((MAX_NAME_CHARS - `${SERVICE_NAME_PREFIX}s999`.length) / (DIGEST_CHARS + 1));
 
 function digestOf(key: string, value: string): string {
   return createHash("sha256").update(`${key}=${value}`).digest("hex").slice(0, DIGEST_CHARS);
@@ -31,10 +33,10 @@ export function serviceNameOf(labels: Record<string, string>): string {
     .map(([key, value]) => digestOf(key, value))
     .sort();
   const name = `${SERVICE_NAME_PREFIX}${[`s${screenLimit}`, ...digests].join("-")}`;
-  if (name.length > MAX_NAME_CHARS) {
+  if (digests.length > MAX_LABELS || name.length > MAX_NAME_CHARS) {
     throw new AgentComputerError(
       "INVALID_ARGUMENT",
-      `A Railway computer's service name holds at most ${Math.floor((MAX_NAME_CHARS - 8) / (DIGEST_CHARS + 1))} labels (${Object.keys(labels).length} given): Railway services have no labels, so they live in the name, kept to a DNS label's ${MAX_NAME_CHARS} characters.`,
+      `A Railway computer's service name holds at most ${MAX_LABELS} labels (${Object.keys(labels).length} given): Railway services have no labels, so they live in the name, kept to a DNS label's ${MAX_NAME_CHARS} characters.`,
     );
   }
   return name;
