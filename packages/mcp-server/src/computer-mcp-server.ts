@@ -28,6 +28,11 @@ export interface ComputerMcpServerOptions {
   session?: ComputerToolSession;
   /** The run's runtime: its takeover and desktop events change the tool list, and clients are told. */
   runtime?: ComputerRuntime;
+  /**
+   * Wraps every tool call (default: none). The bin's server counts calls in
+   * flight with it, so it ends its run only between calls (idle-ending-run.ts).
+   */
+  aroundToolCall?: <T>(call: () => Promise<T>) => Promise<T>;
 }
 
 /**
@@ -76,7 +81,8 @@ export function createComputerMcpServer(options: ComputerMcpServerOptions) {
       const offered = tools().map((t) => t.name);
       throw invalidParams(`Unknown tool: ${JSON.stringify(params.name)}. This server offers ${offered.join(", ")}.`);
     }
-    return tool.call(params.arguments, extra.signal);
+    const call = () => tool.call(params.arguments, extra.signal);
+    return options.aroundToolCall ? options.aroundToolCall(call) : call();
   });
   const toolsChanged = () => server.sendToolListChanged();
   // A person taking or releasing this bot's screen adds or removes the

@@ -1,4 +1,5 @@
 import { AgentComputerError, type SandboxProvider } from "@agent-computer/core";
+import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { boatProvider } from "@agent-computer/provider-box";
 import { daytonaProvider } from "@agent-computer/provider-daytona";
 import { buildComputerImage, checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
@@ -22,6 +23,16 @@ export interface ProviderFromEnvironmentOptions {
   whenUnset?: "docker" | "docker-else-fake";
   /** Progress lines (the computer image's build, on first use). */
   log?: (line: string) => void;
+  /**
+   * What a Docker engine without the computer image means: `build` it now
+   * (the default; a demo's first run), or `refuse` with `UNAVAILABLE`
+   * telling to run `agent-computer-mcp --prepare`. The MCP server refuses:
+   * a build takes minutes, and a client's start-up timeout fires long
+   * before `initialize` would be answered (issue 47).
+   */
+  whenImageMissing?: "build" | "refuse";
+  /** The environment the computer image's name is read from (default `process.env`; AGENT_COMPUTER_IMAGE[_TAG]). */
+  imageEnv?: Environment;
   /** How long the Docker engine has to answer before it counts as absent (default 3 s). */
   dockerAnswerMs?: number;
 }
@@ -37,7 +48,7 @@ export async function providerFromEnvironment(
   options: ProviderFromEnvironmentOptions,
 ): Promise<ChosenProvider> {
   const value = env.SANDBOX_PROVIDER?.trim();
-  if (value === undefined || value === "") return unset(options);
+  if (value === undefined || value === "") return unset({ imageEnv: env, ...options });
   if (!(SANDBOX_PROVIDER_NAMES as readonly string[]).includes(value)) {
     throw new AgentComputerError(
       "INVALID_ARGUMENT",
@@ -46,7 +57,7 @@ export async function providerFromEnvironment(
   }
   const name = value as SandboxProviderName;
   const reason = `SANDBOX_PROVIDER=${name}`;
-  if (name === "docker") return docker(options, reason, true) as Promise<ChosenProvider>;
+  if (name === "docker") return docker({ imageEnv: env, ...options }, reason, true) as Promise<ChosenProvider>;
   return { name, provider: remote(name, env), reason };
 }
 
@@ -65,8 +76,9 @@ async function docker(
   why: string,
   required: boolean,
 ): Promise<ChosenProvider | { missing: string }> {
+  const image = await computerImageRef(options.imageEnv ? { env: options.imageEnv } : {});
   const check = await Promise.race([
-    checkDockerHost(),
+    checkDockerHost({ image }),
     new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), options.dockerAnswerMs ?? 3000).unref()),
   ]);
   const noEngine =
@@ -81,8 +93,22 @@ async function docker(
     );
   }
   const engine = check as NonNullable<typeof check>;
+  if (options.whenImageMissing === "refuse") {
+    if (engine.missing)
+      throw new AgentComputerError(
+        "UNAVAILABLE",
+        `The computer image ${image} is not built on this Docker engine. Build it once before starting the server: npx agent-computer-mcp --prepare (a few minutes, with progress; the same environment, so the same image).`,
+        { details: { image } },
+      );
+    return {
+      name: "docker",
+      provider: dockerProvider({ docker: engine.docker, dataDir: options.dataDir, image }),
+      reason: `${why}: a Docker engine answers; computer image ${image}`,
+    };
+  }
   const built = await buildComputerImage({
     docker: engine.docker,
+    image,
     onProgress: (p) => {
       // Only the slow stages are worth a line; a present image needs none.
       const slow = p.stage === "base-image" || p.stage === "build";
@@ -92,7 +118,7 @@ async function docker(
   });
   return {
     name: "docker",
-    provider: dockerProvider({ docker: engine.docker, dataDir: options.dataDir }),
+    provider: dockerProvider({ docker: engine.docker, dataDir: options.dataDir, image }),
     reason: `${why}: a Docker engine answers; computer image ${built.image}${built.built ? " (built now)" : ""}`,
   };
 }

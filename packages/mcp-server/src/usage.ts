@@ -5,10 +5,13 @@ Usage:
   agent-computer-mcp            stdio (for Claude Desktop, Cursor, any MCP client)
   MCP_HTTP_PORT=8765 MCP_AUTH_TOKEN=$(openssl rand -hex 32) agent-computer-mcp
                                 streamable HTTP at http://127.0.0.1:8765/mcp, bearer token required
+  agent-computer-mcp --prepare  builds the Docker computer image with progress, then exits; run it once
+                                before the first start (and after an upgrade): the server never builds it
   agent-computer-mcp --help     this text
 
 Where the computer runs: SANDBOX_PROVIDER (default docker)
-  docker      a Docker engine (DOCKER_HOST or the local socket); the computer image is built on first use
+  docker      a Docker engine (DOCKER_HOST or the local socket) and the computer image (--prepare builds it;
+              without it the server refuses to start and says so), AGENT_COMPUTER_IMAGE or _IMAGE_TAG
   kubernetes  KUBERNETES_SANDBOX_NAMESPACE (required), KUBECONFIG, KUBERNETES_SANDBOX_COMPUTER_IMAGE,
               KUBERNETES_SANDBOX_RUNTIME_CLASS_NAME, KUBERNETES_SANDBOX_CPU_LIMIT / _MEMORY_LIMIT,
               KUBERNETES_SANDBOX_POD_LABELS / _POD_ANNOTATIONS, KUBERNETES_SANDBOX_READY_TIMEOUT_MS,
@@ -20,7 +23,13 @@ Where the computer runs: SANDBOX_PROVIDER (default docker)
   fake        in-process, commands run on this host in a temporary folder: demos and tests only
 
 The bot: AGENT_COMPUTER_WORKSPACE (default mcp), AGENT_COMPUTER_BOT (default mcp),
-  AGENT_COMPUTER_DATA_DIR (homes; default ~/.agent-computer/mcp-server), MCP_VISION=0 (no screenshot tools).
+  AGENT_COMPUTER_DATA_DIR (homes and state.sqlite; default ~/.agent-computer/mcp-server), MCP_VISION=0 (no screenshot tools).
+State: leases and computer records in <data dir>/state.sqlite, so the next start reconnects to the same
+  computer; AGENT_COMPUTER_DATABASE_URL=postgres://... keeps them in PostgreSQL instead (needs
+  @agent-computer/state-store-postgres installed). Servers sharing the state share the computer; a server
+  with other state while the computer runs is refused (CONFLICT).
+Lifecycle: the computer starts on the first tool call, suspends after SANDBOX_IDLE_MS unused (default 900000,
+  15 minutes; 0 = never) and stops when the server exits, unless another server's run still uses it.
 HTTP: MCP_HTTP_PORT, MCP_HTTP_HOST (default 127.0.0.1), MCP_AUTH_TOKEN (at least 32 characters),
   MCP_ALLOWED_HOSTS and MCP_ALLOWED_ORIGINS (comma-separated; default the bound address, and localhost
   for a loopback one: any other Host or browser Origin is 403), MCP_MAX_SESSIONS (default 64; when full
