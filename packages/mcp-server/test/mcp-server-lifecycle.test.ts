@@ -159,13 +159,14 @@ if (host.missing) {
             AGENT_COMPUTER_WORKSPACE: ws,
           }),
           encoding: "utf8",
-          timeout: 20_000,
+          timeout: 40_000,
         });
         expect(second.status).toBe(1);
         expect(second.stderr).toMatch(/^agent-computer-mcp cannot start: CONFLICT: /m);
         expect(second.stderr).toContain(`Computer "${computerId}" already runs as docker:`);
         expect(second.stderr).toContain("AGENT_COMPUTER_DATA_DIR");
-        expect(Date.now() - started).toBeLessThan(15_000);
+        // Refused at start, not after bringing up anything: the bin's own start is the bound (see below).
+        expect(Date.now() - started).toBeLessThan(30_000);
         // The first server's machine is the only one, untouched.
         expect((await containersOf(docker, computerId)).map((c) => c.Id)).toContain(running?.Id);
       } finally {
@@ -182,12 +183,15 @@ if (host.missing) {
           AGENT_COMPUTER_IMAGE_TAG: `missing-${randomUUID().slice(0, 8)}`,
         }),
         encoding: "utf8",
-        timeout: 20_000,
+        timeout: 40_000,
       });
       expect(result.status).toBe(1);
       expect(result.stderr).toMatch(/^agent-computer-mcp cannot start: UNAVAILABLE: The computer image \S+:missing-/);
       expect(result.stderr).toContain("agent-computer-mcp --prepare");
-      expect(Date.now() - started).toBeLessThan(10_000);
+      // Nothing of a build (which takes minutes) began; the bound is the bin's own start on a
+      // loaded 2-core machine, where main.test.ts's refusals take up to 13 s.
+      expect(result.stderr).not.toMatch(/base-image|build started/);
+      expect(Date.now() - started).toBeLessThan(30_000);
     });
 
     it("suspends the computer of a client that stays connected but idle for SANDBOX_IDLE_MS, and resumes it on the next call", async () => {
