@@ -175,6 +175,36 @@ if (host.missing) {
       expect(await containersOf(docker, computerId)).toEqual([]);
     }, 55_000);
 
+    it("two servers at once sharing the state: one machine, and the first to exit leaves it to the other's run", async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "mcp-life-shared-"));
+      const ws = workspace();
+      const computerId = `team-${ws}`;
+      used.push(computerId);
+      const settings = { AGENT_COMPUTER_DATA_DIR: dataDir, AGENT_COMPUTER_WORKSPACE: ws, AGENT_COMPUTER_BOT: "alpha" };
+      const first = await launch(settings);
+      const second = await launch(settings);
+      try {
+        const wrote = await first.client.callTool({
+          name: "write_file",
+          arguments: { path: "shared.txt", content: "the first server's" },
+        });
+        expect(wrote.isError, text(wrote)).toBeFalsy();
+        // The bot's run on the first server holds its execution lease: the second waits its turn.
+        const busy = await second.client.callTool({ name: "read_file", arguments: { path: "shared.txt" } });
+        expect(busy.isError).toBe(true);
+        expect(text(busy)).toMatch(/^BOT_BUSY: /);
+        expect(second.stderr()).toContain(`computer ${computerId}: starts on first use`);
+      } finally {
+        await second.client.close();
+      }
+      expect(second.stderr()).toContain(`computer ${computerId}: left running, another server still uses it (BOT_BUSY`);
+      const running = await containersOf(docker, computerId);
+      expect(running.filter((c) => c.Labels[COMPUTER_LABELS.managed] === "true")).toHaveLength(1);
+      await first.client.close();
+      expect(first.stderr()).toContain(`computer ${computerId}: stopped`);
+      expect(await containersOf(docker, computerId)).toEqual([]);
+    }, 55_000);
+
     it("a start with the computer image missing answers at once, telling to run --prepare", () => {
       const started = Date.now();
       const result = spawnSync(process.execPath, [bin], {
