@@ -32,7 +32,9 @@ export async function prepareComputerImage(options: {
         if (p.stage === "build" && p.message.trim() !== "") log(`  ${p.message.trim()}`);
         return;
       }
-      log(`${p.stage} ${p.status}: ${p.message} (${(p.elapsedMs / 1000).toFixed(1)} s)`);
+      // The last stage is named "done": its status would only repeat it.
+      const stage = p.stage === "done" ? "done" : `${p.stage} ${p.status}`;
+      log(`${stage}: ${p.message} (${(p.elapsedMs / 1000).toFixed(1)} s)`);
     },
   });
   log(

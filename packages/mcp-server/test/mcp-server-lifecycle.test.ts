@@ -224,6 +224,19 @@ if (host.missing) {
       expect(Date.now() - started).toBeLessThan(30_000);
     });
 
+    it("--prepare says what it did stage by stage and exits 0; with the image there it builds nothing", () => {
+      const result = spawnSync(process.execPath, [bin, "--prepare"], {
+        env: env({}),
+        encoding: "utf8",
+        timeout: 40_000,
+      });
+      expect(result.status, result.stderr).toBe(0);
+      expect(result.stderr).toContain(`preparing the computer image ${host.image}`);
+      expect(result.stderr).toMatch(/^cache (done|skipped): /m);
+      expect(result.stderr).toContain(`computer image ${host.image} is already built; the server can start now`);
+      expect(result.stdout).toBe("");
+    });
+
     it("suspends the computer of a client that stays connected but idle for SANDBOX_IDLE_MS, and resumes it on the next call", async () => {
       const ws = workspace();
       const computerId = `team-${ws}`;
