@@ -192,9 +192,10 @@ function suspendWhenIdle(
  */
 async function stopComputer(runtime: ComputerRuntime, computerId: string, log: (line: string) => void) {
   if (!(await runtime.leases.getComputer(computerId))) return;
+  const started = Date.now();
   try {
     await runtime.stopComputer(computerId);
-    log(`computer ${computerId}: stopped`);
+    log(`computer ${computerId}: stopped, home saved (${((Date.now() - started) / 1000).toFixed(1)} s)`);
   } catch (error) {
     if (!AgentComputerError.is(error, "BOT_BUSY", "LEASE_HELD", "CONFLICT")) throw error;
     log(`computer ${computerId}: left running, another server still uses it (${describe(error)})`);
