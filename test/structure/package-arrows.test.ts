@@ -27,13 +27,16 @@ const ALLOWED: Record<string, string[]> = {
   "provider-box": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-createos": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-railway": ["core", "desktop-runtime", "provider-kit"],
-  // An installable server: it picks any provider at start (SANDBOX_PROVIDER).
+  // An installable server: it picks any provider at start (SANDBOX_PROVIDER), keeps its
+  // state in SQLite (issue 47), and names the computer image as Docker does (desktop-runtime).
   "mcp-server": [
     "core",
     "leases",
     "checkpoint",
     "runtime",
     "testing",
+    "desktop-runtime",
+    "state-store-sqlite",
     "provider-docker",
     "provider-kubernetes",
     "provider-e2b",
