@@ -18,8 +18,9 @@ export async function refuseSecondMachine(input: {
 }): Promise<void> {
   const { provider, runtime, computerId } = input;
   const record = await runtime.leases.getComputer(computerId);
-  // The runtime labels machines with labelValueOf(id); Docker, which takes any value, with the id itself.
-  // (docker-provider.ts, provision); other providers refuse values that are not label values.
+  // The runtime labels machines with labelValueOf(id); Docker, which takes any value, puts the id itself
+  // there instead (provider-docker's docker-provider.ts, provision). Other providers may refuse a value
+  // that is not a label value, so only Docker is asked for both.
   const values = [...new Set([labelValueOf(computerId), ...(provider.kind === "docker" ? [computerId] : [])])];
   const running = await Promise.all(
     values.map((value) => provider.list({ labels: { [COMPUTER_LABELS.computerId]: value }, running: true })),
@@ -28,7 +29,7 @@ export async function refuseSecondMachine(input: {
   if (others.length === 0) return;
   throw new AgentComputerError(
     "CONFLICT",
-    `Computer "${computerId}" already runs as ${others.join(", ")}, started by another agent-computer server with its own state (this one keeps its state in ${input.stateWhere}). Two machines on one computer would work on two copies of its home. Share it: give this server the same AGENT_COMPUTER_DATA_DIR (or AGENT_COMPUTER_DATABASE_URL) as the running one; or stop that server first (a machine a server left behind carries the label ${COMPUTER_LABELS.computerId}=${labelValueOf(computerId)}${provider.kind === "docker" ? `: docker ps --filter label=${COMPUTER_LABELS.computerId}=${labelValueOf(computerId)}` : ""}); or use another AGENT_COMPUTER_WORKSPACE.`,
+    `Computer "${computerId}" already runs as ${others.join(", ")}, started by another agent-computer server with its own state (this one keeps its state in ${input.stateWhere}). Two machines on one computer would work on two copies of its home. Share it: give this server the same AGENT_COMPUTER_DATA_DIR (or AGENT_COMPUTER_DATABASE_URL) as the running one; or stop that server first (a machine a server left behind carries the label ${COMPUTER_LABELS.computerId}=${labelValueOf(computerId)}${provider.kind === "docker" ? `: docker ps --filter label=${COMPUTER_LABELS.computerId}=${computerId}` : ""}); or use another AGENT_COMPUTER_WORKSPACE.`,
     { details: { computerId, running: others } },
   );
 }
