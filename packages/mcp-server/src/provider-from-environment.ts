@@ -97,7 +97,7 @@ async function docker(
     if (engine.missing)
       throw new AgentComputerError(
         "UNAVAILABLE",
-        `The computer image ${image} is not built on this Docker engine. Build it once before starting the server: npx agent-computer-mcp --prepare (a few minutes, with progress; the same environment, so the same image).`,
+        `The computer image ${image} is not built on this Docker engine. Build it once before starting the server: run agent-computer-mcp --prepare (or npx @agent-computer/mcp-server --prepare) in a terminal, with the same environment so it builds the same image; it takes a few minutes and prints its progress.`,
         { details: { image } },
       );
     return {
