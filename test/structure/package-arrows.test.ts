@@ -42,6 +42,8 @@ const ALLOWED: Record<string, string[]> = {
     "provider-e2b",
     "provider-daytona",
     "provider-box",
+    "provider-createos",
+    "provider-railway",
   ],
 };
 const packages = readdirSync(join(root, "packages"));

@@ -1,10 +1,12 @@
 import { AgentComputerError, type SandboxProvider } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { boatProvider } from "@agent-computer/provider-box";
+import { createosProvider } from "@agent-computer/provider-createos";
 import { daytonaProvider } from "@agent-computer/provider-daytona";
 import { buildComputerImage, checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { e2bProvider, novitaProvider } from "@agent-computer/provider-e2b";
 import { kubernetesProvider } from "@agent-computer/provider-kubernetes";
+import { railwayProvider } from "@agent-computer/provider-railway";
 import { createFakeProvider } from "@agent-computer/testing";
 import type { ChosenProvider } from "./chosen-provider.js";
 import { SANDBOX_PROVIDER_NAMES, type SandboxProviderName } from "./sandbox-provider-name.js";
@@ -184,6 +186,19 @@ function remote(name: Exclude<SandboxProviderName, "docker">, env: Environment):
       const apiKey =
         either("BOAT_API_KEY", "BOX_API_KEY") ?? required(env, name, "BOAT_API_KEY", "the account's API key");
       return boatProvider({ apiKey, ...(apiUrl ? { baseUrl: apiUrl } : {}), ...(snapshot ? { snapshot } : {}) }, {});
+    }
+    case "createos":
+      // The provider reads CREATEOS_SANDBOX_API_KEY, CREATEOS_SANDBOX_BASE_URL and CREATEOS_ROOTFS itself.
+      required(env, name, "CREATEOS_SANDBOX_API_KEY", "the account's API key");
+      required(env, name, "CREATEOS_ROOTFS", "the rootfs or template holding the computer image's tools");
+      return createosProvider({}, env);
+    case "railway": {
+      // The provider reads RAILWAY_API_TOKEN (or a project's RAILWAY_TOKEN) and the project's ids itself.
+      if (!optional(env, "RAILWAY_TOKEN")) required(env, name, "RAILWAY_API_TOKEN", "an account or team token");
+      required(env, name, "RAILWAY_PROJECT_ID", "the project computers are made in");
+      required(env, name, "RAILWAY_ENVIRONMENT_ID", "the project's environment");
+      const image = required(env, name, "RAILWAY_IMAGE", "the computer image in a registry Railway pulls from");
+      return railwayProvider({ image }, env);
     }
   }
 }

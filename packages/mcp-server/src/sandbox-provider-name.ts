@@ -7,6 +7,8 @@ export const SANDBOX_PROVIDER_NAMES = [
   "daytona",
   "boat",
   "box",
+  "createos",
+  "railway",
   "fake",
 ] as const;
 

@@ -20,6 +20,9 @@ Where the computer runs: SANDBOX_PROVIDER (default docker)
   novita      NOVITA_API_KEY and NOVITA_TEMPLATE or SANDBOX_TEMPLATE (required), NOVITA_API_URL, NOVITA_DOMAIN
   daytona     DAYTONA_API_KEY (required), DAYTONA_API_URL, DAYTONA_TARGET, DAYTONA_SNAPSHOT
   boat        BOAT_API_KEY (required), BOAT_API_URL, BOAT_SNAPSHOT (box, BOX_*: the old names)
+  createos    CREATEOS_SANDBOX_API_KEY and CREATEOS_ROOTFS (required), CREATEOS_SANDBOX_BASE_URL
+  railway     RAILWAY_API_TOKEN (or a project's RAILWAY_TOKEN), RAILWAY_PROJECT_ID, RAILWAY_ENVIRONMENT_ID and
+              RAILWAY_IMAGE (the computer image in a registry Railway pulls from) (required), RAILWAY_API_URL
   fake        in-process, commands run on this host in a temporary folder: demos and tests only
 
 The bot: AGENT_COMPUTER_WORKSPACE (default mcp), AGENT_COMPUTER_BOT (default mcp),

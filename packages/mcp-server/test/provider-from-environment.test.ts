@@ -19,6 +19,17 @@ describe("providerFromEnvironment", () => {
       ],
       [{ SANDBOX_PROVIDER: "boat", BOAT_API_KEY: "k" }, "boat"],
       [{ SANDBOX_PROVIDER: "box", BOX_API_KEY: "k", BOX_API_URL: "https://box.invalid/box/v1" }, "box"],
+      [{ SANDBOX_PROVIDER: "createos", CREATEOS_SANDBOX_API_KEY: "k", CREATEOS_ROOTFS: "computer" }, "createos"],
+      [
+        {
+          SANDBOX_PROVIDER: "railway",
+          RAILWAY_API_TOKEN: "t",
+          RAILWAY_PROJECT_ID: "p",
+          RAILWAY_ENVIRONMENT_ID: "e",
+          RAILWAY_IMAGE: "registry.invalid/computer:1",
+        },
+        "railway",
+      ],
     ];
     for (const [env, kind] of cases) {
       const chosen = await providerFromEnvironment(env, { dataDir: await dataDir() });
@@ -36,6 +47,16 @@ describe("providerFromEnvironment", () => {
       code: "INVALID_ARGUMENT",
       details: { variable: "DAYTONA_API_KEY" },
     });
+    for (const [env, variable] of [
+      [{ SANDBOX_PROVIDER: "createos", CREATEOS_SANDBOX_API_KEY: "k" }, "CREATEOS_ROOTFS"],
+      [{ SANDBOX_PROVIDER: "railway", RAILWAY_TOKEN: "t", RAILWAY_PROJECT_ID: "p" }, "RAILWAY_ENVIRONMENT_ID"],
+      [{ SANDBOX_PROVIDER: "railway", RAILWAY_PROJECT_ID: "p", RAILWAY_ENVIRONMENT_ID: "e" }, "RAILWAY_API_TOKEN"],
+    ] as const) {
+      await expect(providerFromEnvironment(env, { dataDir: await dataDir() })).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        details: { variable },
+      });
+    }
     await expect(
       providerFromEnvironment(
         {
