@@ -7,6 +7,11 @@ export default defineConfig([
     dts: true,
     sourcemap: true,
     target: "node20",
+    // import() stays import() in the CommonJS build: an ESM-only provider
+    // (provider-createos) loads there too (provider-from-environment.ts).
+    esbuildOptions(options) {
+      options.supported = { ...options.supported, "dynamic-import": true };
+    },
   },
   {
     // The bin: ESM only (top-level await), run by node from its shebang.

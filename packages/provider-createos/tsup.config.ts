@@ -1,8 +1,11 @@
 import { defineConfig } from "tsup";
 
+// ESM only: the official SDK (@nodeops-createos/sandbox) ships ESM alone
+// (its exports have no require condition), so a CommonJS build could not
+// load it. CommonJS programs load this package with import().
 export default defineConfig({
   entry: { index: "src/index.ts", testing: "src/testing/index.ts" },
-  format: ["esm", "cjs"],
+  format: ["esm"],
   dts: true,
   sourcemap: true,
   target: "node20",

@@ -1,7 +1,6 @@
 import { AgentComputerError, type SandboxProvider } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { boatProvider } from "@agent-computer/provider-box";
-import { createosProvider } from "@agent-computer/provider-createos";
 import { daytonaProvider } from "@agent-computer/provider-daytona";
 import { buildComputerImage, checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { e2bProvider, novitaProvider } from "@agent-computer/provider-e2b";
@@ -60,7 +59,7 @@ export async function providerFromEnvironment(
   const name = value as SandboxProviderName;
   const reason = `SANDBOX_PROVIDER=${name}`;
   if (name === "docker") return docker({ imageEnv: env, ...options }, reason, true) as Promise<ChosenProvider>;
-  return { name, provider: remote(name, env), reason };
+  return { name, provider: await remote(name, env), reason };
 }
 
 async function unset(options: ProviderFromEnvironmentOptions): Promise<ChosenProvider> {
@@ -147,7 +146,7 @@ function optional(env: Environment, variable: string): string | undefined {
   return value ? value : undefined;
 }
 
-function remote(name: Exclude<SandboxProviderName, "docker">, env: Environment): SandboxProvider {
+async function remote(name: Exclude<SandboxProviderName, "docker">, env: Environment): Promise<SandboxProvider> {
   switch (name) {
     case "fake":
       return createFakeProvider();
@@ -187,11 +186,14 @@ function remote(name: Exclude<SandboxProviderName, "docker">, env: Environment):
         either("BOAT_API_KEY", "BOX_API_KEY") ?? required(env, name, "BOAT_API_KEY", "the account's API key");
       return boatProvider({ apiKey, ...(apiUrl ? { baseUrl: apiUrl } : {}), ...(snapshot ? { snapshot } : {}) }, {});
     }
-    case "createos":
+    case "createos": {
       // The provider reads CREATEOS_SANDBOX_API_KEY, CREATEOS_SANDBOX_BASE_URL and CREATEOS_ROOTFS itself.
       required(env, name, "CREATEOS_SANDBOX_API_KEY", "the account's API key");
       required(env, name, "CREATEOS_ROOTFS", "the rootfs or template holding the computer image's tools");
+      // Loaded with import(): the package is ESM only (its SDK is), and this module is also built as CommonJS.
+      const { createosProvider } = await import("@agent-computer/provider-createos");
       return createosProvider({}, env);
+    }
     case "railway": {
       // The provider reads RAILWAY_API_TOKEN (or a project's RAILWAY_TOKEN) and the project's ids itself.
       if (!optional(env, "RAILWAY_TOKEN")) required(env, name, "RAILWAY_API_TOKEN", "an account or team token");
