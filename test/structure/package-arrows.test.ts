@@ -29,6 +29,8 @@ const ALLOWED: Record<string, string[]> = {
   "provider-railway": ["core", "desktop-runtime", "provider-kit"],
   // An installable server: it picks any provider at start (SANDBOX_PROVIDER), keeps its
   // state in SQLite (issue 47), and names the computer image as Docker does (desktop-runtime).
+  "provider-boxd": ["core", "desktop-runtime", "provider-kit"],
+  // An installable server: it picks any provider at start (SANDBOX_PROVIDER).
   "mcp-server": [
     "core",
     "leases",

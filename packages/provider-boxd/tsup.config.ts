@@ -1,0 +1,12 @@
+import { defineConfig } from "tsup";
+
+export default defineConfig({
+  entry: { index: "src/index.ts", testing: "src/testing/index.ts" },
+  format: ["esm", "cjs"],
+  dts: true,
+  sourcemap: true,
+  target: "node20",
+  // The proto is read from beside the module's own location; the shim gives
+  // the CJS build an import.meta.url too.
+  shims: true,
+});
