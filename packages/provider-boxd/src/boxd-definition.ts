@@ -17,6 +17,7 @@ export type BoxdMessage = Record<string, unknown>;
 const root = protobuf.parse(readFileSync(fileURLToPath(new URL("../proto/boxd-api.proto", import.meta.url)), "utf8"), {
   keepCase: true,
 }).root;
+root.resolveAll();
 const service = root.lookupService(BOXD_SERVICE);
 
 /** One rpc of the service as the proto declares it. */

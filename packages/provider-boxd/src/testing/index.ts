@@ -1,1 +1,3 @@
-export {};
+export { BOXD_OPERATIONS, undeclaredFields } from "./boxd-definition.js";
+export { BoxdEmulator, type BoxdEmulatorOptions } from "./boxd-emulator.js";
+export { BOXD_HOME, BoxdVms, MACHINE_USER, type VmRecord } from "./boxd-vms.js";

@@ -1,0 +1,323 @@
+import { createHmac, randomBytes } from "node:crypto";
+import {
+  ComputerContainers,
+  type Exchange,
+  LoopbackServers,
+  readJson,
+  ServiceRecorder,
+  sendJson,
+} from "@agent-computer/testing/emulator";
+import * as grpc from "@grpc/grpc-js";
+import type Docker from "dockerode";
+import { BOXD_METHODS, type BoxdMessage, type BoxdMethod, decodeMessage, encodeMessage } from "../boxd-definition.js";
+import { BOXD_OPERATIONS, undeclaredFields } from "./boxd-definition.js";
+import { GrpcRefusal, runExec, runUpload, type StreamHost, serviceErrorOf } from "./boxd-exec-session.js";
+import { BoxdVms, type VmRecord } from "./boxd-vms.js";
+
+export interface BoxdEmulatorOptions {
+  docker: Docker;
+  /** The image a machine created without `image_ref` runs (the computer image in tests). */
+  baseImage: string;
+  /** API keys and the organisation each is bound to (docs.boxd.sh: "keys are bound to one organisation"). */
+  apiKeys: Record<string, string>;
+  /** How long an issued JWT lives (docs.boxd.sh: about an hour); tests shorten it to see a refresh. */
+  tokenLifetimeSeconds?: number;
+}
+
+/** DNS label: a machine's name is the first label of its public host (`<name>.boxd.sh`). */
+const NAME_FORM = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * boxd's public API on loopback: the key exchange (`POST
+ * /api/v1/auth/token`, HTTP) and `boxd.api.v1.BoxdApi` (gRPC, cleartext
+ * HTTP/2, as docs.boxd.sh documents port 9443) built from this package's
+ * proto, whose machines are containers of the computer image. Every call
+ * is checked against the definition (BOXD_OPERATIONS, and the wire bytes
+ * for undeclared fields) and recorded; tests assert zero violations.
+ */
+export class BoxdEmulator {
+  readonly recorder = new ServiceRecorder("boxd", BOXD_OPERATIONS);
+  /** Tokens issued: token to organisation and expiry (epoch ms). */
+  private readonly tokens = new Map<string, { org: string; expiresAt: number }>();
+  private readonly secret = randomBytes(32);
+  private readonly servers = new LoopbackServers();
+  private readonly http = this.servers.serve((req, res) => void this.onHttp(req, res));
+  private readonly grpcServer = new grpc.Server();
+  private readonly containers: ComputerContainers;
+  readonly vms: BoxdVms;
+  /** Exec calls under way, so a destroy or close ends them. */
+  private readonly execs = new Set<() => void>();
+  private grpcPort = 0;
+
+  constructor(private readonly options: BoxdEmulatorOptions) {
+    this.containers = new ComputerContainers(options.docker, "agent-computer.test/boxd-emulator");
+    this.vms = new BoxdVms(this.containers);
+  }
+
+  /** The gRPC endpoint, cleartext (`apiUrl` of the provider). */
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.grpcPort}`;
+  }
+
+  /** The key exchange (`tokenUrl` of the provider). */
+  get tokenUrl(): string {
+    return `http://127.0.0.1:${this.http.port}/api/v1/auth/token`;
+  }
+
+  async start(): Promise<void> {
+    this.grpcServer.addService(this.serviceDefinition(), this.handlers());
+    await this.servers.listen();
+    this.grpcPort = await new Promise<number>((resolve, reject) =>
+      this.grpcServer.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, port) =>
+        error ? reject(error) : resolve(port),
+      ),
+    );
+  }
+
+  async close(): Promise<void> {
+    for (const end of this.execs) end();
+    this.grpcServer.forceShutdown();
+    await this.servers.close();
+    await this.vms.removeAll();
+  }
+
+  // --- the key exchange (docs.boxd.sh reference/grpc-api, "Exchange for a JWT") ---
+
+  private async onHttp(req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) {
+    if (req.method !== "POST" || req.url !== "/api/v1/auth/token") return sendJson(res, 404, { error: "not found" });
+    const body = (await readJson(req).catch(() => undefined)) as { api_key?: unknown } | undefined;
+    const org = typeof body?.api_key === "string" ? this.options.apiKeys[body.api_key] : undefined;
+    if (!org) return sendJson(res, 401, { error: "invalid api key" });
+    const lifetime = this.options.tokenLifetimeSeconds ?? 3600;
+    const expiresAt = Math.floor(Date.now() / 1000) + lifetime;
+    const token = this.jwtOf(org, expiresAt);
+    this.tokens.set(token, { org, expiresAt: expiresAt * 1000 });
+    sendJson(res, 200, { token, expires_at: expiresAt, user_id: `usr_${org}` });
+  }
+
+  /** A JWT's form (header.payload.signature, HS256): opaque to clients, as boxd's are. */
+  private jwtOf(org: string, expiresAt: number): string {
+    const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    const unsigned = `${part({ alg: "HS256", typ: "JWT" })}.${part({ org, exp: expiresAt, jti: randomBytes(6).toString("hex") })}`;
+    return `${unsigned}.${createHmac("sha256", this.secret).update(unsigned).digest("base64url")}`;
+  }
+
+  /** The organisation of the call's bearer token; UNAUTHENTICATED when missing, unknown or expired. */
+  private orgOf(metadata: grpc.Metadata): string {
+    const header = String(metadata.get("authorization")[0] ?? "");
+    const token = header.startsWith("Bearer ") ? header.slice(7) : "";
+    const issued = this.tokens.get(token);
+    if (!issued) throw new GrpcRefusal(grpc.status.UNAUTHENTICATED, "missing or malformed authorization");
+    if (issued.expiresAt <= Date.now()) throw new GrpcRefusal(grpc.status.UNAUTHENTICATED, "token expired");
+    return issued.org;
+  }
+
+  // --- the gRPC service ---
+
+  /** The proto's rpcs with raw bytes in, so each request's bytes are checked before they are read. */
+  private serviceDefinition(): grpc.ServiceDefinition {
+    const definition: Record<string, grpc.MethodDefinition<Buffer, BoxdMessage | Buffer>> = {};
+    for (const method of BOXD_METHODS.values()) {
+      definition[method.name] = {
+        path: method.path,
+        requestStream: method.requestStream,
+        responseStream: method.responseStream,
+        requestSerialize: (value: Buffer) => value,
+        requestDeserialize: (bytes: Buffer) => bytes,
+        responseSerialize: (value: BoxdMessage | Buffer) =>
+          Buffer.isBuffer(value) ? value : encodeMessage(method.responseType, value),
+        responseDeserialize: (bytes: Buffer) => bytes,
+      };
+    }
+    return definition as grpc.ServiceDefinition;
+  }
+
+  /** Decodes a request's bytes, recording any field the definition lacks. */
+  private decode(method: BoxdMethod, bytes: Buffer): BoxdMessage {
+    for (const problem of undeclaredFields(method.requestType, bytes)) {
+      this.recorder.violations.push({
+        call: `POST ${method.path}`,
+        operation: method.name,
+        where: "request",
+        message: problem,
+      });
+    }
+    return decodeMessage(method.requestType, bytes);
+  }
+
+  private handlers(): grpc.UntypedServiceImplementation {
+    const handlers: grpc.UntypedServiceImplementation = {};
+    for (const method of BOXD_METHODS.values()) {
+      if (method.name === "Exec")
+        handlers.Exec = (call: grpc.ServerDuplexStream<Buffer, BoxdMessage>) => this.exec(call);
+      else if (method.name === "UploadFileStream") handlers.UploadFileStream = this.upload.bind(this);
+      else
+        handlers[method.name] = (call: grpc.ServerUnaryCall<Buffer, unknown>, callback: grpc.sendUnaryData<unknown>) =>
+          void this.unary(method, call, callback);
+    }
+    return handlers;
+  }
+
+  private async unary(
+    method: BoxdMethod,
+    call: grpc.ServerUnaryCall<Buffer, unknown>,
+    callback: grpc.sendUnaryData<unknown>,
+  ) {
+    const request = this.decode(method, call.request);
+    const exchange = this.recorder.request("POST", method.path, { body: request });
+    try {
+      const org = this.orgOf(call.metadata);
+      const answer = await this.answer(method.name, org, request);
+      exchange.answer(grpc.status.OK, Buffer.isBuffer(answer) ? undefined : answer);
+      callback(null, answer);
+    } catch (error) {
+      this.refuse(exchange, error, callback);
+    }
+  }
+
+  private refuse(exchange: Exchange, error: unknown, callback: (error: Partial<grpc.ServiceError>) => void) {
+    const failure = serviceErrorOf(error);
+    exchange.answer(failure.code as number);
+    callback(failure);
+  }
+
+  private machine(org: string, idOrName: string): VmRecord {
+    const vm = this.vms.find(org, idOrName);
+    // [vm] GetVm: NOT_FOUND for an id/name with no matching machine, including a destroyed one.
+    if (!vm) throw new GrpcRefusal(grpc.status.NOT_FOUND, `no machine ${JSON.stringify(idOrName)}`);
+    return vm;
+  }
+
+  private precondition(vm: VmRecord, wanted: VmRecord["status"], verb: string) {
+    // [vm] fakeapi_test.go setStatus/StartVm: FAILED_PRECONDITION "<name> is <status>, not <wanted>".
+    if (vm.status !== wanted)
+      throw new GrpcRefusal(
+        grpc.status.FAILED_PRECONDITION,
+        `${vm.name} is ${vm.status}, not ${wanted}: cannot ${verb}`,
+      );
+  }
+
+  private async answer(rpc: string, org: string, request: BoxdMessage): Promise<BoxdMessage | Buffer> {
+    const vmId = String(request.vm_id ?? "");
+    switch (rpc) {
+      case "CreateVm":
+      case "CreateVmFromSnapshot": {
+        if (rpc === "CreateVmFromSnapshot") {
+          // No snapshot is ever made here: [vm] fakeapi_test.go answers NOT_FOUND for a missing one.
+          throw new GrpcRefusal(grpc.status.NOT_FOUND, `no snapshot ${JSON.stringify(request.snapshot)}`);
+        }
+        if (request.org && request.org !== org) {
+          // Keys are bound to one organisation (docs.boxd.sh): another's is refused.
+          throw new GrpcRefusal(grpc.status.PERMISSION_DENIED, `this key is not of organisation ${request.org}`);
+        }
+        const name = String(request.name ?? "");
+        // [docs] "Errors": INVALID_ARGUMENT for an invalid VM name. The name is the public host's first label.
+        if (!NAME_FORM.test(name))
+          throw new GrpcRefusal(grpc.status.INVALID_ARGUMENT, `invalid VM name ${JSON.stringify(name)}`);
+        if (this.vms.find(org, name))
+          throw new GrpcRefusal(grpc.status.ALREADY_EXISTS, `a machine named ${name} exists`);
+        const image = String(request.image_ref ?? "") || this.options.baseImage;
+        const vm = await this.vms.create(org, name, image);
+        return {
+          vm_id: vm.vm_id,
+          name: vm.name,
+          url: `https://${vm.name}.boxd.sh`,
+          image: vm.image,
+          status: vm.status,
+        };
+      }
+      case "GetVm": {
+        const vm = this.machine(org, vmId);
+        return { vm_id: vm.vm_id, name: vm.name, image_ref: vm.image, status: vm.status };
+      }
+      case "ListVms":
+        return this.listAnswer(org);
+      case "StartVm": {
+        const vm = this.machine(org, vmId);
+        this.precondition(vm, "stopped", "start");
+        await this.vms.start(vm);
+        return {};
+      }
+      case "StopVm":
+        await this.vms.stop(this.machine(org, vmId));
+        return {};
+      case "SuspendVm": {
+        const vm = this.machine(org, vmId);
+        this.precondition(vm, "running", "suspend");
+        await this.vms.suspend(vm);
+        return { suspend_us: 1 };
+      }
+      case "ResumeVm": {
+        const vm = this.machine(org, vmId);
+        this.precondition(vm, "suspended", "resume");
+        await this.vms.resume(vm);
+        return { resume_us: 1 };
+      }
+      case "WakeVm":
+        // Nothing hibernates here (the timers are recorded, not run): there is never anything to wake.
+        throw new GrpcRefusal(grpc.status.FAILED_PRECONDITION, `${this.machine(org, vmId).name} is not hibernated`);
+      case "DestroyVm": {
+        const vm = this.machine(org, vmId);
+        await this.vms.destroy(vm);
+        return {};
+      }
+      case "SetAutoSuspendTimeout":
+        this.machine(org, vmId).autoSuspendSecs = Number(request.timeout_secs);
+        return {};
+      case "SetAutoHibernateTimeout":
+        this.machine(org, vmId).autoHibernateSecs = Number(request.timeout_secs);
+        return {};
+      default:
+        throw new GrpcRefusal(grpc.status.UNIMPLEMENTED, `${rpc} is not emulated`);
+    }
+  }
+
+  /**
+   * ListVms's answer. Its fields are not published where we could read
+   * them (see proto/boxd-api.proto), so the emulator assumes one: entries
+   * at field 1, each numbered as GetVmResponse (vm_id 1, name 2, status 5).
+   * The client reads it without assuming that (boxd-vm-list.ts).
+   */
+  private listAnswer(org: string): Buffer {
+    const getVm = BOXD_METHODS.get("GetVm") as BoxdMethod;
+    const entries = this.vms
+      .list(org)
+      .map((vm) => encodeMessage(getVm.responseType, { vm_id: vm.vm_id, name: vm.name, status: vm.status }));
+    return Buffer.concat(entries.map((entry) => Buffer.concat([Buffer.from([0x0a]), varint(entry.length), entry])));
+  }
+
+  // --- Exec and uploads: boxd-exec-session.ts ---
+
+  private exec(call: grpc.ServerDuplexStream<Buffer, BoxdMessage>): void {
+    runExec(this.streamHost(), call);
+  }
+
+  private upload(
+    call: grpc.ServerReadableStream<Buffer, BoxdMessage>,
+    callback: grpc.sendUnaryData<BoxdMessage>,
+  ): void {
+    runUpload(this.streamHost(), call, callback);
+  }
+
+  private streamHost(): StreamHost {
+    return {
+      recorder: this.recorder,
+      containers: this.containers,
+      execs: this.execs,
+      decode: (method, bytes) => this.decode(method, bytes),
+      orgOf: (metadata) => this.orgOf(metadata),
+      machine: (org, id) => this.machine(org, id),
+    };
+  }
+}
+
+function varint(value: number): Buffer {
+  const bytes: number[] = [];
+  let rest = value;
+  while (rest >= 0x80) {
+    bytes.push((rest & 0x7f) | 0x80);
+    rest >>>= 7;
+  }
+  bytes.push(rest);
+  return Buffer.from(bytes);
+}

@@ -1,0 +1,17 @@
+import { defineProviderConformance } from "@agent-computer/testing/conformance";
+import { BOXD_CAPABILITIES } from "../src/index.js";
+import { boxdTestEnvironment } from "./boxd-test-environment.js";
+
+// The contract's suite through the package's gRPC client against the
+// emulator held to proto/boxd-api.proto, whose machines are real containers
+// of the computer image. The desktop section runs as "offers no desktop":
+// the provider does not claim one yet (README).
+const env = await boxdTestEnvironment("SandboxProvider conformance: boxd");
+if (!env.missing) {
+  defineProviderConformance({
+    name: "boxd",
+    createProvider: () => env.provider(),
+    capabilities: { ...BOXD_CAPABILITIES },
+    timeouts: { testMs: 90_000, provisionMs: 120_000 },
+  });
+}
