@@ -16,6 +16,7 @@ import { readWireFields } from "../protobuf-wire.js";
  * 5 NOT_FOUND, 6 ALREADY_EXISTS, 9 FAILED_PRECONDITION, 16 UNAUTHENTICATED).
  */
 const OK = 0;
+const CANCELLED = 1;
 const INVALID_ARGUMENT = 3;
 const NOT_FOUND = 5;
 const ALREADY_EXISTS = 6;
@@ -120,7 +121,8 @@ export const BOXD_OPERATIONS: readonly ServiceOperation[] = [
       command: z.string().min(1, "the first chunk carries the command"),
       stdin: z.literal(false),
     }),
-    { [OK]: null, [NOT_FOUND]: null, [FAILED_PRECONDITION]: null },
+    // A call the client cancels ends CANCELLED ([vm] rpc Exec: "Cancelling the call kills the remote command").
+    { [OK]: null, [CANCELLED]: null, [NOT_FOUND]: null, [FAILED_PRECONDITION]: null },
     "[vm] rpc Exec, ExecChunk 1-6,10; fakeapi_test.go Exec (FAILED_PRECONDITION when not running)",
   ),
   operation(

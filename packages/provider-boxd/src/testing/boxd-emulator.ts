@@ -302,7 +302,7 @@ export class BoxdEmulator {
   private streamHost(): StreamHost {
     return {
       recorder: this.recorder,
-      containers: this.containers,
+      vms: this.vms,
       execs: this.execs,
       decode: (method, bytes) => this.decode(method, bytes),
       orgOf: (metadata) => this.orgOf(metadata),

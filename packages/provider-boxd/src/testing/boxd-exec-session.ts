@@ -1,19 +1,14 @@
 import { randomBytes } from "node:crypto";
-import {
-  type ComputerContainers,
-  demuxEngineStream,
-  type ServiceRecorder,
-  untilEnded,
-} from "@agent-computer/testing/emulator";
+import { demuxEngineStream, type ServiceRecorder, untilEnded } from "@agent-computer/testing/emulator";
 import * as grpc from "@grpc/grpc-js";
 import { type BoxdMessage, type BoxdMethod, boxdMethod } from "../boxd-definition.js";
 import { execStdinChunk } from "./boxd-definition.js";
-import { BOXD_HOME, MACHINE_USER, type VmRecord } from "./boxd-vms.js";
+import { BOXD_HOME, type BoxdVms, MACHINE_USER, type VmRecord } from "./boxd-vms.js";
 
 /** What the streaming calls need of the emulator. */
 export interface StreamHost {
   readonly recorder: ServiceRecorder;
-  readonly containers: ComputerContainers;
+  readonly vms: BoxdVms;
   /** Ends of the Exec calls under way, so closing the emulator ends them. */
   readonly execs: Set<() => void>;
   decode(method: BoxdMethod, bytes: Buffer): BoxdMessage;
@@ -109,13 +104,13 @@ async function startExec(
     return;
   }
   const sessionFile = `/tmp/.boxd-exec-${randomBytes(6).toString("hex")}.sid`;
-  const { exec, stream } = await host.containers.startCommand(
-    vm.containerId,
+  const { exec, stream } = await host.vms.startCommand(
+    vm,
     ["setsid", "-w", "sh", "-c", SESSION_RUNNER, sessionFile, String(first.command)],
     { user: MACHINE_USER, env: { HOME: BOXD_HOME }, workingDir: BOXD_HOME, stdin: true },
   );
   const killSession = () =>
-    host.containers.run(vm.containerId, ["sh", "-c", KILL_SESSION, "kill-session", sessionFile], { user: "0:0" }).then(
+    host.vms.run(vm, ["sh", "-c", KILL_SESSION, "kill-session", sessionFile], { user: "0:0" }).then(
       () => undefined,
       () => undefined,
     );
@@ -192,14 +187,10 @@ export function runUpload(
         if (vm.status !== "running")
           throw new GrpcRefusal(grpc.status.FAILED_PRECONDITION, `${vm.name} is not running`);
         const data = Buffer.concat(chunks.map((chunk) => chunk.data as Buffer));
-        const done = await host.containers.run(
-          vm.containerId,
-          ["sh", "-c", 'cat > "$1"', "upload", String(first.path)],
-          {
-            user: MACHINE_USER,
-            input: data,
-          },
-        );
+        const done = await host.vms.run(vm, ["sh", "-c", 'cat > "$1"', "upload", String(first.path)], {
+          user: MACHINE_USER,
+          input: data,
+        });
         if (done.exitCode !== 0)
           throw new GrpcRefusal(grpc.status.INVALID_ARGUMENT, done.stderr.toString("utf8").trim());
         const answer = { bytes_written: data.length };

@@ -1,6 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { COMPUTER_SHM_BYTES, computerSeccompProfile } from "@agent-computer/desktop-runtime";
-import type { ComputerContainers } from "@agent-computer/testing/emulator";
+import type {
+  CollectedExec,
+  ComputerContainers,
+  ExecOptions,
+  MachineInput,
+  StartedExec,
+} from "@agent-computer/testing/emulator";
 
 /** The machine user's home and every command's working directory (docs.boxd.sh control-plane: "The working directory is /home/boxd"). */
 export const BOXD_HOME = "/home/boxd";
@@ -20,6 +26,10 @@ export interface VmRecord {
   autoSuspendSecs?: number;
   autoHibernateSecs?: number;
   readonly createdAt: number;
+  /** Engine execs being started: a pause waits for them (an exec starting under the freezer hangs for good). */
+  readonly starting: Set<Promise<unknown>>;
+  /** Set while a pause is under way: new execs wait for it. */
+  pausing?: Promise<unknown>;
 }
 
 /** `vm_` and eight hex characters, the form of the public fake's ids (discobox-ai/vm fakeapi_test.go newVM). */
@@ -63,14 +73,59 @@ export class BoxdVms {
       seccompProfile: computerSeccompProfile(),
       files: [{ path: BOXD_HOME, mode: 0o755, directory: true, uid: 1000, gid: 1000 }],
     });
-    const vm: VmRecord = { vm_id, name, org, status: "running", containerId: id, image, createdAt: Date.now() };
+    const vm: VmRecord = {
+      vm_id,
+      name,
+      org,
+      status: "running",
+      containerId: id,
+      image,
+      createdAt: Date.now(),
+      starting: new Set(),
+    };
     this.vms.set(vm_id, vm);
     return vm;
   }
 
+  /**
+   * Pauses once every exec being started has its process (the engine's
+   * answer to a start comes before runc has joined the container: a pause
+   * in between froze the joining runc and the container with it).
+   */
   async suspend(vm: VmRecord): Promise<void> {
-    await this.containers.pause(vm.containerId);
-    vm.status = "suspended";
+    const paused = Promise.allSettled([...vm.starting]).then(() => this.containers.pause(vm.containerId));
+    vm.pausing = paused;
+    try {
+      await paused;
+      vm.status = "suspended";
+    } finally {
+      vm.pausing = undefined;
+    }
+  }
+
+  /** Starts an engine exec, counted as starting until its process runs (see `suspend`). */
+  async startCommand(vm: VmRecord, argv: string[], options: ExecOptions): Promise<StartedExec> {
+    await vm.pausing?.catch(() => {});
+    const started = this.containers.startCommand(vm.containerId, argv, options).then(async (exec) => {
+      await untilProcess(exec);
+      return exec;
+    });
+    return this.track(vm, started);
+  }
+
+  /** Runs an engine exec to its end, counted as starting throughout (a short helper: a kill, an upload). */
+  async run(vm: VmRecord, argv: string[], options: ExecOptions & { input?: MachineInput }): Promise<CollectedExec> {
+    await vm.pausing?.catch(() => {});
+    return this.track(vm, this.containers.run(vm.containerId, argv, options));
+  }
+
+  private async track<T>(vm: VmRecord, work: Promise<T>): Promise<T> {
+    vm.starting.add(work);
+    try {
+      return await work;
+    } finally {
+      vm.starting.delete(work);
+    }
   }
 
   async resume(vm: VmRecord): Promise<void> {
@@ -97,5 +152,15 @@ export class BoxdVms {
   async removeAll(): Promise<void> {
     this.vms.clear();
     await this.containers.removeAll();
+  }
+}
+
+/** Waits until the engine reports the exec's process (a pid, or its end), at most a few seconds. */
+async function untilProcess({ exec }: StartedExec): Promise<void> {
+  const until = Date.now() + 5_000;
+  while (Date.now() < until) {
+    const state = await exec.inspect().catch(() => undefined);
+    if (!state || (state.Pid ?? 0) > 0 || !state.Running) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
