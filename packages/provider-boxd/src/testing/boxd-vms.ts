@@ -103,14 +103,16 @@ export class BoxdVms {
     }
   }
 
-  /** Starts an engine exec, counted as starting until its process runs (see `suspend`). */
+  /**
+   * Starts an engine exec, counted as starting until its process runs (see
+   * `suspend`). The caller gets the exec at once, so it reads the output
+   * from the start.
+   */
   async startCommand(vm: VmRecord, argv: string[], options: ExecOptions): Promise<StartedExec> {
     await vm.pausing?.catch(() => {});
-    const started = this.containers.startCommand(vm.containerId, argv, options).then(async (exec) => {
-      await untilProcess(exec);
-      return exec;
-    });
-    return this.track(vm, started);
+    const started = this.containers.startCommand(vm.containerId, argv, options);
+    void this.track(vm, started.then(untilProcess)).catch(() => {});
+    return started;
   }
 
   /** Runs an engine exec to its end, counted as starting throughout (a short helper: a kill, an upload). */
