@@ -111,6 +111,20 @@ export class BoxdMachine extends HostedMachine {
   }
 
   /**
+   * boxd's public URLs admit anyone (docs.boxd.sh control-plane: "all public
+   * without authentication"), so a private URL cannot be given.
+   */
+  override async portUrl(port: number, opts: { private: boolean }, ctx?: OpContext): Promise<string> {
+    if (opts.private) {
+      throw new AgentComputerError(
+        "UNSUPPORTED",
+        "boxd's public URLs have no authentication of their own: a private port URL cannot be given.",
+      );
+    }
+    return super.portUrl(port, opts, ctx);
+  }
+
+  /**
    * Port 8000 is the machine's default public URL (docs.boxd.sh,
    * control-plane "Managing proxies": `https://<name>.boxd.sh`, public,
    * no authentication). Other ports need a named proxy, which the calls

@@ -128,6 +128,21 @@ echo $!`,
       expect(vm?.autoHibernateSecs).toBe(0);
     });
 
+    it("port 8000 is the machine's public URL, open to anyone; a private URL or another port is UNSUPPORTED", async () => {
+      const served = await machine.exec({
+        shell:
+          "mkdir -p /tmp/site && echo public-page > /tmp/site/index.html && cd /tmp/site && setsid python3 -m http.server 8000 >/dev/null 2>&1 </dev/null & sleep 1.5",
+      });
+      expect(served.exitCode).toBe(0);
+      const url = await (machine.portUrl as NonNullable<Machine["portUrl"]>)(8000, { private: false });
+      expect(url).toBe(env.emulator.publicUrlOf(name));
+      const page = await fetch(`${url}/index.html`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toBe("public-page\n");
+      await expect(machine.portUrl?.(8000, { private: true })).rejects.toMatchObject({ code: "UNSUPPORTED" });
+      await expect(machine.portUrl?.(3000, { private: false })).rejects.toMatchObject({ code: "UNSUPPORTED" });
+    }, 60_000);
+
     it("every request so far kept to the definition", () => {
       expect(env.emulator.recorder.calls.length).toBeGreaterThan(0);
       expect(env.emulator.recorder.violations).toEqual([]);

@@ -48,6 +48,7 @@ export function boxdTestEnvironment(suite?: string, emulatorOptions: Partial<Box
             apiUrl: emulator.apiUrl,
             tokenUrl: emulator.tokenUrl,
             retryMs: 10_000,
+            publicUrl: (name) => emulator.publicUrlOf(name),
             ...options,
           },
           {},

@@ -1,8 +1,10 @@
 import { createHmac, randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
 import {
   ComputerContainers,
   type Exchange,
   LoopbackServers,
+  proxyHttp,
   readJson,
   ServiceRecorder,
   sendJson,
@@ -48,6 +50,8 @@ export class BoxdEmulator {
   /** Exec calls under way, so a destroy or close ends them. */
   private readonly execs = new Set<() => void>();
   private grpcPort = 0;
+  /** Each machine's public URL: a loopback listener standing for `https://<name>.boxd.sh`. */
+  private readonly publicUrls = new Map<string, { server: Server; url: string }>();
 
   constructor(private readonly options: BoxdEmulatorOptions) {
     this.containers = new ComputerContainers(options.docker, "agent-computer.test/boxd-emulator");
@@ -74,7 +78,41 @@ export class BoxdEmulator {
     );
   }
 
+  /**
+   * The machine's public URL as the emulator serves it: every request is
+   * forwarded to the machine's port 8000, public, with no authentication of
+   * the service's own (docs.boxd.sh control-plane, "Managing proxies").
+   * The provider's `publicUrl` option points here.
+   */
+  publicUrlOf(name: string): string {
+    const served = this.publicUrls.get(name);
+    if (!served) throw new Error(`no machine ${name} has a public URL here`);
+    return served.url;
+  }
+
+  private async servePublicUrl(vm: VmRecord): Promise<void> {
+    const server = createServer((req, res) => {
+      const now = this.vms.find(vm.org, vm.name);
+      if (now?.status !== "running") {
+        res.writeHead(502).end();
+        return;
+      }
+      proxyHttp(req, res, { host: now.ip, port: 8000 });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const address = server.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    this.publicUrls.set(vm.name, { server, url: `http://127.0.0.1:${port}` });
+  }
+
+  private closePublicUrl(name: string): void {
+    this.publicUrls.get(name)?.server.close();
+    this.publicUrls.get(name)?.server.closeAllConnections();
+    this.publicUrls.delete(name);
+  }
+
   async close(): Promise<void> {
+    for (const name of [...this.publicUrls.keys()]) this.closePublicUrl(name);
     for (const end of this.execs) end();
     this.grpcServer.forceShutdown();
     await this.servers.close();
@@ -218,6 +256,7 @@ export class BoxdEmulator {
           throw new GrpcRefusal(grpc.status.ALREADY_EXISTS, `a machine named ${name} exists`);
         const image = String(request.image_ref ?? "") || this.options.baseImage;
         const vm = await this.vms.create(org, name, image);
+        await this.servePublicUrl(vm);
         return {
           vm_id: vm.vm_id,
           name: vm.name,
@@ -258,6 +297,7 @@ export class BoxdEmulator {
         throw new GrpcRefusal(grpc.status.FAILED_PRECONDITION, `${this.machine(org, vmId).name} is not hibernated`);
       case "DestroyVm": {
         const vm = this.machine(org, vmId);
+        this.closePublicUrl(vm.name);
         await this.vms.destroy(vm);
         return {};
       }

@@ -21,6 +21,8 @@ export interface VmRecord {
   /** GetVmResponse.status: running, suspended (docker pause, memory kept), stopped (cold). */
   status: "running" | "suspended" | "stopped";
   containerId: string;
+  /** The container's address on the engine's network (where the public URL forwards). */
+  ip: string;
   image: string;
   /** The idle timers as last set (SetAutoSuspendTimeout, SetAutoHibernateTimeout); undefined until set. */
   autoSuspendSecs?: number;
@@ -63,7 +65,7 @@ export class BoxdVms {
 
   async create(org: string, name: string, image: string): Promise<VmRecord> {
     const vm_id = vmIdOf();
-    const { id } = await this.containers.create({
+    const { id, ip } = await this.containers.create({
       image,
       name: vm_id.slice(3),
       labels: { "agent-computer.test/boxd-vm": vm_id },
@@ -79,6 +81,7 @@ export class BoxdVms {
       org,
       status: "running",
       containerId: id,
+      ip,
       image,
       createdAt: Date.now(),
       starting: new Set(),
@@ -142,7 +145,7 @@ export class BoxdVms {
   }
 
   async start(vm: VmRecord): Promise<void> {
-    await this.containers.start(vm.containerId);
+    vm.ip = await this.containers.start(vm.containerId);
     vm.status = "running";
   }
 
