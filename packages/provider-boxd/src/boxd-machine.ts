@@ -65,13 +65,17 @@ export class BoxdMachine extends HostedMachine {
     return this.run({ ...command, signal: signalOf(context, what) });
   }
 
-  /** Runs over Exec; a machine that was suspended or stopped is brought back once and the command sent again. */
-  private async run(command: BoxdCommand): Promise<ExecResult> {
+  /**
+   * Runs over Exec; a machine that was suspended or stopped is brought back
+   * once and the command sent again, unless `wake` is false (cleanup that
+   * lands after a stop must leave the machine stopped).
+   */
+  private async run(command: BoxdCommand, wake = true): Promise<ExecResult> {
     this.refuseSpent();
     try {
       return await runBoxdCommand(this.client, this.name, command);
     } catch (error) {
-      if (!(error instanceof MachineNotRunning)) throw error;
+      if (!(error instanceof MachineNotRunning) || !wake) throw error;
       await bringUp(this.host, this.name, command.signal);
       return runBoxdCommand(this.client, this.name, command);
     }
@@ -176,6 +180,14 @@ export class BoxdMachine extends HostedMachine {
     }
     this.markSpent();
     loggerOf(checkOpContext(ctx)).info("machine destroyed", { ref: this.ref });
+  }
+
+  /** Removes a transfer file, best effort, never waking a machine stopped meanwhile. */
+  protected override removeLater(file: string): void {
+    void this.run(
+      { argv: ["rm", "-f", "--", file], workingDir: "/", maxOutputBytes: 4096, signal: AbortSignal.timeout(30_000) },
+      false,
+    ).catch(() => {});
   }
 
   goneError(): AgentComputerError {

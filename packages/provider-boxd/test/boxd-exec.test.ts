@@ -63,6 +63,17 @@ echo $!`,
       expect(BigInt(at as string)).toBeGreaterThan(stoppedAt);
     }, 90_000);
 
+    it("a command after stop resumes the machine; cleanup after stop leaves it suspended", async () => {
+      await machine.stop();
+      // The kit removes a transfer file later; one that lands after a stop must not resume the machine.
+      (machine as unknown as { removeLater(file: string): void }).removeLater("/tmp/none");
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect((await client.get(name, AbortSignal.timeout(10_000))).status).toBe("suspended");
+      const done = await machine.exec({ shell: "echo awake" });
+      expect(text(done.stdout)).toBe("awake\n");
+      expect((await client.get(name, AbortSignal.timeout(10_000))).status).toBe("running");
+    }, 60_000);
+
     it("passes stdin byte for byte, keeps stderr apart and gives the exit code", async () => {
       const input = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256));
       const done = await machine.exec({ shell: "cat; echo oops >&2; exit 7", stdin: input });
