@@ -92,25 +92,27 @@ export function boxdProvider(
       const ref = `boxd:${name}` as const;
       const what = `create ${name}`;
       try {
-        // A lost answer is not sent again: the name is then taken, and the
-        // cleanup below removes whatever the first attempt made.
-        if (parsed.snapshot) {
-          await client.call(
-            "CreateVmFromSnapshot",
-            { snapshot: parsed.snapshot, name, isolated: true, ...org },
-            what,
-            signal,
-            "not-found",
-          );
-        } else {
-          await client.call(
-            "CreateVm",
-            { name, image_ref: parsed.imageRef, isolated: true, ...org },
-            what,
-            signal,
-            "not-found",
-          );
-        }
+        const create = parsed.snapshot
+          ? client.call(
+              "CreateVmFromSnapshot",
+              { snapshot: parsed.snapshot, name, isolated: true, ...org },
+              what,
+              signal,
+              "not-found",
+            )
+          : client.call(
+              "CreateVm",
+              { name, image_ref: parsed.imageRef, isolated: true, ...org },
+              what,
+              signal,
+              "not-found",
+            );
+        await create.catch((error: unknown) => {
+          // A create whose answer was lost is sent again and finds its name
+          // taken: by the first attempt, as the name's random part is this
+          // provision's alone. The machine is there; go on with it.
+          if (!AgentComputerError.is(error, "CONFLICT")) throw error;
+        });
         await bringUp(host, name, signal);
         // Both idle timers set, never left to defaults the docs disagree on.
         await client.call(

@@ -1,4 +1,4 @@
-import type { Machine } from "@agent-computer/core";
+import { COMPUTER_LABELS, type Machine } from "@agent-computer/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BoxdClient, BoxdTokenSource } from "../src/index.js";
 import { boxdTestEnvironment, TEST_API_KEY } from "./boxd-test-environment.js";
@@ -153,6 +153,19 @@ echo $!`,
       await expect(machine.portUrl?.(8000, { private: true })).rejects.toMatchObject({ code: "UNSUPPORTED" });
       await expect(machine.portUrl?.(3000, { private: false })).rejects.toMatchObject({ code: "UNSUPPORTED" });
     }, 60_000);
+
+    it("transient failures are retried, and a create whose answer was lost goes on with its machine", async () => {
+      env.emulator.fail("CreateVm", { after: true });
+      env.emulator.fail("GetVm", { times: 2 });
+      const made = await provider.provision({ computerId: "faults", homeKey: "faults" });
+      try {
+        expect(text((await made.exec({ shell: "echo ok" })).stdout)).toBe("ok\n");
+        const ours = await provider.list({ labels: { [COMPUTER_LABELS.computerId]: "faults" } });
+        expect(ours).toEqual([made.ref]);
+      } finally {
+        await made.destroy();
+      }
+    }, 90_000);
 
     it("every request so far kept to the definition", () => {
       expect(env.emulator.recorder.calls.length).toBeGreaterThan(0);

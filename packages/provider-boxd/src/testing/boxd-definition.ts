@@ -23,8 +23,10 @@ const ALREADY_EXISTS = 6;
 const FAILED_PRECONDITION = 9;
 const UNAUTHENTICATED = 16;
 
-/** Every call may be refused for its token ([docs] "Errors": UNAUTHENTICATED). */
-const COMMON = { [UNAUTHENTICATED]: null, [INVALID_ARGUMENT]: null } as const;
+/** Every call may be refused for its token or its shape ([docs] "Errors": UNAUTHENTICATED, INVALID_ARGUMENT), */
+// and any may meet the service unavailable (the status every gRPC server may answer; tests inject it).
+const UNAVAILABLE = 14;
+const COMMON = { [UNAUTHENTICATED]: null, [INVALID_ARGUMENT]: null, [UNAVAILABLE]: null } as const;
 
 const vmId = z.string().min(1, "vm_id names the machine (its id or name)");
 const byVm = z.looseObject({ vm_id: vmId });

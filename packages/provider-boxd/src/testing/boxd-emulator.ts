@@ -50,6 +50,8 @@ export class BoxdEmulator {
   /** Exec calls under way, so a destroy or close ends them. */
   private readonly execs = new Set<() => void>();
   private grpcPort = 0;
+  /** Injected failures by rpc: answered with `code`, before the work or (`after`) once it is done. */
+  private readonly faults = new Map<string, { code: grpc.status; times: number; after: boolean }[]>();
   /** Each machine's public URL: a loopback listener standing for `https://<name>.boxd.sh`. */
   private readonly publicUrls = new Map<string, { server: Server; url: string }>();
 
@@ -76,6 +78,28 @@ export class BoxdEmulator {
         error ? reject(error) : resolve(port),
       ),
     );
+  }
+
+  /**
+   * The next `times` calls of `rpc` fail with `code` (UNAVAILABLE by
+   * default): before the work, or with `after` once the work is done (the
+   * answer lost on the way).
+   */
+  fail(rpc: string, options: { code?: grpc.status; times?: number; after?: boolean } = {}): void {
+    const rules = this.faults.get(rpc) ?? [];
+    rules.push({
+      code: options.code ?? grpc.status.UNAVAILABLE,
+      times: options.times ?? 1,
+      after: options.after ?? false,
+    });
+    this.faults.set(rpc, rules);
+  }
+
+  private takeFault(rpc: string, after: boolean): void {
+    const rule = this.faults.get(rpc)?.find((r) => r.times > 0 && r.after === after);
+    if (!rule) return;
+    rule.times--;
+    throw new GrpcRefusal(rule.code, `injected ${grpc.status[rule.code]}`);
   }
 
   /**
@@ -205,7 +229,9 @@ export class BoxdEmulator {
     const exchange = this.recorder.request("POST", method.path, { body: request });
     try {
       const org = this.orgOf(call.metadata);
+      this.takeFault(method.name, false);
       const answer = await this.answer(method.name, org, request);
+      this.takeFault(method.name, true);
       exchange.answer(grpc.status.OK, Buffer.isBuffer(answer) ? undefined : answer);
       callback(null, answer);
     } catch (error) {
