@@ -44,6 +44,7 @@ const ALLOWED: Record<string, string[]> = {
     "provider-e2b",
     "provider-daytona",
     "provider-box",
+    "provider-boxd",
     "provider-createos",
     "provider-railway",
   ],

@@ -1,6 +1,7 @@
 import { AgentComputerError, type SandboxProvider } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { boatProvider } from "@agent-computer/provider-box";
+import { boxdProvider } from "@agent-computer/provider-boxd";
 import { daytonaProvider } from "@agent-computer/provider-daytona";
 import { buildComputerImage, checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { e2bProvider, novitaProvider } from "@agent-computer/provider-e2b";
@@ -185,6 +186,12 @@ async function remote(name: Exclude<SandboxProviderName, "docker">, env: Environ
       const apiKey =
         either("BOAT_API_KEY", "BOX_API_KEY") ?? required(env, name, "BOAT_API_KEY", "the account's API key");
       return boatProvider({ apiKey, ...(apiUrl ? { baseUrl: apiUrl } : {}), ...(snapshot ? { snapshot } : {}) }, {});
+    }
+    case "boxd": {
+      // The provider reads BOXD_API_KEY, BOXD_ORG, BOXD_API_URL and BOXD_TOKEN_URL itself.
+      required(env, name, "BOXD_API_KEY", "the organisation's API key");
+      const snapshot = optional(env, "BOXD_SNAPSHOT");
+      return boxdProvider(snapshot ? { snapshot } : {}, env);
     }
     case "createos": {
       // The provider reads CREATEOS_SANDBOX_API_KEY, CREATEOS_SANDBOX_BASE_URL and CREATEOS_ROOTFS itself.

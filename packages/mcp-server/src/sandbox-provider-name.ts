@@ -7,6 +7,7 @@ export const SANDBOX_PROVIDER_NAMES = [
   "daytona",
   "boat",
   "box",
+  "boxd",
   "createos",
   "railway",
   "fake",

@@ -19,6 +19,7 @@ describe("providerFromEnvironment", () => {
       ],
       [{ SANDBOX_PROVIDER: "boat", BOAT_API_KEY: "k" }, "boat"],
       [{ SANDBOX_PROVIDER: "box", BOX_API_KEY: "k", BOX_API_URL: "https://box.invalid/box/v1" }, "box"],
+      [{ SANDBOX_PROVIDER: "boxd", BOXD_API_KEY: "k", BOXD_ORG: "acme" }, "boxd"],
       [{ SANDBOX_PROVIDER: "createos", CREATEOS_SANDBOX_API_KEY: "k", CREATEOS_ROOTFS: "computer" }, "createos"],
       [
         {

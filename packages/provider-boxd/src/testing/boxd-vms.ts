@@ -28,10 +28,6 @@ export interface VmRecord {
   autoSuspendSecs?: number;
   autoHibernateSecs?: number;
   readonly createdAt: number;
-  /** Engine execs being started: a pause waits for them (an exec starting under the freezer hangs for good). */
-  readonly starting: Set<Promise<unknown>>;
-  /** Set while a pause is under way: new execs wait for it. */
-  pausing?: Promise<unknown>;
 }
 
 /** `vm_` and eight hex characters, the form of the public fake's ids (discobox-ai/vm fakeapi_test.go newVM). */
@@ -84,53 +80,23 @@ export class BoxdVms {
       ip,
       image,
       createdAt: Date.now(),
-      starting: new Set(),
     };
     this.vms.set(vm_id, vm);
     return vm;
   }
 
-  /**
-   * Pauses once every exec being started has its process (the engine's
-   * answer to a start comes before runc has joined the container: a pause
-   * in between froze the joining runc and the container with it).
-   */
+  /** Suspends: docker pause, once the execs being started have joined (ComputerContainers' freeze gate). */
   async suspend(vm: VmRecord): Promise<void> {
-    const paused = Promise.allSettled([...vm.starting]).then(() => this.containers.pause(vm.containerId));
-    vm.pausing = paused;
-    try {
-      await paused;
-      vm.status = "suspended";
-    } finally {
-      vm.pausing = undefined;
-    }
+    await this.containers.pause(vm.containerId);
+    vm.status = "suspended";
   }
 
-  /**
-   * Starts an engine exec, counted as starting until its process runs (see
-   * `suspend`). The caller gets the exec at once, so it reads the output
-   * from the start.
-   */
-  async startCommand(vm: VmRecord, argv: string[], options: ExecOptions): Promise<StartedExec> {
-    await vm.pausing?.catch(() => {});
-    const started = this.containers.startCommand(vm.containerId, argv, options);
-    void this.track(vm, started.then(untilProcess)).catch(() => {});
-    return started;
+  startCommand(vm: VmRecord, argv: string[], options: ExecOptions): Promise<StartedExec> {
+    return this.containers.startCommand(vm.containerId, argv, options);
   }
 
-  /** Runs an engine exec to its end, counted as starting throughout (a short helper: a kill, an upload). */
-  async run(vm: VmRecord, argv: string[], options: ExecOptions & { input?: MachineInput }): Promise<CollectedExec> {
-    await vm.pausing?.catch(() => {});
-    return this.track(vm, this.containers.run(vm.containerId, argv, options));
-  }
-
-  private async track<T>(vm: VmRecord, work: Promise<T>): Promise<T> {
-    vm.starting.add(work);
-    try {
-      return await work;
-    } finally {
-      vm.starting.delete(work);
-    }
+  run(vm: VmRecord, argv: string[], options: ExecOptions & { input?: MachineInput }): Promise<CollectedExec> {
+    return this.containers.run(vm.containerId, argv, options);
   }
 
   async resume(vm: VmRecord): Promise<void> {
@@ -161,11 +127,3 @@ export class BoxdVms {
 }
 
 /** Waits until the engine reports the exec's process (a pid, or its end), at most a few seconds. */
-async function untilProcess({ exec }: StartedExec): Promise<void> {
-  const until = Date.now() + 5_000;
-  while (Date.now() < until) {
-    const state = await exec.inspect().catch(() => undefined);
-    if (!state || (state.Pid ?? 0) > 0 || !state.Running) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -172,7 +172,7 @@ export class ComputerContainers {
 
   /** Starts a command in a machine; its output is read from `stream` (see `demuxEngineStream`). */
   startCommand(id: string, argv: string[], options: ExecOptions): Promise<StartedExec> {
-    return this.gate.start(id, () => this.startNow(id, argv, options));
+    return this.gate.start(id, () => this.startNow(id, argv, options), untilJoined);
   }
 
   private async startNow(id: string, argv: string[], options: ExecOptions): Promise<StartedExec> {
@@ -277,4 +277,14 @@ function tarOf(files: MachineFile[]): Readable {
   }
   pack.finalize();
   return pack as unknown as Readable;
+}
+
+/** Until a started exec's process runs in the container (it has a pid) or is over; at most 5 s. */
+async function untilJoined({ exec }: StartedExec): Promise<void> {
+  const until = Date.now() + 5_000;
+  while (Date.now() < until) {
+    const state = await exec.inspect().catch(() => undefined);
+    if (!state || (state.Pid ?? 0) > 0 || state.ExitCode !== null) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }

@@ -11,19 +11,27 @@ export class FreezeGate {
   private readonly freezing = new Map<string, Promise<unknown>>();
   private readonly starting = new Map<string, Set<Promise<unknown>>>();
 
-  /** Runs an exec's start once no freeze of `id` is under way. */
-  async start<T>(id: string, start: () => Promise<T>): Promise<T> {
+  /**
+   * Runs an exec's start once no freeze of `id` is under way, and counts
+   * it as starting until `joined` (given what `start` gave) settles: the
+   * engine answers a start before its process has joined the container,
+   * and a freeze in between catches the joining runc too. The caller gets
+   * the start's value at once.
+   */
+  async start<T>(id: string, start: () => Promise<T>, joined?: (started: T) => Promise<unknown>): Promise<T> {
     await this.untilThawed(id);
     const started = start();
+    const settled = joined ? started.then(joined) : started;
     const underWay = this.starting.get(id) ?? new Set();
     this.starting.set(id, underWay);
-    underWay.add(started);
-    try {
-      return await started;
-    } finally {
-      underWay.delete(started);
-      if (underWay.size === 0 && this.starting.get(id) === underWay) this.starting.delete(id);
-    }
+    underWay.add(settled);
+    void settled
+      .catch(() => {})
+      .finally(() => {
+        underWay.delete(settled);
+        if (underWay.size === 0 && this.starting.get(id) === underWay) this.starting.delete(id);
+      });
+    return started;
   }
 
   /** Runs `freeze` once the starts under way in `id` have started, holding new ones until it ends. */
