@@ -9,10 +9,19 @@ import {
   type ComputerRuntime,
 } from "@agent-computer/runtime";
 import { createFiles, createScreens, runtimeScreenAuthority } from "@agent-computer/screens";
-import { consolePage } from "./console-page.js";
+import { computerState } from "./computer-state.js";
+import { loadPageAssets } from "./page-assets.js";
 import type { ScriptedBot } from "./scripted-bot.js";
 
 const TTL_MS = 30 * 60_000;
+
+/**
+ * What the console answers for a screen, a terminal or a Files window: its
+ * address, or why there is none. A provider without live screens (the fake
+ * one) answers `live: false` with `UNSUPPORTED`: that is a fact to show, not
+ * a failure of the request.
+ */
+export type Opened = { live: true; url: string; id: string } | { live: false; code: string; message: string };
 
 /**
  * The web console: one page per Team computer with each bot's live screen,
@@ -25,6 +34,8 @@ export async function startWebConsole(options: {
   homeStore: AgentHomeStore;
   workspaceId: string;
   bots: ScriptedBot[];
+  /** Which provider runs the computer and what chose it, for the page's header. */
+  provider?: { name: string; reason: string };
   port?: number;
 }) {
   const { runtime, homeStore, workspaceId, bots } = options;
@@ -33,6 +44,7 @@ export async function startWebConsole(options: {
   const screens = createScreens({ authority: runtimeScreenAuthority(runtime), secret });
   // Uploads are activity too: they reach the feed like the bots' commands.
   const files = createFiles({ runtime, homeStore, secret, onActivity: (event) => onActivity(event) });
+  const assets = await loadPageAssets();
   const feed = new Set<ServerResponse>();
   const controls = new Map<string, { lease: Lease; revoke: string[] }>();
 
@@ -46,34 +58,70 @@ export async function startWebConsole(options: {
     publish({ at: event.at, botId: event.botId, text: event.summary, ok: event.ok });
   }
 
-  const routes: Record<string, (botId: string) => Promise<unknown>> = {
-    /** Each bot's live screen, to watch (view capabilities: input is dropped). */
-    async screens() {
-      const list = [];
-      for (const { botId } of bots)
-        list.push({
-          botId,
-          ...(await screens.issueScreenCapability({ computerId, botId, mode: "view", ttlMs: TTL_MS })),
-        });
-      return list;
-    },
-    /** A fresh view of one bot's screen, after its desktop was replaced (a run ended, the computer restarted). */
-    async screen(botId) {
-      return screens.issueScreenCapability({ computerId, botId, mode: "view", ttlMs: TTL_MS });
-    },
+  const botNamed = (botId: string): ScriptedBot => {
+    const bot = bots.find((b) => b.botId === botId);
+    if (!bot) throw new AgentComputerError("NOT_FOUND", `There is no bot "${botId}" on this console.`);
+    return bot;
+  };
+
+  /**
+   * A view of one bot's screen. It waits for the bot's start first: the
+   * computer is made (or resumed) by the bot's run, so on a first start this
+   * answers only once the computer is up, and the page shows it as starting.
+   */
+  async function viewOf(botId: string) {
+    await botNamed(botId).settled();
+    const view = await opened(async () => {
+      const capability = await screens.issueScreenCapability({ computerId, botId, mode: "view", ttlMs: TTL_MS });
+      return { url: capability.viewerUrl, id: capability.id };
+    });
+    return view.live ? { botId, live: true, viewerUrl: view.url, id: view.id } : { botId, ...view };
+  }
+
+  const reads: Record<string, (botId: string) => Promise<unknown>> = {
+    /** Each bot's screen to watch (view capabilities: input is dropped), or why it has none. */
+    screens: () => Promise.all(bots.map((bot) => viewOf(bot.botId))),
+    /** A fresh view of one bot's screen (after its desktop was replaced, or to retry one that failed). */
+    screen: (botId) => viewOf(botNamed(botId).botId),
     /** What the page polls: who runs and who is controlled. */
-    async bots() {
-      return bots.map((bot) => ({ botId: bot.botId, state: bot.state, controlled: controls.has(bot.botId) }));
-    },
+    bots: async () =>
+      bots.map((bot) => ({
+        botId: bot.botId,
+        state: bot.state,
+        controlled: controls.has(bot.botId),
+        ...(bot.failure ? { failure: bot.failure } : {}),
+      })),
+    /** The computer for the header: its id, state and the provider that runs it. */
+    computer: async () => ({
+      computerId,
+      state: await computerState(runtime, computerId, bots),
+      provider: options.provider ?? null,
+    }),
+  };
+
+  const actions: Record<string, (botId: string) => Promise<unknown>> = {
+    /** A control screen, a terminal and a control Files window under one user-control lease; each says if it has none. */
     async takeover(botId) {
+      botNamed(botId);
+      if (controls.has(botId)) throw new AgentComputerError("CONFLICT", `You already control ${botId}.`);
       const lease = await runtime.takeover({ computerId, botId, holder: "person:console", ttlMs: TTL_MS });
       const control = { computerId, botId, ttlMs: TTL_MS, control: lease };
-      const screen = await screens.issueScreenCapability({ ...control, mode: "control" });
-      const terminal = await screens.issueTerminalCapability(control);
-      const window = await files.issueFilesCapability({ ...control, mode: "control" });
-      controls.set(botId, { lease, revoke: [screen.id, terminal.id, window.id] });
+      const screen = await opened(async () => {
+        const capability = await screens.issueScreenCapability({ ...control, mode: "control" });
+        return { url: capability.viewerUrl, id: capability.id };
+      });
+      const terminal = await opened(async () => {
+        const capability = await screens.issueTerminalCapability(control);
+        return { url: capability.terminalUrl, id: capability.id };
+      });
+      const window = await opened(async () => {
+        const capability = await files.issueFilesCapability({ ...control, mode: "control" });
+        return { url: capability.pageUrl, id: capability.id };
+      });
+      const revoke = [screen, terminal, window].flatMap((part) => (part.live ? [part.id] : []));
+      controls.set(botId, { lease, revoke });
       publish({ at: Date.now(), botId, text: "a person took control", ok: true });
-      return { viewerUrl: screen.viewerUrl, terminalUrl: terminal.terminalUrl, filesUrl: window.pageUrl };
+      return { screen, terminal, files: window };
     },
     async release(botId) {
       const held = controls.get(botId);
@@ -88,8 +136,18 @@ export async function startWebConsole(options: {
       return {};
     },
     async stop(botId) {
-      await bots.find((b) => b.botId === botId)?.stop();
+      const bot = botNamed(botId);
+      if (bot.state === "idle" || bot.state === "failed") return {};
+      await bot.stop();
       publish({ at: Date.now(), botId, text: "the bot was stopped", ok: true });
+      return {};
+    },
+    async start(botId) {
+      const bot = botNamed(botId);
+      if (controls.has(botId))
+        throw new AgentComputerError("CONFLICT", `Release control first: you control ${botId}'s screen.`);
+      await bot.start();
+      publish({ at: Date.now(), botId, text: "the bot was started", ok: true });
       return {};
     },
   };
@@ -99,15 +157,17 @@ export async function startWebConsole(options: {
     const url = new URL(req.url ?? "/", "http://console");
     if (url.pathname === "/") return void res.writeHead(302, { Location: `/computers/${computerId}` }).end();
     if (url.pathname === `/computers/${computerId}`) {
-      const page = consolePage(computerId);
-      return void res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" }).end(page);
+      return void res
+        .writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" })
+        .end(assets.page(computerId));
     }
+    const asset = assets.file(url.pathname);
+    if (asset) return void res.writeHead(200, asset.headers).end(asset.body);
     if (url.pathname === "/api/feed") return follow(res);
-    const [, api, op, botId = ""] = url.pathname.split("/");
-    const route = api === "api" && op !== undefined ? routes[op] : undefined;
-    if (!route || (req.method === "POST") === ["screens", "screen", "bots"].includes(op ?? ""))
-      return void res.writeHead(404).end();
-    answer(res, () => route(botId));
+    const [, api, op = "", botId = ""] = url.pathname.split("/");
+    const route = api !== "api" ? undefined : req.method === "POST" ? actions[op] : reads[op];
+    if (!route) return void res.writeHead(404).end();
+    answer(res, () => route(decodeURIComponent(botId)));
   });
   server.on("upgrade", (req, socket, head) => {
     if (!screens.handleUpgrade(req, socket, head)) socket.destroy();
@@ -120,7 +180,10 @@ export async function startWebConsole(options: {
     res.on("close", () => feed.delete(res));
   }
 
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, "127.0.0.1", resolve);
+  });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/computers/${computerId}`;
   return {
     url,
@@ -137,16 +200,42 @@ export async function startWebConsole(options: {
   };
 }
 
+/** Runs `work`; a refusal becomes `live: false` with its code and message (UNSUPPORTED: the provider has none). */
+async function opened(work: () => Promise<{ url: string; id: string }>): Promise<Opened> {
+  try {
+    return { live: true, ...(await work()) };
+  } catch (error) {
+    return { live: false, ...codeAndMessage(error) };
+  }
+}
+
+function codeAndMessage(error: unknown): { code: string; message: string } {
+  if (AgentComputerError.is(error)) return { code: error.code, message: error.message };
+  return { code: "UNAVAILABLE", message: error instanceof Error ? error.message : String(error) };
+}
+
+/** The HTTP status of a refusal: the page shows the code and message whatever it is. */
+const STATUS_OF: Record<string, number> = {
+  INVALID_ARGUMENT: 400,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  BOT_BUSY: 409,
+  LEASE_HELD: 409,
+  UNSUPPORTED: 501,
+  UNAVAILABLE: 503,
+  TIMEOUT: 504,
+};
+
 /** JSON out; a refusal as its code and the message a person can act on ("Stop the bot first"). */
 function answer(res: ServerResponse, work: () => Promise<unknown>): void {
   work().then(
-    (body) => res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(body)),
+    (body) =>
+      res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" }).end(JSON.stringify(body)),
     (error) => {
-      const e = AgentComputerError.is(error) ? error : new AgentComputerError("UNAVAILABLE", String(error));
-      const status = e.code === "BOT_BUSY" || e.code === "LEASE_HELD" ? 409 : 500;
+      const refusal = codeAndMessage(error);
       res
-        .writeHead(status, { "Content-Type": "application/json" })
-        .end(JSON.stringify({ code: e.code, message: e.message }));
+        .writeHead(STATUS_OF[refusal.code] ?? 500, { "Content-Type": "application/json" })
+        .end(JSON.stringify(refusal));
     },
   );
 }
