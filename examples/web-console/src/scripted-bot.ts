@@ -82,7 +82,7 @@ export class ScriptedBot {
       const tool = tools.find((t) => t.name === name);
       if (!tool) return;
       const result = await callTool(tool, input, session);
-      if (result.isError) throw new Error(`${name}: ${textOf(result)}`);
+      if (result.isError) throw new ToolCallFailed(name, textOf(result));
     };
     this.call = call;
     try {
@@ -94,9 +94,10 @@ export class ScriptedBot {
       });
       await call("browser_navigate", { url: `http://127.0.0.1:${port}/` });
     } catch (error) {
-      this.lastFailure = AgentComputerError.is(error)
-        ? { code: error.code, message: error.message }
-        : { code: "UNAVAILABLE", message: error instanceof Error ? error.message : String(error) };
+      this.lastFailure =
+        error instanceof ToolCallFailed || AgentComputerError.is(error)
+          ? { code: error.code, message: error instanceof ToolCallFailed ? error.reason : error.message }
+          : { code: "UNAVAILABLE", message: error instanceof Error ? error.message : String(error) };
       this.run = undefined;
       this.call = undefined;
       await run.end("failed").catch(() => undefined);
@@ -127,5 +128,18 @@ export class ScriptedBot {
     this.call = undefined;
     await this.run?.end("completed");
     this.run = undefined;
+  }
+}
+
+/** A tool call the runtime refused: its stable code and the reason, apart (a tool's error text is "CODE: reason"). */
+class ToolCallFailed extends Error {
+  readonly code: string;
+  readonly reason: string;
+
+  constructor(tool: string, text: string) {
+    super(`${tool}: ${text}`);
+    const coded = /^([A-Z][A-Z_]+): ([\s\S]*)$/.exec(text);
+    this.code = coded?.[1] ?? "UNAVAILABLE";
+    this.reason = coded?.[2] ?? text;
   }
 }

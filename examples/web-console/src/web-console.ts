@@ -46,7 +46,8 @@ export async function startWebConsole(options: {
   const files = createFiles({ runtime, homeStore, secret, onActivity: (event) => onActivity(event) });
   const assets = await loadPageAssets();
   const feed = new Set<ServerResponse>();
-  const controls = new Map<string, { lease: Lease; revoke: string[] }>();
+  /** Who is controlled: the lease, the capabilities to revoke at release, and the parts to show a reloaded page. */
+  const controls = new Map<string, { lease: Lease; revoke: string[]; parts: Record<string, Opened> }>();
 
   /** Every line of the feed: the bots' commands, a person's uploads, takeovers. */
   const publish = (line: { at: number; botId: string; text: string; ok: boolean }) => {
@@ -91,6 +92,12 @@ export async function startWebConsole(options: {
         controlled: controls.has(bot.botId),
         ...(bot.failure ? { failure: bot.failure } : {}),
       })),
+    /** The control panel's parts of a bot you control (a reloaded page opens its panel again). */
+    control: async (botId) => {
+      const held = controls.get(botId);
+      if (!held) throw new AgentComputerError("NOT_FOUND", `You do not control ${botId}.`);
+      return held.parts;
+    },
     /** The computer for the header: its id, state and the provider that runs it. */
     computer: async () => ({
       computerId,
@@ -119,9 +126,10 @@ export async function startWebConsole(options: {
         return { url: capability.pageUrl, id: capability.id };
       });
       const revoke = [screen, terminal, window].flatMap((part) => (part.live ? [part.id] : []));
-      controls.set(botId, { lease, revoke });
+      const parts = { screen, terminal, files: window };
+      controls.set(botId, { lease, revoke, parts });
       publish({ at: Date.now(), botId, text: "a person took control", ok: true });
-      return { screen, terminal, files: window };
+      return parts;
     },
     async release(botId) {
       const held = controls.get(botId);

@@ -103,16 +103,17 @@ export function watchForPageErrors(page: Page): string[] {
 }
 
 /**
- * A provider whose machines are made only once `until` settles: the
- * computer stays "starting" as long as a test needs to look at it.
+ * A provider that asks `beforeProvision` before it makes a machine: held,
+ * the computer stays "starting" as long as a test needs to look at it;
+ * thrown, the computer cannot start.
  */
-export function heldProvider(provider: SandboxProvider, until: Promise<void>): SandboxProvider {
+export function gatedProvider(provider: SandboxProvider, beforeProvision: () => Promise<void>): SandboxProvider {
   return {
     specificationVersion: provider.specificationVersion,
     kind: provider.kind,
     capabilities: provider.capabilities,
     provision: async (spec, ctx) => {
-      await until;
+      await beforeProvision();
       return provider.provision(spec, ctx);
     },
     reconnect: (ref, ctx) => provider.reconnect(ref, ctx),

@@ -11,7 +11,7 @@ import {
   CHROMIUM_ARGS,
   COLOURS,
   colourShare,
-  heldProvider,
+  gatedProvider,
   missingChromium,
   ORANGE,
   saveShot,
@@ -41,7 +41,7 @@ else {
         letTheComputerStart = resolve;
       });
       const runtime = createComputerRuntime({
-        provider: heldProvider(createFakeProvider(), held),
+        provider: gatedProvider(createFakeProvider(), () => held),
         stateStore: new MemoryStateStore(),
         homeStore,
         idleMs: 0,
@@ -145,12 +145,32 @@ else {
 
       await alice.locator('button[data-op="stop"]').click();
       await expect.poll(() => alice.locator(".state").textContent(), { timeout: 30_000 }).toBe("idle");
-      await alice.locator('button[data-op="takeover"]').click();
+      // While the takeover is in flight: progress on its button, the card's other buttons disabled.
+      let answerTakeover = () => {};
+      const takeoverHeld = new Promise<void>((resolve) => {
+        answerTakeover = resolve;
+      });
+      await page.route("**/api/takeover/alice", async (route) => {
+        await takeoverHeld;
+        await route.continue();
+      });
+      const takeover = alice.locator('button[data-op="takeover"]');
+      await takeover.click();
+      await expect.poll(() => takeover.textContent()).toBe("Taking control…");
+      expect(await takeover.getAttribute("aria-busy")).toBe("true");
+      expect(await alice.locator('button[data-op="start"]').isDisabled()).toBe(true);
+      answerTakeover();
       await expect.poll(() => alice.locator(".state").textContent()).toBe("controlled by you");
       const control = page.locator("#control");
       await expect.poll(() => control.isVisible()).toBe(true);
       expect(await control.locator('[data-part="screen"] .badge').textContent()).toBe("not available");
       expect(await control.locator('[data-part="terminal"] .badge').textContent()).toBe("not available");
+      await page.frameLocator("#files").locator('li[data-path="bots/alice/work.log"]').waitFor({ timeout: 15_000 });
+      await expect.poll(() => control.locator('[data-part="files"] .badge').textContent()).toBe("connected");
+      // A reloaded page opens the panel of the bot you control again.
+      await page.reload();
+      await expect.poll(() => alice.locator(".state").textContent()).toBe("controlled by you");
+      await expect.poll(() => control.isVisible()).toBe(true);
       await page.frameLocator("#files").locator('li[data-path="bots/alice/work.log"]').waitFor({ timeout: 15_000 });
       await expect.poll(() => control.locator('[data-part="files"] .badge').textContent()).toBe("connected");
 

@@ -61,6 +61,11 @@ function showBots(bots) {
       grid.append(card.el);
       card.update(bot);
       card.loadScreen();
+      if (bot.controlled)
+        apiGet(`control/${encodeURIComponent(bot.botId)}`).then(
+          (parts) => panel.open(bot.botId, parts),
+          (error) => card.showRefusal(error),
+        );
     } else card.update(bot);
   }
 }
