@@ -6,16 +6,18 @@ import { type ChosenProvider, providerFromEnvironment } from "@agent-computer/mc
  * SANDBOX_PROVIDER and each provider's own variables): an unset
  * SANDBOX_PROVIDER means a Docker computer where an engine answers (building
  * the computer image on first use), else the in-process fake. It prints which
- * and why, and returns both for the page's header.
+ * and why, and returns both for the page's header, with the data folder
+ * `dataDirOf` gives for that provider.
  */
 export async function chooseProvider(
-  dataDir: string,
-): Promise<{ provider: SandboxProvider; name: string; reason: string }> {
+  dataDirOf: (provider: string) => string,
+): Promise<{ provider: SandboxProvider; name: string; reason: string; dataDir: string }> {
   const env = { ...process.env };
   // The older switch the quickstart still honours.
   if (env.AGENT_COMPUTER_PROVIDER === "fake" && !env.SANDBOX_PROVIDER) env.SANDBOX_PROVIDER = "fake";
   const chosen: ChosenProvider = await providerFromEnvironment(env, {
-    dataDir,
+    // Only Docker keeps its homes in a data folder.
+    dataDir: dataDirOf("docker"),
     whenUnset: "docker-else-fake",
     log: (line) => console.log(line),
   });
@@ -25,5 +27,5 @@ export async function chooseProvider(
       "The fake provider runs commands on this host in a temporary folder and its desktops have no live screen: the console shows the bots, their files and the feed, not their screens.",
     );
   }
-  return { provider: chosen.provider, name: chosen.name, reason: chosen.reason };
+  return { provider: chosen.provider, name: chosen.name, reason: chosen.reason, dataDir: dataDirOf(chosen.name) };
 }

@@ -102,7 +102,7 @@ export async function startWebConsole(options: {
     computer: async () => ({
       computerId,
       state: await computerState(runtime, computerId, bots),
-      provider: options.provider ?? null,
+      provider: options.provider ? { name: options.provider.name, reason: options.provider.reason } : null,
     }),
   };
 
