@@ -236,14 +236,19 @@ const STATUS_OF: Record<string, number> = {
 
 /** JSON out; a refusal as its code and the message a person can act on ("Stop the bot first"). */
 function answer(res: ServerResponse, work: () => Promise<unknown>): void {
-  work().then(
-    (body) =>
-      res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" }).end(JSON.stringify(body)),
-    (error) => {
-      const refusal = codeAndMessage(error);
-      res
-        .writeHead(STATUS_OF[refusal.code] ?? 500, { "Content-Type": "application/json" })
-        .end(JSON.stringify(refusal));
-    },
-  );
+  // Through a promise: a synchronous throw (a malformed %-escape in the path) is a refusal too, not a crash.
+  Promise.resolve()
+    .then(work)
+    .then(
+      (body) =>
+        res
+          .writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-store" })
+          .end(JSON.stringify(body)),
+      (error) => {
+        const refusal = codeAndMessage(error);
+        res
+          .writeHead(STATUS_OF[refusal.code] ?? 500, { "Content-Type": "application/json" })
+          .end(JSON.stringify(refusal));
+      },
+    );
 }
