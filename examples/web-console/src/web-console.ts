@@ -14,6 +14,7 @@ import { loadPageAssets } from "./page-assets.js";
 import type { ScriptedBot } from "./scripted-bot.js";
 
 const TTL_MS = 30 * 60_000;
+const RECENT_LINES = 50;
 
 /**
  * What the console answers for a screen, a terminal or a Files window: its
@@ -49,9 +50,16 @@ export async function startWebConsole(options: {
   /** Who is controlled: the lease, the capabilities to revoke at release, and the parts to show a reloaded page. */
   const controls = new Map<string, { lease: Lease; revoke: string[]; parts: Record<string, Opened> }>();
 
+  /** The feed's last lines: a page that opens (or reloads) starts with them, not with an empty feed. */
+  const recent: string[] = [];
+  let published = 0;
   /** Every line of the feed: the bots' commands, a person's uploads, takeovers. */
   const publish = (line: { at: number; botId: string; text: string; ok: boolean }) => {
-    for (const client of feed) client.write(`data: ${JSON.stringify(line)}\n\n`);
+    // The id lets a page that reconnects skip the lines it already shows.
+    const event = `id: ${++published}\ndata: ${JSON.stringify(line)}\n\n`;
+    recent.push(event);
+    if (recent.length > RECENT_LINES) recent.shift();
+    for (const client of feed) client.write(event);
   };
   /** A `computer.command` event: into the feed, and open Files windows refresh now. */
   function onActivity(event: ActivityEvent): void {
@@ -184,6 +192,7 @@ export async function startWebConsole(options: {
   function follow(res: ServerResponse): void {
     res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-store" });
     res.write(": open\n\n");
+    for (const event of recent) res.write(event);
     feed.add(res);
     res.on("close", () => feed.delete(res));
   }

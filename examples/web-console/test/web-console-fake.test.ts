@@ -170,6 +170,10 @@ else {
       // A reloaded page opens the panel of the bot you control again.
       await page.reload();
       await expect.poll(() => alice.locator(".state").textContent()).toBe("controlled by you");
+      // The feed starts with the recent lines, the takeover among them.
+      await expect
+        .poll(() => page.locator("#feed li").allTextContents())
+        .toEqual(expect.arrayContaining([expect.stringMatching(/alicea person took control$/)]));
       await expect.poll(() => control.isVisible()).toBe(true);
       await page.frameLocator("#files").locator('li[data-path="bots/alice/work.log"]').waitFor({ timeout: 15_000 });
       await expect.poll(() => control.locator('[data-part="files"] .badge').textContent()).toBe("connected");

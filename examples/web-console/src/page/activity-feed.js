@@ -16,7 +16,12 @@ export function followActivity({ list, empty, badge }) {
   const source = new EventSource("/api/feed");
   source.onopen = () => show("live");
   source.onerror = () => show(source.readyState === EventSource.CLOSED ? "disconnected" : "reconnecting");
+  // A reconnected stream replays the server's recent lines: the ones shown already are skipped.
+  let lastShown = 0;
   source.onmessage = (event) => {
+    const id = Number(event.lastEventId);
+    if (id <= lastShown) return;
+    lastShown = id;
     const line = JSON.parse(event.data);
     const at = new Date(line.at);
     list.prepend(
