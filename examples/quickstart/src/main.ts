@@ -44,6 +44,20 @@ function toolsOf(run: BotRun, capabilities: ComputerToolSession["capabilities"])
   };
 }
 
+/** A shell line that waits until something listens on 127.0.0.1:`port`, at most 15 s (exit 1 then). */
+function untilListening(port: number): string {
+  const wait = [
+    "import socket, sys, time",
+    "for _ in range(150):",
+    "    try:",
+    `        socket.create_connection(("127.0.0.1", ${port}), 1).close(); sys.exit(0)`,
+    "    except OSError:",
+    "        time.sleep(0.1)",
+    "sys.exit(1)",
+  ].join("\n");
+  return `python3 -c '${wait}'`;
+}
+
 async function saveScreenshot(result: ToolResult, file: string): Promise<string> {
   const image = result.content.find((c) => c.type === "image");
   if (image?.type !== "image") return "no new frame";
@@ -106,7 +120,8 @@ async function main(): Promise<void> {
   }
 
   if (b.names.includes("browser_navigate")) {
-    const port = 8700 + Math.floor(Math.random() * 200);
+    // Away from the ports the web console's bots use (8801, 8802).
+    const port = 18_700 + Math.floor(Math.random() * 200);
     await stage("beta: write_file site/index.html", () =>
       b.call("write_file", {
         path: "site/index.html",
@@ -115,7 +130,8 @@ async function main(): Promise<void> {
     );
     await stage("beta: shell serves it inside the computer", () =>
       b.call("shell", {
-        command: `(python3 -m http.server ${port} --bind 127.0.0.1 --directory site >/dev/null 2>&1 &) && sleep 1`,
+        // Waits until the server answers (a second was not enough on a busy machine), at most 15 s.
+        command: `(python3 -m http.server ${port} --bind 127.0.0.1 --directory site >/dev/null 2>&1 &) && ${untilListening(port)}`,
       }),
     );
     const page = textOf(

@@ -12,6 +12,13 @@ import { browserProxyFor, type ProxyCredentials, stopProxyRelay } from "./proxy-
 import { frameHash, readFramebuffer } from "./screen-frame.js";
 import { closeScreensOfSlot } from "./screen-teardown.js";
 
+// How long each part of a desktop may take to come up. Generous: on a
+// loaded host (CI's, with several browsers starting at once) Chromium took
+// over 30 s to show its window; the host's own bound on a whole start is
+// longer still (START_TIMEOUT_MS in src/desktop/linux-desktop-runtime.ts).
+const X_START_MS = 20_000;
+const BROWSER_START_MS = 60_000;
+
 /** What `desktop start` needs. */
 export interface StartRequest {
   readonly bot: string;
@@ -115,7 +122,7 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
     state.save(record);
     await until(
       () => existsSync(framebufferOf(state, record.slot)) && xAnswers(display),
-      10_000,
+      X_START_MS,
       () => stillRunning(record.xserver, dir, "xserver"),
     );
   }
@@ -124,7 +131,7 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
     state.save(record);
     await until(
       () => windowManagerReady(display),
-      10_000,
+      X_START_MS,
       () => stillRunning(record.windowManager, dir, "window-manager"),
     );
   }
@@ -217,7 +224,7 @@ export async function launchBrowser(
       const targets = await cdpJson<{ type: string }[]>(record.cdpPort, "/json/list").catch(() => []);
       return targets.some((t) => t.type === "page") && browserWindowShown(display);
     },
-    30_000,
+    BROWSER_START_MS,
     () => stillRunning(record.browser, dir, "browser"),
   );
   await settled(framebufferOf(state, record.slot), 8000);
