@@ -12,10 +12,13 @@ import { AgentComputerError } from "../errors/agent-computer-error.js";
  */
 const MARKER = "AGENT_COMPUTER_EXEC";
 
-// Two passes: a process forked while the first pass ran is caught by the second.
-const KILL_TREE = `for pass in 1 2; do for p in /proc/[0-9]*; do
-  grep -qzx "${MARKER}=$1" "$p/environ" 2>/dev/null && kill -KILL "\${p#/proc/}" 2>/dev/null
-done; done; true`;
+// Passes until one finds nothing, at least three, 50 ms apart, at most 20: a
+// process forked while a pass ran, or one whose environ could not be read in
+// the middle of its exec, is caught by a later pass (CI saw a background
+// child outlive two back-to-back passes on a loaded host).
+const KILL_TREE = `pass=0; while :; do found=0; for p in /proc/[0-9]*; do
+  grep -qzx "${MARKER}=$1" "$p/environ" 2>/dev/null && kill -KILL "\${p#/proc/}" 2>/dev/null && found=1
+done; pass=$((pass + 1)); [ "$found" = 0 ] && [ "$pass" -ge 3 ] && break; [ "$pass" -ge 20 ] && break; sleep 0.05; done; true`;
 
 // Exits 0 while any process of the tree lives (one the command's user may read).
 const ANY_ALIVE = `for p in /proc/[0-9]*; do
