@@ -16,6 +16,7 @@ import {
   HostedMachine,
   removeFileAndParts,
   runDetachedCommand,
+  stoppedUnderCommand,
   text,
   uploadInParts,
   type WakeOption,
@@ -94,7 +95,7 @@ export class BoatMachine extends HostedMachine implements DetachedChannel {
       return await send();
     } catch (error) {
       if (!notRunning(error)) throw error;
-      if (options.wake === false) throw stoppedUnder(this.ref);
+      if (options.wake === false) throw stoppedUnderCommand(this.ref);
       await this.resume(signal);
       return send();
     }
@@ -248,17 +249,6 @@ export class BoatMachine extends HostedMachine implements DetachedChannel {
   protected override removeLater(file: string): void {
     void this.sync(removeFileAndParts(file), AbortSignal.timeout(30_000), 30, { wake: false }).catch(() => {});
   }
-}
-
-/**
- * A call about work under way (a poll, a kill, a cleanup) met a sandbox
- * that stopped: the work went with it. Not the start's `sandbox_not_ready`,
- * which runCommand answers by resuming and starting the command again.
- */
-function stoppedUnder(ref: string): AgentComputerError {
-  return new AgentComputerError("UNAVAILABLE", `${ref} stopped while the command ran; it ended with it.`, {
-    retryable: false,
-  });
 }
 
 /** Whether a command was refused because the sandbox does not run (op:command's 409 `sandbox_not_ready`; the legacy base's `machine_not_running`). */

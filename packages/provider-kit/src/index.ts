@@ -27,3 +27,4 @@ export {
   statusOfFailure,
 } from "./service-failure.js";
 export { shellQuote } from "./shell-quote.js";
+export { stoppedUnderCommand } from "./stopped-under-command.js";

@@ -9,7 +9,7 @@ import {
   signalOf,
 } from "@agent-computer/core";
 import { enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
-import { HostedMachine, text } from "@agent-computer/provider-kit";
+import { HostedMachine, stoppedUnderCommand, text } from "@agent-computer/provider-kit";
 import WebSocket from "ws";
 import { commandLine, type ExecBridgeHost, runBridgeCommand, SHELL_SUBPROTOCOL } from "./exec-bridge.js";
 import { isRunning } from "./railway-answers.js";
@@ -96,9 +96,7 @@ export class RailwayMachine extends HostedMachine {
       .catch((failure) => (AgentComputerError.is(failure, "PROVIDER_GONE") ? ("gone" as const) : undefined));
     if (now === "gone") return this.goneError();
     if (now && !isRunning(now.latestDeployment)) {
-      return new AgentComputerError("UNAVAILABLE", `${this.ref} stopped while the command ran; it ended with it.`, {
-        retryable: false,
-      });
+      return stoppedUnderCommand(this.ref);
     }
     const said = this.service.client.redact(error instanceof Error ? error.message : String(error));
     return new AgentComputerError("UNAVAILABLE", `${this.ref} could not ${what}: ${said}.`, { retryable: true });
