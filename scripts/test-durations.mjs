@@ -3,6 +3,11 @@
 //
 //   npx vitest run --reporter=default --reporter=json --outputFile.json=durations.json
 //   node scripts/test-durations.mjs durations.json [--top N] [--cpu cpu.log] [--write test/durations.json]
+//   node scripts/test-durations.mjs durations.json --failures
+//
+// --failures prints only the failed tests, each with the head of its
+// error: .ci/run prints them last, where a reader of a cut CI log (its
+// tail) still finds which test failed.
 //
 // Prints one markdown row per test file, slowest first: its wall time
 // (start of its first test or hook to its end, as vitest's JSON reporter
@@ -21,7 +26,12 @@ import { parseArgs } from "node:util";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: "string" }, cpu: { type: "string" }, write: { type: "string" } },
+  options: {
+    top: { type: "string" },
+    cpu: { type: "string" },
+    write: { type: "string" },
+    failures: { type: "boolean" },
+  },
 });
 const [file] = positionals;
 if (!file) {
@@ -29,6 +39,10 @@ if (!file) {
   process.exit(2);
 }
 const report = JSON.parse(readFileSync(file, "utf8"));
+if (values.failures) {
+  printFailures(report);
+  process.exit(0);
+}
 const files = report.testResults.map((result) => ({
   name: relative(process.cwd(), result.name),
   ms: result.endTime - result.startTime,
@@ -86,3 +100,21 @@ const wall = Math.max(...files.map((f) => f.end)) - Math.min(...files.map((f) =>
 console.log(
   `\n${files.length} files, ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests + report.numTodoTests} skipped; files' own time ${s(sum)} s, wall ${s(wall)} s (${(sum / wall).toFixed(2)} files at once on average)`,
 );
+
+function printFailures(report) {
+  const failed = report.testResults.flatMap((result) => {
+    const tests = result.assertionResults.filter((a) => a.status === "failed");
+    const name = relative(process.cwd(), result.name);
+    // A file that failed outside any test (an import, a hook) has no failed test.
+    if (tests.length === 0 && result.status === "failed")
+      return [{ name, title: "(the file itself)", messages: [result.message ?? ""] }];
+    return tests.map((a) => ({ name, title: a.fullName, messages: a.failureMessages ?? [] }));
+  });
+  if (failed.length === 0) return;
+  console.log(`\nFailed tests (${failed.length}):`);
+  for (const f of failed) {
+    console.log(`  ${f.name}: ${f.title}`);
+    const head = f.messages.join("\n").split("\n").slice(0, 12);
+    for (const line of head) console.log(`      ${line}`);
+  }
+}
