@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AgentComputerError, botIdSchema, computerIdSchema, parseInput } from "@agent-computer/core";
-import type { Lease } from "@agent-computer/leases";
+import type { ComputerScope, Lease } from "@agent-computer/leases";
 import { z } from "zod";
 import { CapabilitySeal } from "../capability/capability-seal.js";
 import { issueScreenSchema } from "../capability/issue-request-schema.js";
+import { botFolderOf } from "./bot-folder-of.js";
 import type { Files } from "./files.js";
 import type { FilesCapability } from "./files-capability.js";
 import { FilesOperations } from "./files-operations.js";
@@ -39,7 +40,9 @@ const optionsSchema = z.object({
     .positive()
     .max(16 * 1024 * 1024)
     .optional(),
-  uploadFolders: z.custom<(botId: string) => readonly string[]>((v) => typeof v === "function").optional(),
+  uploadFolders: z
+    .custom<(botId: string, scope: ComputerScope) => readonly string[]>((v) => typeof v === "function")
+    .optional(),
   refreshMs: z.number().int().min(250).optional(),
   onActivity: z.custom<NonNullable<FilesOptions["onActivity"]>>((v) => typeof v === "function").optional(),
   frameAncestors: z
@@ -111,7 +114,7 @@ class FilesHost implements Files {
       homeStore: options.homeStore,
       previewMaxBytes: options.previewMaxBytes ?? 256 * 1024,
       uploadMaxBytes: options.uploadMaxBytes ?? ATTACH_MAX_BYTES,
-      uploadFolders: options.uploadFolders ?? ((botId) => [`bots/${botId}`]),
+      uploadFolders: options.uploadFolders ?? botFolderOf,
       onActivity: options.onActivity,
       clock: this.clock,
     });
@@ -197,7 +200,11 @@ class FilesHost implements Files {
     }
     if (method !== "GET") throw new AgentComputerError("INVALID_ARGUMENT", `${method} is not allowed on ${op}.`);
     if (op === "home")
-      return sendJson(response, 200, { botId: policy.botId, mode: issued.mode, folder: `bots/${policy.botId}` });
+      return sendJson(response, 200, {
+        botId: policy.botId,
+        mode: issued.mode,
+        folder: await this.operations.homeFolderOf(policy),
+      });
     if (op === "list") return sendJson(response, 200, await this.operations.list(policy, path));
     if (op === "preview") return sendJson(response, 200, await this.operations.preview(policy, path));
     if (op === "download") return this.download(policy, path, response);

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { AgentComputerError, type Machine, normalizeHomePath } from "@agent-computer/core";
-import type { Lease } from "@agent-computer/leases";
+import { type ComputerScope, type Lease, scopeOf } from "@agent-computer/leases";
+import { botFolderOf } from "./bot-folder-of.js";
 import type { FilesOperationsParts } from "./files-operations-parts.js";
 import type { FilesPolicy } from "./files-policy.js";
 import { DOWNLOAD_SCRIPT, SCRIPT_EXIT, UPLOAD_SCRIPT } from "./home-file-scripts.js";
@@ -135,7 +136,7 @@ export class FilesOperations {
     body: Readable,
     declared: number | undefined,
   ): Promise<number> {
-    this.assertUploadFolder(policy, rel);
+    await this.assertUploadFolder(policy, rel);
     const cap = this.parts.uploadMaxBytes;
     if (declared !== undefined && declared > cap) throw overCap(declared, cap);
     await this.parts.runtime.leases.assertCurrent(control);
@@ -147,18 +148,33 @@ export class FilesOperations {
     // The person's control may have ended while the bytes arrived.
     await this.parts.runtime.leases.assertCurrent(control);
     // Written and renamed in the machine by one script that follows no link (home-file-scripts.ts).
-    await this.script(machine, UPLOAD_SCRIPT, [rel.slice(0, slash), name, temporary], rel, bytes);
+    // A name at the home's top (a Private computer's folder) has no folder part.
+    const folder = slash < 0 ? "" : rel.slice(0, slash);
+    await this.script(machine, UPLOAD_SCRIPT, [folder, name, temporary], rel, bytes);
     return bytes.length;
   }
 
-  private assertUploadFolder(policy: FilesPolicy, rel: string): void {
-    const folders = this.parts.uploadFolders(policy.botId).map((f) => normalizeHomePath(f));
+  /** The folder the Files page opens at: the bot's own, as its tools see it (a Private computer's is the home). */
+  async homeFolderOf(policy: FilesPolicy): Promise<string> {
+    return botFolderOf(policy.botId, await this.scopeOf(policy))[0] as string;
+  }
+
+  private async assertUploadFolder(policy: FilesPolicy, rel: string): Promise<void> {
+    const folders = this.parts.uploadFolders(policy.botId, await this.scopeOf(policy)).map((f) => normalizeHomePath(f));
     const name = rel.split("/").at(-1) ?? "";
-    if (name === "" || name.startsWith(".") || !folders.some((f) => rel.startsWith(`${f}/`)))
+    // "" is the home itself: anything in it may be replaced.
+    const inside = (folder: string) => folder === "" || rel.startsWith(`${folder}/`);
+    if (name === "" || name.startsWith(".") || !folders.some(inside))
       throw new AgentComputerError(
         "INVALID_ARGUMENT",
-        `Uploads go under ${folders.map((f) => `${f}/`).join(" or ")} with a name not starting with "."; "${rel}" is not.`,
+        `Uploads go under ${folders.map((f) => (f === "" ? "the home" : `${f}/`)).join(" or ")} with a name not starting with "."; "${rel}" is not.`,
       );
+  }
+
+  private async scopeOf(policy: FilesPolicy): Promise<ComputerScope> {
+    const record = await this.parts.runtime.leases.getComputer(policy.computerId);
+    if (!record) throw new AgentComputerError("NOT_FOUND", `Computer "${policy.computerId}" does not exist.`);
+    return scopeOf(record);
   }
 
   private async script(machine: Machine, script: string, args: string[], rel: string, stdin: Uint8Array<ArrayBuffer>) {

@@ -1,3 +1,4 @@
+import type { ComputerScope } from "@agent-computer/leases";
 import type { ActivityEvent } from "@agent-computer/runtime";
 import type { FilesHomeStore } from "./files-home-store.js";
 import type { FilesRuntime } from "./files-runtime.js";
@@ -17,10 +18,11 @@ export interface FilesOptions {
   /** The most of a file a preview shows, in bytes (default 256 KiB). */
   previewMaxBytes?: number;
   /**
-   * Folders (home-relative) a control capability may upload into, besides
-   * none else (default: the bot's own `bots/<bot>`).
+   * Folders (home-relative) a control capability may upload into, and none
+   * else. Default: the bot's own folder, as its tools see it: `bots/<bot>`
+   * on a Team computer, the whole home (`.`) on a Private one.
    */
-  uploadFolders?: (botId: string) => readonly string[];
+  uploadFolders?: (botId: string, scope: ComputerScope) => readonly string[];
   /** How often a visible page refreshes its folder, in milliseconds (default 3000). */
   refreshMs?: number;
   /** Receives a `computer.command` event for every upload, failures included (tool `upload_file`). */

@@ -181,6 +181,42 @@ describe("files service", () => {
     expect((await machine.files.list("bots/alice")).map((e) => e.name)).toEqual(["in.txt"]);
   });
 
+  it("opens a Private computer at its home and takes uploads there, as the bot's tools see it; a Team one at bots/<bot>", async () => {
+    const { runtime, files, workspaceId, computerId: teamId, api } = await setup();
+    const steerOf = async (computerId: string, own: boolean) => {
+      const run = runtime.startRun({ workspaceId, botId: "alice", private: own });
+      const machine = await run.machine();
+      expect(run.workdir).toBe(own ? "." : "bots/alice");
+      await run.end("completed");
+      const control = await runtime.takeover({ computerId, botId: "alice", holder: "person:ada", ttlMs: 60_000 });
+      const capability = await files.issueFilesCapability({
+        computerId,
+        botId: "alice",
+        mode: "control",
+        ttlMs: 60_000,
+        control,
+      });
+      return { machine, token: capability.token };
+    };
+    const privateId = runtime.computerIdFor({ workspaceId, botId: "alice", private: true });
+    const own = await steerOf(privateId, true);
+    expect((await json(await api(own.token, "home"))).folder).toBe(".");
+    const saved = await api(own.token, "upload", "report.txt", { method: "PUT", body: "at the home" });
+    expect([saved.status, await json(saved)]).toEqual([201, { path: "report.txt", size: 11 }]);
+    expect(new TextDecoder().decode(await own.machine.files.read("report.txt"))).toBe("at the home");
+    // Still no hidden names, and nothing outside the home.
+    expect((await api(own.token, "upload", ".bashrc", { method: "PUT", body: "x" })).status).toBe(400);
+    expect((await api(own.token, "upload", "../x.txt", { method: "PUT", body: "x" })).status).toBe(400);
+
+    const team = await steerOf(teamId, false);
+    expect((await json(await api(team.token, "home"))).folder).toBe("bots/alice");
+    const refused = await api(team.token, "upload", "report.txt", { method: "PUT", body: "x" });
+    expect([refused.status, (await json(refused)).message]).toEqual([
+      400,
+      'Uploads go under bots/alice/ with a name not starting with "."; "report.txt" is not.',
+    ]);
+  });
+
   it("refuses an upload through a link the bot planted, at any part of the path, and leaves every file as it was", async () => {
     const { runtime, files, workspaceId, computerId, api, activity } = await setup();
     const run = runtime.startRun({ workspaceId, botId: "alice" });
