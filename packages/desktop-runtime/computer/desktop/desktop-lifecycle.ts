@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { LOOPBACK_PROXY_ENV } from "../../src/desktop/display-apart-policy.js";
 import { CdpConnection, cdpJson } from "./cdp-connection.js";
 import { CliError } from "./cli-error.js";
-import { type DesktopState, FIRST_CDP_PORT, FIRST_DISPLAY } from "./desktop-state.js";
+import { clearStaleXLock, type DesktopState, FIRST_CDP_PORT, FIRST_DISPLAY } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { identify, isAlive, type ProcessIdentity, signal, sleep, waitGone } from "./process-status.js";
 import { browserProxyFor, type ProxyCredentials, stopProxyRelay } from "./proxy-relay-process.js";
@@ -108,6 +108,7 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
   const display = displayOf(record.slot);
   if (!isAlive(record.xserver)) {
     rmSync(framebufferOf(state, record.slot), { force: true });
+    clearStaleXLock(FIRST_DISPLAY + record.slot);
     record.xserver = launch(dir, "xserver", "Xvfb", [
       display,
       "-screen",

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CliError } from "./cli-error.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
@@ -124,10 +124,43 @@ function statMtime(path: string): number {
   return statSync(path).mtimeMs;
 }
 
-/** An X server we did not start holds this display (its lock names a live pid). */
+/** An X server we did not start holds this display. */
 function foreignXServer(display: number): boolean {
-  const lockFile = `/tmp/.X${display}-lock`;
-  if (!existsSync(lockFile)) return false;
-  const pid = Number.parseInt(readFileSync(lockFile, "utf8").trim(), 10);
-  return Number.isInteger(pid) && identify(pid) !== undefined;
+  return xServerHolding(display) !== undefined;
+}
+
+/**
+ * The live X server whose pid this display's lock names, if any. A lock
+ * left by a machine that stopped names a pid the restarted machine may
+ * have given to another program, or to a zombie: X itself takes any pid
+ * that answers a signal (a zombie does) as the holder and refuses the
+ * display ("Server is already active"), so a live non-X process does not
+ * count as a holder here (issue 47: a resumed Docker computer's desktop
+ * failed so on display 101).
+ */
+function xServerHolding(display: number): number | undefined {
+  let pid: number;
+  try {
+    pid = Number.parseInt(readFileSync(`/tmp/.X${display}-lock`, "utf8").trim(), 10);
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || identify(pid) === undefined) return undefined;
+  try {
+    return readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("X") ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Before an X server starts on a display this computer holds: a lock and a
+ * socket no live X server answers for are left from before a stop, and are
+ * removed so the server does not refuse the display. A live X server's are
+ * kept (starting it fails then, with its own message).
+ */
+export function clearStaleXLock(display: number): void {
+  if (xServerHolding(display) !== undefined) return;
+  rmSync(`/tmp/.X${display}-lock`, { force: true });
+  rmSync(`/tmp/.X11-unix/X${display}`, { force: true });
 }

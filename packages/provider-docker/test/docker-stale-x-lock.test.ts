@@ -1,0 +1,52 @@
+import type { Machine } from "@agent-computer/core";
+import { temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
+
+// A machine that stopped leaves its X locks in /tmp; after its restart the
+// pids they name belong to other programs, or to zombies. X takes any pid
+// that answers a signal as the display's holder, so the desktop runtime
+// must not leave such a lock in the way of its own X server (issue 47: a
+// resumed computer's desktop failed with "Server is already active for
+// display 101"). The shared display (displayContainer: false), so the
+// bot's commands and the X servers share /tmp, as on a restarted machine.
+const env = await dockerTestEnvironment("docker: a stale X lock from before a stop");
+if (!env.missing) {
+  const provider = env.provider({ dataDir: await temporaryDataDir(), displayContainer: false });
+  let machine: Machine;
+  const sh = async (script: string) => {
+    const result = await machine.exec({ argv: ["sh", "-c", script] });
+    expect(result.exitCode, Buffer.from(result.stderr).toString()).toBe(0);
+    return Buffer.from(result.stdout).toString().trim();
+  };
+
+  describe("docker: a stale X lock from before a stop", () => {
+    beforeAll(async () => {
+      machine = await provider.provision({ computerId: "stale-x", homeKey: `stale-x-${Date.now()}` });
+    }, 120_000);
+    afterAll(async () => {
+      await machine?.destroy();
+    });
+
+    it("starts the desktop on a display whose lock names a zombie, and on one whose lock names a live program", async () => {
+      // A zombie: the child of a parent that never reaps it. Then a live program that is no X server.
+      const zombie = await sh(
+        "setsid nohup sh -c 'sleep 0 & echo $! > /tmp/zombie.pid; exec sleep 600' >/dev/null 2>&1 < /dev/null & sleep 0.5; cat /tmp/zombie.pid",
+      );
+      expect(await sh(`cut -d' ' -f3 /proc/${zombie}/stat`)).toBe("Z");
+      const live = await sh("setsid nohup sleep 600 >/dev/null 2>&1 < /dev/null & echo $!");
+      // The first two displays, as the first two desktops take them.
+      await sh(`printf '%10d\\n' ${zombie} > /tmp/.X100-lock && printf '%10d\\n' ${live} > /tmp/.X101-lock`);
+
+      for (const bot of ["first", "second"]) {
+        const desktop = await machine.openDesktop?.(bot);
+        if (!desktop) throw new Error("no desktop");
+        const frame = await desktop.observe();
+        expect(frame.image?.byteLength).toBeGreaterThan(0);
+      }
+      // Both X servers hold the displays the locks were left on.
+      const holders = await sh("for d in 100 101; do cat /proc/$(tr -d ' ' < /tmp/.X$d-lock)/comm; done");
+      expect(holders.split("\n")).toEqual(["Xvfb", "Xvfb"]);
+    }, 180_000);
+  });
+}
