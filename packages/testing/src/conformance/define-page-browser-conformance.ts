@@ -120,7 +120,8 @@ export function definePageBrowserConformance(options: PageBrowserConformanceOpti
       const page = await browser.navigate(options.urlOf("leave.html"));
       const outcome = await browser.act({ ref: byName(page, "Search").ref, action: "type", value: "abcdefghij" });
       expect(outcome).toMatchObject({ ok: false, uncertain: true });
-      expect(outcome.progress).toContain("typed 3 of 10 characters");
+      // The whole progress on failure: CI run D saw another count once, under load (not yet reproduced).
+      expect(outcome.progress, JSON.stringify(outcome.progress)).toContain("typed 3 of 10 characters");
       await expect(browser.act({ ref: byName(page, "Search").ref, action: "type", value: "x" })).rejects.toMatchObject({
         code: "STALE_REF",
       });
