@@ -6,6 +6,7 @@ import { AgentComputerError, COMPUTER_LABELS, labelValueOf } from "@agent-comput
 import type { ComputerOwner, ComputerRecord, ComputerScope, LeaseEngine } from "@agent-computer/leases";
 import PQueue from "p-queue";
 import type { BotRun } from "./bot-run.js";
+import type { BrowserProxyResolver } from "./browser-proxy.js";
 import type { ComputerActivities, ComputerActivity } from "./computer-activity.js";
 import type { ComputerEvents } from "./computer-events.js";
 import { createRecord, withScope } from "./computer-record-of.js";
@@ -43,6 +44,7 @@ export interface ComputerLifecycleParts {
   readonly deployment: string;
   readonly spec: ComputerRuntimeOptions["spec"];
   readonly settings: RuntimeSettings & { readonly backgroundWorkHolds: boolean };
+  readonly browserProxy?: BrowserProxyResolver;
 }
 
 /**
@@ -79,7 +81,12 @@ export class ComputerLifecycle {
     this.leaseTtlMs = parts.leaseTtlMs;
     this.activities = parts.activities;
     this.stretches = new ComputerStretches(parts.leases, parts.clock, parts.runRecords);
-    this.screens = new KeptScreens(parts.activities, parts.clock, (id, activity) => this.holdsOf(id, activity));
+    this.screens = new KeptScreens(
+      parts.activities,
+      parts.clock,
+      (id, activity) => this.holdsOf(id, activity),
+      parts.browserProxy,
+    );
   }
 
   get providerKind(): string {

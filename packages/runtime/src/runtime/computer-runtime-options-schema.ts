@@ -30,4 +30,5 @@ export const computerRuntimeOptionsSchema = z.object({
   operations: z.object({}).passthrough().optional(),
   clock: z.custom<() => number>((v) => typeof v === "function", { message: "expected a function" }).optional(),
   onEvent: z.custom((v) => typeof v === "function", { message: "expected a function" }).optional(),
+  browserProxy: z.custom((v) => typeof v === "function", { message: "expected a function" }).optional(),
 });

@@ -1,6 +1,7 @@
 import type { AgentHomeStore } from "@agent-computer/checkpoint";
 import type { ComputerSpec, Logger, SandboxProvider } from "@agent-computer/core";
 import type { StateStore } from "@agent-computer/leases";
+import type { BrowserProxyResolver } from "./browser-proxy.js";
 import type { ComputerEvent } from "./computer-event.js";
 import type { ComputerOperationsOptions } from "./computer-operations-options.js";
 
@@ -45,6 +46,12 @@ export interface ComputerRuntimeOptions {
   deployment?: string;
   /** Update and recovery operations: their queue and whether this runtime works on them. */
   operations?: ComputerOperationsOptions;
+  /**
+   * The upstream proxy each bot's browser uses, asked whenever the bot's
+   * desktop starts (its runs, the agent tools, `desktopFor`); a proxy
+   * passed to `run.desktop({ proxy })` wins for that start. Default: none.
+   */
+  browserProxy?: BrowserProxyResolver;
   /** Receives every lifecycle event. */
   onEvent?: (event: ComputerEvent) => void;
 }

@@ -113,6 +113,7 @@ export class ComputerRuntime {
       leaseTtlMs: this.leaseTtlMs,
       deployment: this.deployment,
       spec: options.spec,
+      ...(options.browserProxy ? { browserProxy: options.browserProxy } : {}),
       settings: {
         screenLimit: parsed.screenLimit ?? env.screenLimit,
         idleMs: parsed.idleMs ?? env.idleMs,
@@ -189,7 +190,7 @@ export class ComputerRuntime {
     const slot = this.lifecycle.slotOf(computerId);
     const machine = await this.lifecycle.ensure(slot);
     await this.lifecycle.touch(slot);
-    return openBotDesktop(machine, botId);
+    return openBotDesktop(machine, botId, await this.lifecycle.screens.optionsFor(computerId, botId));
   }
 
   /**

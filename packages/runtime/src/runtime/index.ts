@@ -1,4 +1,5 @@
 export { BotRun } from "./bot-run.js";
+export type { BrowserProxy, BrowserProxyResolver } from "./browser-proxy.js";
 export type { ComputerEvent } from "./computer-event.js";
 export type { ComputerOperation } from "./computer-operation.js";
 export { ComputerOperations, OPERATION_INTERRUPT_AFTER_MS } from "./computer-operations.js";

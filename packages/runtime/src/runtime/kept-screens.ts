@@ -1,6 +1,7 @@
 import type { DesktopOptions, DesktopSession, Machine } from "@agent-computer/core";
 import { AgentComputerError } from "@agent-computer/core";
 import type { BotHolds } from "@agent-computer/leases";
+import type { BrowserProxyResolver } from "./browser-proxy.js";
 import type { ComputerActivities, ComputerActivity } from "./computer-activity.js";
 import type { ComputerSlot } from "./computer-slot.js";
 import { openBotDesktop } from "./open-bot-desktop.js";
@@ -15,7 +16,15 @@ export class KeptScreens {
     private readonly activities: ComputerActivities,
     private readonly clock: () => number,
     private readonly holdsOf: (computerId: string, activity?: ComputerActivity) => Promise<BotHolds>,
+    private readonly browserProxy?: BrowserProxyResolver,
   ) {}
+
+  /** `options` with the bot's browser proxy filled in when the app names one and the caller gave none. */
+  async optionsFor(computerId: string, botId: string, options?: DesktopOptions): Promise<DesktopOptions | undefined> {
+    if (options?.proxy || !this.browserProxy) return options;
+    const proxy = await this.browserProxy({ computerId, botId });
+    return proxy ? { ...options, proxy } : options;
+  }
 
   /**
    * Opens `botId`'s screen for its run through the run's fenced `machine`
@@ -29,9 +38,10 @@ export class KeptScreens {
     botId: string,
     options?: DesktopOptions,
   ): Promise<DesktopSession> {
+    const withProxy = await this.optionsFor(slot.computerId, botId, options);
     for (;;) {
       try {
-        const session = await openBotDesktop(machine, botId, options);
+        const session = await openBotDesktop(machine, botId, withProxy);
         await this.forgetScreen(slot, botId);
         return session;
       } catch (error) {
