@@ -94,5 +94,56 @@ if (!existsSync(CHROMIUM)) {
         await h.stop();
       }
     });
+
+    it("reconnects by itself to a new shell when the gateway's connection drops; a revoke still ends it", async () => {
+      const watch = new LeakWatch();
+      const h = await startHarness(watch);
+      try {
+        const leases = new LeaseEngine(new MemoryStateStore());
+        const control = await leases.takeover({ computerId: "team-1", botId: "bot-1", holder: "p", ttlMs: 60_000 });
+        const capability = watch.terminal(
+          await h.screens.issueTerminalCapability({ computerId: "team-1", botId: "bot-1", ttlMs: 60_000, control }),
+        );
+        browser ??= await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+        const page = await browser.newPage({ viewport: { width: 800, height: 480 } });
+        await page.route(h.url("/app"), (route) =>
+          route.fulfill({
+            contentType: "text/html",
+            body: `<script>window.states=[];addEventListener("message",(e)=>{if(e.data&&e.data.type==="agent-computer-terminal")states.push(e.data.state)})</script><iframe src="${capability.terminalUrl}" style="width:780px;height:460px"></iframe>`,
+          }),
+        );
+        await page.goto(h.url("/app"));
+        const frame = await eventually(() => page.frames().find((f) => f.url().includes("/screens/terminal")));
+        await frame.waitForFunction(stateIs, "connected");
+        const first = h.gateway.connections.at(-1)!;
+        // The gateway's side drops without a close frame: the proxy closes the page's socket with 1011.
+        first.socket.terminate();
+        await eventually(() => (h.gateway.connections.at(-1) !== first ? true : undefined));
+        await frame.waitForFunction(stateIs, "connected");
+        await frame.waitForFunction(hasText, ["[reconnected: a new shell]", true] as [string, boolean]);
+        await frame.click("#terminal");
+        await page.keyboard.type("after");
+        await frame.waitForFunction(hasText, ["after", false] as [string, boolean]);
+        expect(
+          Buffer.concat(
+            h.gateway.connections
+              .at(-1)!
+              .frames.filter((f) => f.binary)
+              .map((f) => f.data),
+          ).toString(),
+        ).toBe("after");
+        await h.screens.revoke(capability.id);
+        await frame.waitForFunction(stateIs, "disconnected");
+        expect(await page.evaluate("window.states")).toEqual([
+          "connecting",
+          "connected",
+          "connecting",
+          "connected",
+          "disconnected",
+        ]);
+      } finally {
+        await h.stop();
+      }
+    });
   });
 }

@@ -82,7 +82,7 @@ class FakeSocket {
   closedByPage = false;
   onopen: (() => void) | null = null;
   onmessage: ((event: { data: unknown }) => void) | null = null;
-  onclose: (() => void) | null = null;
+  onclose: ((event?: { code: number }) => void) | null = null;
   constructor(readonly url: string) {
     FakeSocket.made.push(this);
   }
@@ -97,9 +97,10 @@ class FakeSocket {
     this.readyState = 1;
     this.onopen?.();
   }
-  end() {
+  /** Closed with `code` (as a browser reports it); without one, as the page's own close. */
+  end(code?: number) {
     this.readyState = 3;
-    this.onclose?.();
+    this.onclose?.(code === undefined ? undefined : { code });
   }
 }
 
@@ -205,6 +206,47 @@ describe("the terminal page script", () => {
     socket.end();
     expect(page.states()).toEqual(["connecting", "connected", "disconnected"]);
     expect(page.retry().hidden).toBe(false);
+  });
+
+  it("reconnects by itself to a new shell when the connection drops, and not when the shell or the control ended", () => {
+    const page = load("#c=abc");
+    page.socket().open();
+    page.term().written.push(new Uint8Array([36]));
+    // A drop (1006: no close frame): "connecting" again, a new socket after the pause, the screen kept.
+    page.socket().end(1006);
+    expect(page.states()).toEqual(["connecting", "connected", "connecting"]);
+    expect(page.dom.document.getElementById("message")?.textContent).toBe("Connection lost; reconnecting…");
+    expect(page.retry().hidden).toBe(true);
+    expect(FakeSocket.made).toHaveLength(1);
+    page.fireTimers();
+    expect(FakeSocket.made).toHaveLength(2);
+    expect(page.term().resets).toBe(1);
+    page.socket().open();
+    expect(page.states().at(-1)).toBe("connected");
+    expect(Buffer.from(page.term().written.at(-1) as Uint8Array).toString()).toContain("[reconnected: a new shell]");
+    // The gateway failing (1011) after the reconnect: reconnected again, the attempts counted afresh.
+    page.socket().end(1011);
+    page.fireTimers();
+    page.socket().open();
+    expect(page.states().slice(-2)).toEqual(["connecting", "connected"]);
+    // Every attempt refused: five tries with a growing pause, then "disconnected" with Reconnect.
+    page.socket().end(1006);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      page.fireTimers();
+      page.socket().end(1006);
+    }
+    expect(FakeSocket.made).toHaveLength(8);
+    expect(page.states().at(-1)).toBe("disconnected");
+    expect(page.retry().hidden).toBe(false);
+    // A shell that exited (1000), a control revoked or released (1008), a desktop that ended (1001): no reconnect.
+    for (const code of [1000, 1008, 1001]) {
+      const ended = load("#c=abc");
+      ended.socket().open();
+      ended.socket().end(code);
+      ended.fireTimers();
+      expect(ended.states(), String(code)).toEqual(["connecting", "connected", "disconnected"]);
+      expect(FakeSocket.made, String(code)).toHaveLength(1);
+    }
   });
 
   it("gives the terminal's text to test drivers", () => {

@@ -87,12 +87,20 @@ const TERMINAL_SCRIPT = `
   let watchdog = 0;
   let term = null;
   let fit = null;
+  // A connection that drops (no close frame, 1006; the gateway or its link
+  // failing, 1011-1014) is made again, a new shell, a few times with a
+  // growing pause; a shell that exited (1000), a revoked or released
+  // control (1008) or an ended desktop (1001) is not.
+  const TRANSIENT = [1006, 1011, 1012, 1013, 1014];
+  const RECONNECT_DELAYS_MS = [250, 1000, 2000, 4000, 8000];
+  let reconnects = -1;
+  let pending = 0;
 
-  function report(next) {
+  function report(next, text) {
     if (next === state) return;
     state = next;
     document.documentElement.dataset.state = next;
-    message.textContent = TEXT[next];
+    message.textContent = text || TEXT[next];
     status.hidden = next === "connected";
     retry.hidden = next !== "failed" && next !== "disconnected";
     try {
@@ -148,6 +156,7 @@ const TERMINAL_SCRIPT = `
 
   function stop() {
     clearTimeout(watchdog);
+    clearTimeout(pending);
     const current = socket;
     socket = null;
     if (current) {
@@ -163,9 +172,24 @@ const TERMINAL_SCRIPT = `
   }
 
   function start() {
+    reconnects = -1;
+    connect(false);
+  }
+
+  // After a drop: the next attempt, or "disconnected" when they are spent.
+  function reconnectLater() {
+    if (reconnects + 1 >= RECONNECT_DELAYS_MS.length) return report("disconnected");
+    reconnects++;
+    report("connecting", "Connection lost; reconnecting…");
+    pending = setTimeout(() => connect(true), RECONNECT_DELAYS_MS[reconnects]);
+  }
+
+  function connect(again) {
     stop();
-    state = "";
-    report("connecting");
+    if (!again) {
+      state = "";
+      report("connecting");
+    }
     if (!/^[A-Za-z0-9_-]+$/.test(sealed)) return fail();
     if (!setup()) {
       // xterm's scripts did not load (a request the browser cut): a fresh document fetches them again.
@@ -173,9 +197,12 @@ const TERMINAL_SCRIPT = `
       return fail();
     }
     loadedOnce(reloadKey);
-    term.reset();
+    if (!again) term.reset();
     watchdog = setTimeout(() => {
-      if (state === "connecting") fail();
+      if (state !== "connecting") return;
+      if (!again) return fail();
+      stop();
+      reconnectLater();
     }, config.failAfterMs);
     const scheme = location.protocol === "https:" ? "wss://" : "ws://";
     let current;
@@ -189,6 +216,8 @@ const TERMINAL_SCRIPT = `
     current.onopen = () => {
       if (socket !== current) return;
       clearTimeout(watchdog);
+      if (again) term.write("\\r\\n[reconnected: a new shell]\\r\\n");
+      reconnects = -1;
       report("connected");
       refit();
       sendSize();
@@ -198,11 +227,13 @@ const TERMINAL_SCRIPT = `
       // Text frames from the gateway are reserved for control.
       if (socket === current && typeof event.data !== "string") term.write(new Uint8Array(event.data));
     };
-    current.onclose = () => {
+    current.onclose = (event) => {
       if (socket !== current) return;
       socket = null;
       clearTimeout(watchdog);
-      report(state === "connected" ? "disconnected" : "failed");
+      const hadShell = state === "connected" || again;
+      if (hadShell && event && TRANSIENT.includes(event.code)) return reconnectLater();
+      report(hadShell ? "disconnected" : "failed");
     };
   }
 
