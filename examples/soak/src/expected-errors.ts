@@ -11,20 +11,8 @@ export interface ExpectedError {
   readonly why: string;
 }
 
-export const EXPECTED_ERRORS: readonly ExpectedError[] = [
-  {
-    provider: "fake",
-    op: "screen_view",
-    code: "UNSUPPORTED",
-    why: "the fake desktop has no live screen (FakeDesktop.screenEndpoint in packages/testing)",
-  },
-  {
-    provider: "fake",
-    op: "screen_control",
-    code: "UNSUPPORTED",
-    why: "the fake desktop has no live screen, so a takeover on fake holds control without a viewer",
-  },
-];
+// Empty since the fake desktop has live screens (packages/testing's fake-gateway.ts).
+export const EXPECTED_ERRORS: readonly ExpectedError[] = [];
 
 export function isExpectedError(provider: string, op: string, code: string): boolean {
   return EXPECTED_ERRORS.some((e) => e.provider === provider && e.op === op && e.code === code);

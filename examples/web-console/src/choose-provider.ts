@@ -24,7 +24,7 @@ export async function chooseProvider(
   console.log(`Provider: ${chosen.name}, because ${chosen.reason}.`);
   if (chosen.name === "fake") {
     console.log(
-      "The fake provider runs commands on this host in a temporary folder and its desktops have no live screen: the console shows the bots, their files and the feed, not their screens.",
+      "The fake provider runs commands on this host in a temporary folder; its desktops are drawn in memory, and their screens and terminal are simulated.",
     );
   }
   return { provider: chosen.provider, name: chosen.name, reason: chosen.reason, dataDir: dataDirOf(chosen.name) };

@@ -18,8 +18,9 @@ import {
   watchForPageErrors,
 } from "./console-browser.js";
 
-// The console on the fake provider, in real headless Chromium: its desktops
-// have no live screen, and the page says so per bot instead of going blank.
+// The console on the fake provider, in real headless Chromium, with the
+// fake's live screens turned off (liveScreens: false), as on a provider
+// without a gateway: the page says so per bot instead of going blank.
 // Its computer is held while the page loads, so the starting state shows
 // first. Screenshots go to out/ and their colours are checked here.
 
@@ -41,7 +42,7 @@ else {
         letTheComputerStart = resolve;
       });
       const runtime = createComputerRuntime({
-        provider: gatedProvider(createFakeProvider(), () => held),
+        provider: gatedProvider(createFakeProvider({ liveScreens: false }), () => held),
         stateStore: new MemoryStateStore(),
         homeStore,
         idleMs: 0,

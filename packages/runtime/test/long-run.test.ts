@@ -46,16 +46,13 @@ function stall(ms: number): void {
 
 describe("a run longer than its lease", () => {
   it("keeps using its shell, desktop, page browser and screen endpoint for 20 TTLs without one lease error", async () => {
-    const { make, provider } = await setup();
+    const { make } = await setup();
     const { url, server } = await servePage();
     const runtime = make();
     const run = runtime.startRun({ workspaceId: "long", botId: "alpha" });
     const desktop = await run.desktop();
     const page = desktop.pageBrowser;
     expect(page).toBeDefined();
-    // The fake desktop has no live screen (UNSUPPORTED); providers with one
-    // run this test through their own suites.
-    const liveScreens = provider.capabilities.liveScreens;
     const started = performance.now();
     let steps = 0;
     while (performance.now() - started < 20 * TTL_MS) {
@@ -65,10 +62,8 @@ describe("a run longer than its lease", () => {
       await desktop.observe();
       await page?.navigate(url);
       await page?.snapshot();
-      if (liveScreens) {
-        const endpoint = await desktop.screenEndpoint("view");
-        await desktop.revokeEndpoint?.(endpoint.id);
-      }
+      const endpoint = await desktop.screenEndpoint("view");
+      await desktop.revokeEndpoint?.(endpoint.id);
       steps++;
       await sleep(TTL_MS / 4);
     }

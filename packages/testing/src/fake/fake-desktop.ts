@@ -6,6 +6,7 @@ import type {
   Observation,
   PageBrowser,
   ScreenEndpoint,
+  TerminalEndpoint,
 } from "@agent-computer/core";
 import {
   AgentComputerError,
@@ -19,6 +20,9 @@ import {
 } from "@agent-computer/core";
 import { EmulatorPageBrowser } from "@agent-computer/page-browser/emulator";
 import { z } from "zod";
+import type { FakeGateway } from "./fake-gateway.js";
+import { serveRfb } from "./fake-rfb.js";
+import { type FakeShellRun, serveShell } from "./fake-shell.js";
 import { drawText, glyphAdvance, lineAdvance } from "./pixel-font.js";
 import { encodePng } from "./png.js";
 
@@ -40,6 +44,10 @@ export interface FakeDesktopHooks {
   assertUsable(): void;
   /** Frees this bot's slot. */
   onRelease(): void;
+  /** The provider's gateway, which serves this desktop's screens and terminals. */
+  readonly gateway?: FakeGateway;
+  /** A terminal's command line, run in the computer in the bot's folder. */
+  readonly runLine: FakeShellRun;
 }
 
 /**
@@ -60,6 +68,8 @@ export class FakeDesktop implements DesktopSession {
     scroll: { x: 0, y: 0 },
   };
   private released = false;
+  /** The screen and terminal capabilities granted for this desktop, ended with it. */
+  private readonly endpoints = new Set<string>();
   /** The emulator (docs/architecture.md §5): loopback HTTP pages in an in-process DOM, created on first use. */
   private emulator: EmulatorPageBrowser | undefined;
 
@@ -148,19 +158,59 @@ export class FakeDesktop implements DesktopSession {
     this.state.windows.push(program.map((part) => part.split("/").at(-1)).join(" "));
   }
 
-  async screenEndpoint(_mode: "view" | "control", _ctx?: OpContext): Promise<ScreenEndpoint> {
-    throw new AgentComputerError(
-      "UNSUPPORTED",
-      "The fake desktop has no live screen; use a provider with a real desktop.",
+  /** A live screen through the provider's loopback gateway: RFB of this fake screen (fake-rfb.ts). */
+  async screenEndpoint(mode: "view" | "control", ctx?: OpContext, opts?: { ttlMs?: number }): Promise<ScreenEndpoint> {
+    parseInput(z.enum(["view", "control"]), mode, "screen mode");
+    this.assertUsable(ctx);
+    const gateway = this.gatewayOrRefuse();
+    const source = {
+      width: this.width,
+      height: this.height,
+      name: `Fake desktop of ${this.botId}`,
+      pixels: () => this.render(),
+      input: async (actions: DesktopAction[]) => {
+        await this.act(actions);
+      },
+    };
+    const endpoint = await gateway.screen(mode, (socket) => serveRfb(socket, source, mode), opts?.ttlMs);
+    this.endpoints.add(endpoint.id);
+    return endpoint;
+  }
+
+  /** A simulated shell (fake-shell.ts) under a live control capability, or one of its own. */
+  async terminalEndpoint(ctx?: OpContext, opts?: { ttlMs?: number; controlId?: string }): Promise<TerminalEndpoint> {
+    this.assertUsable(ctx);
+    const gateway = this.gatewayOrRefuse();
+    if (opts?.controlId !== undefined && !this.endpoints.has(opts.controlId))
+      throw new AgentComputerError("NOT_FOUND", `No screen capability ${opts.controlId} on this desktop.`);
+    const endpoint = await gateway.terminal(
+      (socket) => serveShell(socket, this.hooks.runLine),
+      opts?.ttlMs,
+      opts?.controlId,
     );
+    this.endpoints.add(endpoint.id);
+    return endpoint;
+  }
+
+  async revokeEndpoint(id: string, _ctx?: OpContext): Promise<void> {
+    this.hooks.gateway?.revoke(id);
   }
 
   async release(_ctx?: OpContext): Promise<void> {
     if (this.released) return;
     this.released = true;
+    this.hooks.gateway?.revokeAll((id) => this.endpoints.has(id));
     await this.emulator?.close();
     this.emulator = undefined;
     this.hooks.onRelease();
+  }
+
+  private gatewayOrRefuse(): FakeGateway {
+    if (this.hooks.gateway) return this.hooks.gateway;
+    throw new AgentComputerError(
+      "UNSUPPORTED",
+      "The fake desktop has no live screen (createFakeProvider({ liveScreens: false })); use a provider with one.",
+    );
   }
 
   private assertUsable(ctx?: OpContext): void {

@@ -26,6 +26,7 @@ import {
 import { LocalHome, parseListOptions, parseReadOptions } from "@agent-computer/core/provider-utils";
 import { z } from "zod";
 import { FakeDesktop } from "./fake-desktop.js";
+import type { FakeGateway } from "./fake-gateway.js";
 import type { FakeMachineState } from "./fake-machine-state.js";
 import { runLocalCommand } from "./run-local-command.js";
 
@@ -33,6 +34,8 @@ import { runLocalCommand } from "./run-local-command.js";
 export interface FakeMachineHost {
   readonly capabilities: ProviderCapabilities;
   readonly screen: { width: number; height: number };
+  /** Serves every desktop's screens and terminals (one loopback server per provider). */
+  readonly gateway?: FakeGateway;
   /** Writes the state to disk so another provider instance can reconnect. */
   save(state: FakeMachineState): Promise<void>;
   /** Forgets the machine for good. */
@@ -135,6 +138,10 @@ export class FakeMachine implements Machine {
             throw new AgentComputerError("CONFLICT", "Desktops are paused for a workspace export; try again shortly.");
         },
         onRelease: () => this.state.desktops.delete(id),
+        ...(this.host.gateway ? { gateway: this.host.gateway } : {}),
+        // In the bot's folder where it has one (a Team computer), else the home.
+        runLine: (line) =>
+          this.exec({ argv: ["sh", "-c", 'cd "$1" 2>/dev/null; eval "$2"', "sh", `bots/${id}`, line] }),
       });
       this.state.desktops.set(id, desktop);
       return desktop;

@@ -7,6 +7,8 @@ import { opContext } from "@agent-computer/core";
 import { describe, expect, it } from "vitest";
 import { decodePngSize } from "../conformance/decode-png.js";
 import { pixelsOf } from "../provider-test/fixture-site.js";
+import { RfbTestClient, refusalOf } from "../provider-test/rfb-test-client.js";
+import { TerminalTestClient } from "../provider-test/terminal-test-client.js";
 import { createFakeProvider } from "./fake-provider.js";
 
 const spec = { computerId: "c1", homeKey: "h1", labels: { team: "t" } };
@@ -107,10 +109,61 @@ describe("fake provider", () => {
     expect((await desktop.act([{ type: "move", x: 1, y: 1 }])).ok).toBe(true);
   });
 
-  it("has no live screen yet and says so with UNSUPPORTED", async () => {
+  it("serves its drawn screen as RFB: control moves the pointer, view drops input; refused without the token, after a revoke or a release", async () => {
     const machine = await createFakeProvider().provision(spec);
     const desktop = await machine.openDesktop!("bot");
-    await expect(desktop.screenEndpoint("view")).rejects.toMatchObject({ code: "UNSUPPORTED" });
+    const control = await desktop.screenEndpoint("control");
+    const client = await RfbTestClient.open(control);
+    const init = await client.handshake();
+    expect(init).toMatchObject({ banner: "RFB 003.008\n", width: 640, height: 400, bitsPerPixel: 32 });
+    client.useRawEncoding();
+    client.requestFrame(640, 400, false);
+    expect(await client.readFrame(32)).toBe(640 * 400 * 4);
+    client.pointer(101, 202);
+    await expect
+      .poll(async () => (await desktop.observe(undefined, { includeImage: false })).cursor)
+      .toEqual({ x: 101, y: 202 });
+    client.close();
+
+    const view = await desktop.screenEndpoint("view");
+    const watcher = await RfbTestClient.open(view);
+    await watcher.handshake();
+    watcher.pointer(7, 9);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await desktop.observe(undefined, { includeImage: false })).cursor).toEqual({ x: 101, y: 202 });
+
+    expect((await refusalOf(view.url)).status).toBe(401);
+    expect((await refusalOf(view.url, { token: "not-the-token" })).status).toBe(401);
+    await desktop.revokeEndpoint!(view.id);
+    expect((await watcher.closed).code).toBe(1008);
+    expect((await refusalOf(view.url, { token: view.token })).status).toBe(410);
+    const later = await desktop.screenEndpoint("view");
+    await desktop.release();
+    expect((await refusalOf(later.url, { token: later.token })).status).toBe(410);
+    await machine.destroy();
+  });
+
+  it("gives a terminal a simulated shell that runs its lines in the bot's folder, under a live control capability", async () => {
+    const machine = await createFakeProvider().provision(spec);
+    await machine.exec({ argv: ["mkdir", "-p", "bots/bot"] });
+    const desktop = await machine.openDesktop!("bot");
+    const control = await desktop.screenEndpoint("control");
+    const endpoint = await desktop.terminalEndpoint!(undefined, { ttlMs: 60_000, controlId: control.id } as never);
+    const shell = await TerminalTestClient.open(endpoint);
+    await shell.waitFor(/\$ $/);
+    const [, folder] = await shell.run("echo in=$(basename $(pwd)) sum=$((6*7))", /in=(\S+) sum=42/);
+    expect(folder).toBe("bot");
+    // The control capability ends: so does its terminal.
+    await desktop.revokeEndpoint!(control.id);
+    expect((await shell.closed).code).toBe(1008);
+    await expect(desktop.terminalEndpoint!(undefined, { controlId: control.id } as never)).rejects.toMatchObject({
+      code: "FENCED_OUT",
+    });
+    // `exit` ends a session as a shell's exit does.
+    const own = await TerminalTestClient.open(await desktop.terminalEndpoint!());
+    own.type("exit\r");
+    expect((await own.closed).code).toBe(1000);
+    await machine.destroy();
   });
 });
 

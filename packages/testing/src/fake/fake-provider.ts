@@ -19,6 +19,7 @@ import {
   throwIfDone,
 } from "@agent-computer/core";
 import { z } from "zod";
+import { FakeGateway } from "./fake-gateway.js";
 import { FakeMachine, type FakeMachineHost } from "./fake-machine.js";
 import type { FakeMachineState } from "./fake-machine-state.js";
 
@@ -30,6 +31,12 @@ const fakeProviderOptionsSchema = z.object({
   root: z.string().min(1).optional(),
   /** Overrides of the default capabilities, to exercise other contract paths. */
   capabilities: providerCapabilitiesSchema.partial().optional(),
+  /**
+   * Whether desktops have live screens and terminals through the loopback
+   * gateway (default true). false: screenEndpoint is UNSUPPORTED and there
+   * is no terminal, as on a provider without a gateway.
+   */
+  liveScreens: z.boolean().default(true),
   /** Size of the fake desktops (default 640x400). */
   screen: z
     .object({ width: z.number().int().min(16).max(4096), height: z.number().int().min(16).max(4096) })
@@ -39,14 +46,16 @@ const fakeProviderOptionsSchema = z.object({
 export type FakeProviderOptions = z.input<typeof fakeProviderOptionsSchema>;
 
 /**
- * Desktop yes (drawn in memory) with the emulator as its page browser;
- * terminal and live screens arrive with their issues. Stop keeps the machine; the home is private.
+ * Desktop yes (drawn in memory) with the emulator as its page browser; live
+ * screens (RFB of the drawn screen) and a simulated shell as the terminal,
+ * through a loopback gateway (fake-gateway.ts). Stop keeps the machine; the
+ * home is private.
  */
 export const FAKE_DEFAULT_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
   multiScreen: true,
   pageBrowser: true,
-  terminal: false,
+  terminal: true,
   billsWhileRunning: false,
   stopKeepsMachine: true,
   mountedHome: false,
@@ -68,18 +77,24 @@ export function createFakeProvider(
   options: FakeProviderOptions = {},
 ): SandboxProvider & { readonly root: Promise<string> } {
   const parsed = parseInput(fakeProviderOptionsSchema, options, "FakeProviderOptions");
-  const capabilities: ProviderCapabilities = { ...FAKE_DEFAULT_CAPABILITIES, ...parsed.capabilities };
+  const capabilities: ProviderCapabilities = {
+    ...FAKE_DEFAULT_CAPABILITIES,
+    ...(parsed.liveScreens ? {} : { terminal: false }),
+    ...parsed.capabilities,
+  };
   const root = (async () => {
     const dir = parsed.root ?? (await mkdtemp(join(tmpdir(), "agent-computer-fake-")));
     await mkdir(join(dir, "machines"), { recursive: true });
     return dir;
   })();
   const live = new Map<string, FakeMachineState>();
+  const gateway = parsed.liveScreens ? new FakeGateway() : undefined;
 
   const recordPath = async (id: string) => join(await root, "machines", `${id}.json`);
   const host: FakeMachineHost = {
     capabilities,
     screen: parsed.screen ?? { width: 640, height: 400 },
+    ...(gateway ? { gateway } : {}),
     async save(state) {
       const stored: StoredMachine = {
         id: state.id,
