@@ -1,8 +1,9 @@
 // `npm run bench -- docker`: provider-docker beside the docker CLI doing the
 // same work, in the same run: provision-to-first-exec, exec of `true`, and
-// export/import throughput of a 200 MiB home of mixed files. One more case
-// prices the default display container (two containers and their network)
-// against a shared display (`displayContainer: false`, one container).
+// export/import throughput of a 200 MiB home of mixed files, all on the
+// default setup. One more case prices the default (the display's container
+// and network named at provision, made on the first desktop call) against a
+// shared display (`displayContainer: false`, one container).
 import { spawn, spawnSync } from "node:child_process";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";

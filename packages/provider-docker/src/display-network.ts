@@ -49,13 +49,31 @@ export function pairSubnets(pool: string): { count: number; subnet(index: number
   return { count, subnet };
 }
 
-/** Makes the pair network `name` on a free /29 of `pool`; gives its name. */
-export async function createPairNetwork(
+/**
+ * The pair network `name`, made on a free /29 of `pool` unless it is there
+ * already (an earlier start that stopped half-way, or another process
+ * starting the same display). Docker's duplicate check is best effort
+ * (computer-network.ts): two processes making the same one at the very same
+ * moment could make two, each then joining both containers to its own.
+ */
+export async function ensurePairNetwork(
   docker: Docker,
   name: string,
   pool: string,
   signal: AbortSignal,
-): Promise<string> {
+): Promise<void> {
+  try {
+    signal.throwIfAborted();
+    await docker.getNetwork(name).inspect();
+    return;
+  } catch (error) {
+    if (engineStatus(error) !== 404) throw engineFailure(error, `look up the display's network ${name}`);
+  }
+  await createPairNetwork(docker, name, pool, signal);
+}
+
+/** Makes the pair network `name` on a free /29 of `pool`; one of that name made meanwhile is taken. */
+async function createPairNetwork(docker: Docker, name: string, pool: string, signal: AbortSignal): Promise<string> {
   const subnets = pairSubnets(pool);
   let refused: unknown;
   for (let attempt = 0; attempt < SUBNET_TRIES; attempt++) {
@@ -72,6 +90,7 @@ export async function createPairNetwork(
       });
       return name;
     } catch (error) {
+      if (engineStatus(error) === 409) return name; // made by another caller meanwhile
       refused = error;
       // The engine refuses a subnet another network holds ("Pool overlaps"); anything else is final.
       if (!/overlap/i.test(String((error as Error).message))) break;
@@ -80,7 +99,7 @@ export async function createPairNetwork(
   throw engineFailure(refused, `create the display's network ${name} in ${pool}`);
 }
 
-/** Puts a created container on its pair network, under `aliases`. */
+/** Puts a container on its pair network, under `aliases`; one already on it stays as it is. */
 export async function joinPairNetwork(
   docker: Docker,
   network: string,
@@ -92,6 +111,8 @@ export async function joinPairNetwork(
   try {
     await docker.getNetwork(network).connect({ Container: containerId, EndpointConfig: { Aliases: aliases } });
   } catch (error) {
+    // The engine's answer when it is on it already (403 on the engines measured, 409 on others).
+    if (/already exists/i.test(String((error as Error).message))) return;
     throw engineFailure(error, `join the display's network ${network}`);
   }
 }

@@ -11,16 +11,19 @@ import {
   signalOf,
 } from "@agent-computer/core";
 import {
+  abortable,
   CommandChannelMachine,
   destroyOnAbort,
   enterOperation,
   type MachineCommand,
+  type MachineDesktops,
 } from "@agent-computer/core/provider-utils";
 import { type DesktopTransport, LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
 import { giveHomeToComputer } from "./computer-home-owner.js";
 import { runContainerCommand } from "./container-command.js";
 import { removePairNetwork } from "./display-network.js";
+import { type DisplayPlan, type DisplayStartHost, isRunning, startDisplayContainer } from "./display-start.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
 
@@ -28,11 +31,23 @@ export interface DockerMachineOptions {
   /** Active desktops allowed at once (0 = no cap), from the spec. */
   readonly screenLimit?: number;
   readonly desktopTransport?: DesktopTransport;
-  /** The container the computer's display stack runs in (`displayContainer`), by name or id, when it has one. */
-  readonly displayContainerId?: string;
-  /** The network the computer shares with its display container only (display-network.ts). */
-  readonly displayNetwork?: string;
+  /**
+   * The container the computer's display stack runs in (`displayContainer`)
+   * and the network it shares with the computer only, when it has one: both
+   * made on the first desktop call (display-start.ts), with what `host` gives.
+   */
+  readonly display?: { readonly plan: DisplayPlan; readonly host: DisplayStartHost };
 }
+
+/** A computer's display container, driven like a machine of its own, and how it is made. */
+interface MachineDisplay {
+  readonly machine: DockerMachine;
+  readonly plan: DisplayPlan;
+  readonly host: DisplayStartHost;
+}
+
+/** The most a display container's start may take: engine calls only, no desktop yet. */
+const DISPLAY_START_TIMEOUT_MS = 120_000;
 
 /**
  * One computer container. Commands and file calls go through the Engine
@@ -47,8 +62,9 @@ export class DockerMachine extends CommandChannelMachine {
    * The display's container, driven like a machine of its own (exec and
    * the gateway's port), never exposed: the bot's calls all go to this one.
    */
-  private readonly display?: DockerMachine;
-  private readonly displayNetwork?: string;
+  private readonly display?: MachineDisplay;
+  /** The display container's start, once per machine object; undefined until a desktop call (or after one failed). */
+  private displayStart?: Promise<void>;
 
   constructor(
     private readonly host: DockerMachineHost,
@@ -60,34 +76,84 @@ export class DockerMachine extends CommandChannelMachine {
   ) {
     // Desktops come from the shared Linux runtime: its resident service through the gateway's published port,
     // or exec; in the display's container when the computer has one.
-    super(
-      workspacePath,
-      (machine) =>
-        new LinuxDesktopRuntime(
-          forwardingTo(() => (machine as DockerMachine).display ?? machine),
-          {
-            screenLimit: options.screenLimit ?? 0,
-            transport: options.desktopTransport ?? "service",
-            // Beside the display, only its own browser (desktop-runtime README, launchPrograms).
-            launchPrograms: options.displayContainerId === undefined ? true : ["chromium"],
-          },
-        ),
-    );
+    super(workspacePath, (machine) => (machine as DockerMachine).desktopsOf(workspacePath, options));
     this.ref = `docker:${containerId}`;
     this.container = host.docker.getContainer(containerId);
-    if (options.displayContainerId) {
-      this.display = new DockerMachine(host, options.displayContainerId, workspacePath, homeDir);
+    if (options.display) {
+      const machine = new DockerMachine(host, options.display.plan.container, workspacePath, homeDir);
+      this.display = { ...options.display, machine };
     }
-    this.displayNetwork = options.displayNetwork;
   }
 
-  /** Starts the display's container again where it stopped (reconnect); one that is gone leaves the computer without desktops. */
+  /**
+   * Starts the display's container again where it stopped (reconnect). One
+   * that was never made stays so: the first desktop call makes it.
+   */
   async resumeDisplay(signal: AbortSignal): Promise<void> {
-    await this.display?.container.start({ abortSignal: signal }).catch((error: unknown) => {
+    await this.display?.machine.container.start({ abortSignal: signal }).catch((error: unknown) => {
       const status = engineStatus(error);
-      // Already running, or gone (its desktops then fail as gone).
+      // Already running, or never made (or removed by hand: the first desktop call makes it again).
       if (status !== 304 && status !== 404) throw engineFailure(error, `resume the display of ${this.ref}`);
     });
+  }
+
+  /**
+   * The desktops' runtime, over the machine their calls go to: this one on
+   * a shared display; the display's container otherwise, started on the
+   * first call that needs it, and a quiesce that finds it never started
+   * has nothing to close (a checkpoint of a shell-only computer starts no
+   * display).
+   */
+  private desktopsOf(workspacePath: string, options: DockerMachineOptions): MachineDesktops {
+    const runtime = new LinuxDesktopRuntime(
+      forwardingTo(workspacePath, (ctx) => this.desktopMachine(ctx)),
+      {
+        screenLimit: options.screenLimit ?? 0,
+        transport: options.desktopTransport ?? "service",
+        // Beside the display, only its own browser (desktop-runtime README, launchPrograms).
+        launchPrograms: options.display === undefined ? true : ["chromium"],
+      },
+    );
+    if (!options.display) return runtime;
+    return {
+      openDesktop: (botId, ctx, opts) => runtime.openDesktop(botId, ctx, opts),
+      quiesceDesktops: async (ctx) => ((await this.displayRuns(ctx)) ? runtime.quiesceDesktops(ctx) : async () => {}),
+    };
+  }
+
+  /** The machine desktop calls go to: the display's, started first when this object has not yet seen it run. */
+  private async desktopMachine(ctx: OpContext | undefined): Promise<DockerMachine> {
+    if (!this.display) return this;
+    if (!this.displayStart) {
+      const start = this.startDisplay(this.display);
+      this.displayStart = start;
+      // A failed start is tried again by the next call; every caller waiting on this one gets its error.
+      start.catch(() => {
+        if (this.displayStart === start) this.displayStart = undefined;
+      });
+    }
+    // One caller's abort ends its own wait, not the start others share.
+    await (ctx?.signal ? abortable(this.displayStart, ctx.signal) : this.displayStart);
+    return this.display.machine;
+  }
+
+  private async startDisplay(display: MachineDisplay): Promise<void> {
+    const signal = AbortSignal.timeout(DISPLAY_START_TIMEOUT_MS);
+    const computer = await this.inspect({ signal }, "start the display");
+    // A stopped computer gets no display started beside it: reconnect resumes both.
+    if (!computer.State.Running) throw this.stoppedError("start the display");
+    await startDisplayContainer(display.host, computer, display.plan, this, signal);
+  }
+
+  /** Whether the display may hold desktops: started by this object, or found running (another process started it). */
+  private async displayRuns(ctx: OpContext | undefined): Promise<boolean> {
+    if (!this.display) return true;
+    if (this.displayStart)
+      return this.displayStart.then(
+        () => true,
+        () => false,
+      );
+    return isRunning(this.display.machine.container, signalOf(ctx ?? {}, "look up the display"));
   }
 
   /** Ports listed in `dockerProvider({ ports })` are published on the host's loopback. */
@@ -107,8 +173,10 @@ export class DockerMachine extends CommandChannelMachine {
 
   async stop(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "stop");
-    // A display container someone removed leaves a computer without desktops, not one that cannot stop.
-    await this.display?.stop(context).catch(unlessGone);
+    // A display starting now is stopped with the computer, not started after it.
+    await this.displayStart?.catch(() => {});
+    // A display never started (or removed by hand) leaves nothing to stop.
+    await this.display?.machine.stop(context).catch(unlessGone);
     try {
       await this.container.stop({ t: this.host.stopTimeoutSeconds, abortSignal: signalOf(context, "stop") });
     } catch (error) {
@@ -122,6 +190,7 @@ export class DockerMachine extends CommandChannelMachine {
 
   async destroy(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "destroy");
+    await this.displayStart?.catch(() => {});
     try {
       await this.container.remove({ force: true, v: true, abortSignal: signalOf(context, "destroy") });
     } catch (error) {
@@ -130,8 +199,9 @@ export class DockerMachine extends CommandChannelMachine {
     }
     // The display after its computer: a crash in between leaves a display the next provision removes
     // (display-containers.ts), never a computer whose desktops point at nothing.
-    await this.display?.destroy(context);
-    if (this.displayNetwork) await removePairNetwork(this.host.docker, this.displayNetwork);
+    // Either may never have been made (a computer that only ran shells): removing nothing is fine.
+    await this.display?.machine.destroy(context);
+    if (this.display) await removePairNetwork(this.host.docker, this.display.plan.network);
     loggerOf(context).info("docker machine destroyed; its home stays in the data folder", { ref: this.ref });
   }
 
@@ -213,18 +283,19 @@ const unlessGone = (error: unknown) => {
 };
 
 /**
- * A target whose calls go to the machine `pick` names when they are made:
- * the desktop runtime is built while the constructor runs, before the
- * display container's machine exists.
+ * A target whose calls go to the machine `pick` gives when they are made:
+ * the display's, once its container runs. Both containers mount the home
+ * at `workspacePath`.
  */
-function forwardingTo(pick: () => Machine): Pick<Machine, "exec" | "workspacePath" | "portUrl"> {
+function forwardingTo(
+  workspacePath: string,
+  pick: (ctx: OpContext | undefined) => Promise<Machine>,
+): Pick<Machine, "exec" | "workspacePath" | "portUrl"> {
   return {
-    exec: (request, ctx) => pick().exec(request, ctx),
-    get workspacePath() {
-      return pick().workspacePath;
-    },
-    portUrl: (port, options, ctx) => {
-      const machine = pick();
+    exec: async (request, ctx) => (await pick(ctx)).exec(request, ctx),
+    workspacePath,
+    portUrl: async (port, options, ctx) => {
+      const machine = await pick(ctx);
       if (!machine.portUrl) throw new AgentComputerError("UNSUPPORTED", `${machine.ref} publishes no ports.`);
       return machine.portUrl(port, options, ctx);
     },

@@ -1,5 +1,5 @@
 export { checkDockerHost } from "./check-docker-host.js";
-export { COMPUTER_LABELS } from "./computer-labels.js";
+export { COMPUTER_LABELS, DISPLAY_LABELS } from "./computer-labels.js";
 export { ISOLATED_BRIDGE_INTERFACE, ISOLATED_NETWORK } from "./computer-network.js";
 export type { DockerHostCheck } from "./docker-host-check.js";
 export { DockerMachine } from "./docker-machine.js";

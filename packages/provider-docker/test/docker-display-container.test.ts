@@ -245,26 +245,33 @@ if (!env.missing) {
     }, 120_000);
 
     it("removes, at the next provision, a display whose computer's container was removed by hand", async () => {
-      const first = await provider.provision({ computerId: "display-left", homeKey: `display-left-${Date.now()}` });
-      const leftDisplay = await displayContainerId(first);
-      const leftNetwork = (await env.docker.getContainer(idOf(first)).inspect()).Config.Labels?.[
-        DISPLAY_LABELS.displayNetwork
-      ];
-      await env.docker.getContainer(idOf(first)).remove({ force: true });
-      expect((await env.docker.getContainer(leftDisplay).inspect()).State.Running).toBe(true);
-      const next = await provider.provision({ computerId: "display-next", homeKey: `display-next-${Date.now()}` });
+      const stamp = Date.now();
+      const kept = await provider.provision({ computerId: "display-kept", homeKey: `display-kept-${stamp}` });
+      const first = await provider.provision({ computerId: "display-left", homeKey: `display-left-${stamp}` });
+      let leftDisplay = "none";
+      let next: Machine | undefined;
       try {
+        // Each display starts with its computer's first desktop call.
+        await Promise.all([kept.openDesktop?.("kept-bot"), first.openDesktop?.("left-bot")]);
+        leftDisplay = await displayContainerId(first);
+        const leftNetwork = (await env.docker.getContainer(idOf(first)).inspect()).Config.Labels?.[
+          DISPLAY_LABELS.displayNetwork
+        ];
+        await env.docker.getContainer(idOf(first)).remove({ force: true });
+        expect((await env.docker.getContainer(leftDisplay).inspect()).State.Running).toBe(true);
+        next = await provider.provision({ computerId: "display-next", homeKey: `display-next-${stamp}` });
         await expect(env.docker.getContainer(leftDisplay).inspect()).rejects.toMatchObject({ statusCode: 404 });
         await expect(env.docker.getNetwork(leftNetwork ?? "none").inspect()).rejects.toMatchObject({ statusCode: 404 });
-        // A live pair is never taken for one: the new computer keeps its display.
-        expect((await env.docker.getContainer(await displayContainerId(next)).inspect()).State.Running).toBe(true);
+        // A live pair is never taken for one: the other computer keeps its display.
+        expect((await env.docker.getContainer(await displayContainerId(kept)).inspect()).State.Running).toBe(true);
       } finally {
-        await next.destroy();
+        await next?.destroy();
+        await kept.destroy();
         await env.docker
           .getContainer(leftDisplay)
           .remove({ force: true })
           .catch(() => {});
       }
-    }, 120_000);
+    }, 180_000);
   });
 }

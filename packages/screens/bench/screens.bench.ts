@@ -1,8 +1,10 @@
 // `npm run bench -- screens`: a person's live screen of a real Docker
-// computer through the screens proxy and the computer's gateway, beside
+// computer, as the provider makes it by default (the display in a container
+// of its own), through the screens proxy and the display's gateway, beside
 // websockify straight to the same display's x11vnc, in the same run:
 // capability issue to first frame, and frames per second while a page
 // animates. Both sides read with the same RFB client (Raw encoding).
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { createServer } from "node:http";
@@ -12,23 +14,23 @@ import { join } from "node:path";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
 import type { Machine, ProviderRef } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
+import { checkDockerHost, DISPLAY_LABELS, dockerProvider } from "@agent-computer/provider-docker";
 import { createComputerRuntime } from "@agent-computer/runtime";
 import { type BenchCase, benchOptionsFromArgv, runBench } from "@agent-computer/testing/bench";
 import { chooseTestProvider, RfbTestClient, SITE, serveFixtureSite } from "@agent-computer/testing/provider-test";
 import { createScreens, runtimeScreenAuthority } from "../src/index.js";
 
-/** Where the baseline's websockify listens in the computer (published by the provider). */
+/** Where the baseline's websockify listens in the display's container, reached at its address on the computers' network. */
 const DIRECT_PORT = 6081;
 /** The view x11vnc of display slot 0 (the gateway's `5700 + 2 * slot`). */
 const VIEW_VNC_PORT = 5700;
 const FRAMES_PER_RUN = 30;
 
-// Docker, the provider that publishes a computer's ports on this host for the baseline.
+// Docker as it comes: this host reaches its containers' addresses, so the baseline needs no port of its own.
 const chosen = await chooseTestProvider({ kind: "docker", check: checkDockerHost, create: dockerProvider });
 if (chosen.missing) throw new Error(`The screens bench cannot run: ${chosen.missing}`);
 const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-screens-bench-"));
-const provider = chosen.provider({ dataDir, ports: [DIRECT_PORT] });
+const provider = chosen.provider({ dataDir });
 const runtime = createComputerRuntime({
   provider,
   stateStore: new MemoryStateStore(),
@@ -56,15 +58,32 @@ try {
   const proxyOrigin = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const issue = () => screens.issueScreenCapability({ computerId, botId: "alpha", mode: "view", ttlMs: 120_000 });
 
-  // The first grant starts the display's view x11vnc; the baseline bridges straight to it.
+  // The first grant starts the display's view x11vnc; the baseline bridges straight to it, in the
+  // container that holds it (the computer's display container, which its label names).
   await RfbTestClient.open({ url: `${proxyOrigin}${(await issue()).url}` }).then((c) => c.close());
-  const started = await machine.exec({
-    shell: `setsid nohup websockify 0.0.0.0:${DIRECT_PORT} 127.0.0.1:${VIEW_VNC_PORT} >/tmp/websockify.log 2>&1 < /dev/null &
+  const computer = await chosen.docker.getContainer(machine.ref.slice("docker:".length)).inspect();
+  const holder = await chosen.docker
+    .getContainer(computer.Config.Labels?.[DISPLAY_LABELS.displayContainer] ?? computer.Id)
+    .inspect();
+  const started = spawnSync(
+    "docker",
+    [
+      "exec",
+      holder.Id,
+      "sh",
+      "-c",
+      `setsid nohup websockify 0.0.0.0:${DIRECT_PORT} 127.0.0.1:${VIEW_VNC_PORT} >/tmp/websockify.log 2>&1 < /dev/null &
 for i in $(seq 1 50); do curl -s -o /dev/null http://127.0.0.1:${DIRECT_PORT}/ && exit 0; sleep 0.1; done; cat /tmp/websockify.log; exit 1`,
-  });
-  if (started.exitCode !== 0)
-    throw new Error(`websockify did not come up in the computer: ${new TextDecoder().decode(started.stdout)}`);
-  const directUrl = (await machine.portUrl?.(DIRECT_PORT, { private: true }))?.replace(/^http/, "ws") as string;
+    ],
+    { encoding: "utf8" },
+  );
+  if (started.status !== 0)
+    throw new Error(`websockify did not come up beside the display: ${started.stdout}${started.stderr}`);
+  // Its address on the computers' network (the display's other network is internal to the pair).
+  const address = holder.NetworkSettings.Networks?.[holder.HostConfig.NetworkMode ?? ""]?.IPAddress;
+  if (!address)
+    throw new Error(`The display's container ${holder.Name} has no address on ${holder.HostConfig.NetworkMode}`);
+  const directUrl = `ws://${address}:${DIRECT_PORT}`;
 
   /** Connects, shakes hands, asks for Raw, and reads one whole frame. */
   const firstFrame = async (url: string) => {

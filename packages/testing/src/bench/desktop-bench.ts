@@ -38,17 +38,16 @@ export function gatewayPidOfContainer(containerId: string): number | undefined {
   return Number.isInteger(pid) && pid > 0 ? pid : undefined;
 }
 
-/** PSS of a host process in KiB, from /proc/<pid>/smaps_rollup. */
+/** PSS of a host process in KiB, from /proc/<pid>/smaps_rollup; a figure it cannot read fails the bench, never prints 0. */
 function hostPssKb(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const line = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8")
-      .split("\n")
-      .find((l) => l.startsWith("Pss:"));
-    return Number(line?.split(/\s+/)[1] ?? 0);
-  } catch {
-    return 0;
-  }
+  if (pid === undefined)
+    throw new Error("The desktop bench found no resident service (desktop.mjs gateway) to measure");
+  const line = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("Pss:"));
+  const kb = Number(line?.split(/\s+/)[1]);
+  if (!(kb > 0)) throw new Error(`The desktop bench read no PSS for the resident service (pid ${pid})`);
+  return kb;
 }
 
 /** What a Linux desktop's observe takes beyond the contract (LinuxObserveOptions). */
@@ -234,6 +233,12 @@ export async function runDesktopBench(target: DesktopBenchTarget, options: Bench
         pssKb: number;
       };
       const serviceMb = (hostPssKb(target.servicePid(memory)) / 1024).toFixed(1);
+      // Desktops that run where the script looks, or the figures below measure nothing.
+      if (count > 0 && (sample.desktops < count || !(sample.pssKb > 0))) {
+        throw new Error(
+          `The desktop bench found ${sample.desktops} desktops (${sample.pssKb} KiB) where ${count} run: it reads the wrong container`,
+        );
+      }
       if (count === 0) {
         write(`0 desktops: the resident service's PSS ${serviceMb} MB (idle computer)`);
         continue;
