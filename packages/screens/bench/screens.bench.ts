@@ -80,7 +80,10 @@ for i in $(seq 1 50); do curl -s -o /dev/null http://127.0.0.1:${DIRECT_PORT}/ &
   if (started.status !== 0)
     throw new Error(`websockify did not come up beside the display: ${started.stdout}${started.stderr}`);
   // Its address on the computers' network (the display's other network is internal to the pair).
-  const address = holder.NetworkSettings.Networks?.[holder.HostConfig.NetworkMode ?? ""]?.IPAddress;
+  const mode = holder.HostConfig.NetworkMode;
+  const address = Object.entries(holder.NetworkSettings.Networks ?? {}).find(
+    ([name, network]) => name === mode || network.NetworkID === mode,
+  )?.[1].IPAddress;
   if (!address)
     throw new Error(`The display's container ${holder.Name} has no address on ${holder.HostConfig.NetworkMode}`);
   const directUrl = `ws://${address}:${DIRECT_PORT}`;
