@@ -9,7 +9,7 @@ export interface LookRequest {
   readonly region?: FrameRegion;
   readonly maxWidth?: number;
   readonly includeImage: boolean;
-  /** PNG by default; JPEG or WebP at `quality` are several times smaller for a model. */
+  /** PNG by default; WebP is lossless and smaller without `quality`, lossy with it (frame-encoding.ts). */
   readonly format?: FrameFormat;
   readonly quality?: number;
 }

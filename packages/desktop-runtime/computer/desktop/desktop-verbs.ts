@@ -24,7 +24,7 @@ import { evaluate, navigate, onFirstPage } from "./desktop-page.js";
 import { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { FileSnapshotMemory } from "./file-snapshot-memory.js";
-import { DEFAULT_QUALITY, FRAME_FORMATS, type FrameFormat } from "./frame-encoding.js";
+import { FRAME_FORMATS, type FrameFormat } from "./frame-encoding.js";
 import { proxyCredentialsOf } from "./proxy-relay-process.js";
 import { runScanBackground } from "./scan-background.js";
 import { DEFAULT_TTL_MS, grantScreen, MAX_TTL_MS, MIN_TTL_MS, revokeScreen } from "./screen-verbs.js";
@@ -160,7 +160,8 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
           ...(region ? { region } : {}),
           ...(maxWidth ? { maxWidth } : {}),
           format: format as FrameFormat,
-          quality: int(opts, "quality", DEFAULT_QUALITY, 1, 100),
+          // Absent, WebP is lossless and JPEG takes its default (frame-encoding.ts).
+          ...(opts.has("quality") ? { quality: int(opts, "quality", 0, 1, 100) } : {}),
         }),
       );
       return;

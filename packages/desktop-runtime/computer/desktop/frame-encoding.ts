@@ -5,18 +5,37 @@ import { encodePng, type RgbFrame } from "./screen-frame.js";
 /** What an observation can be encoded as: formats every model API with images accepts. */
 export type FrameFormat = "png" | "jpeg" | "webp";
 export const FRAME_FORMATS: readonly FrameFormat[] = ["png", "jpeg", "webp"];
-/** JPEG/WebP quality when the caller names none: text stays legible, the image is a fraction of a PNG. */
-export const DEFAULT_QUALITY = 80;
+/** JPEG quality when the caller names none. */
+export const DEFAULT_JPEG_QUALITY = 80;
+
+/**
+ * The arguments ImageMagick encodes a frame with. WebP without a quality
+ * is lossless at libwebp's method 1: on the desktop bench's text and the
+ * page-browser fixture pages it is 0.07 to 0.36 of our PNG's bytes, with
+ * every pixel kept, in about the time lossy WebP at q80 takes; lossy WebP
+ * and JPEG blur text into more bytes than that (JPEG at q80 into more than
+ * PNG's). Method 0 is faster but larger than PNG on pages with coloured
+ * areas. The figures: `npm run bench -- frames`. A quality asks for lossy
+ * WebP, which suits photos and video.
+ */
+export function encoderArguments(format: "jpeg" | "webp", quality: number | undefined): string[] {
+  if (format === "jpeg") return ["-quality", String(quality ?? DEFAULT_JPEG_QUALITY)];
+  if (quality !== undefined) return ["-quality", String(quality)];
+  return ["-define", "webp:lossless=true", "-define", "webp:method=1"];
+}
 
 /**
  * PNG is encoded here (screen-frame.ts); JPEG and WebP by the image's
  * ImageMagick from a PPM on stdin (libjpeg-turbo and libwebp do the work),
  * asynchronously so the resident service keeps serving screens meanwhile.
+ * One thread: its thread pool costs more start-up than a frame's pixel
+ * loops win on a computer of few cores (the bench's sweep shows both).
  */
-export async function encodeFrame(frame: RgbFrame, format: FrameFormat, quality = DEFAULT_QUALITY): Promise<Buffer> {
+export async function encodeFrame(frame: RgbFrame, format: FrameFormat, quality?: number): Promise<Buffer> {
   if (format === "png") return encodePng(frame);
   const ppm = Buffer.concat([Buffer.from(`P6\n${frame.width} ${frame.height}\n255\n`, "ascii"), frame.rgb]);
-  const r = await runProgram("convert", ["ppm:-", "-quality", String(quality), `${format}:-`], {
+  const r = await runProgram("convert", ["ppm:-", ...encoderArguments(format, quality), `${format}:-`], {
+    env: { MAGICK_THREAD_LIMIT: "1" },
     input: ppm,
     timeoutMs: 20_000,
   });
