@@ -2,7 +2,7 @@
 // that runs the Linux desktop runtime: Docker (desktop-runtime's bench) and
 // the Kubernetes wire fixture (provider-kubernetes's). Each figure stands
 // beside the same X work done by the engine's own exec in the same run:
-// cold start to first frame, observe at 1280x800 (PNG, and JPEG/WebP
+// cold start to first frame, observe at 1280x800 (PNG, and JPEG q80 and lossless WebP
 // sizes), one action, a batch of 10 against one action, the resident
 // service against the exec path, and PSS per idle desktop and of the
 // service itself.
@@ -204,7 +204,7 @@ export async function runDesktopBench(target: DesktopBenchTarget, options: Bench
     await runBench(`desktop on ${target.name}: observe and act (warm)`, warm, { ...options, write });
     bytes.webp.push(await imageBytes("webp"));
     write(
-      `  image bytes at 1280x800 (median): PNG ${median(bytes.png).toFixed(0)} | ImageMagick import PNG ${median(bytes.raw).toFixed(0)} | JPEG q80 ${median(bytes.jpeg).toFixed(0)} | WebP q80 ${median(bytes.webp).toFixed(0)}`,
+      `  image bytes at 1280x800 (median): PNG ${median(bytes.png).toFixed(0)} | ImageMagick import PNG ${median(bytes.raw).toFixed(0)} | JPEG q80 ${median(bytes.jpeg).toFixed(0)} | WebP (lossless) ${median(bytes.webp).toFixed(0)}`,
     );
     await desktop.release();
 
