@@ -65,12 +65,13 @@ describe("the page tools' hints, followed literally", () => {
       const all = seen.join("\n");
       expect(seen[seen.length - 1]).not.toContain("read on with");
       expect(seen.length).toBeLessThanOrEqual(5);
-      const names = new Set([...all.matchAll(/\[e\d+ \w+ "([^"]+)"/g)].map((m) => m[1]));
+      // An element reads [ref role name], or [ref role "name" states] (runtime's renderPageSnapshot).
+      const names = new Set([...all.matchAll(/\[e\d+ \w+ (?:"([^"]+)"|([^\]"]+)\])/g)].map((m) => m[1] ?? m[2]));
       expect(names.size).toBe(count);
       expect(names.has(last)).toBe(true);
       expect(all).toContain(text);
       // The last ref acts, read three snapshots later.
-      const ref = new RegExp(`\\[(e\\d+) \\w+ "${last}"`).exec(all)?.[1];
+      const ref = new RegExp(`\\[(e\\d+) \\w+ "?${last}["\\]]`).exec(all)?.[1];
       expect(await call("browser_act", { ref, action: "scroll_into_view" })).toMatch(/done/);
       await run.end("completed");
     });

@@ -53,7 +53,7 @@ describe("page tools", () => {
     const tools = computerTools(session);
     const call = (name: string, input: unknown) => callTool(tools.find((t) => t.name === name)!, input, session);
     const refOf = (snapshot: string, name: string) =>
-      new RegExp(`(e\\d+) \\w+ "${name}"`).exec(snapshot)?.[1] as string;
+      new RegExp(`(e\\d+) \\w+ "?${name}["\\]]`).exec(snapshot)?.[1] as string;
 
     const page = textOf(await call("browser_navigate", { url: base }));
     expect(page).toMatch(/Sign in/);
@@ -102,6 +102,37 @@ describe("page tools", () => {
     expect(blind).toContain('[e1 textbox "Card" (frame: request_takeover: a person can reach it)]');
     expect(blind).not.toContain("computer_act");
     expect(renderPageSnapshot(snapshot)).toContain("(frame: computer_act at 10,20 200x30)");
+  });
+
+  it("writes a name bare where it ends the bracket, quoted where states follow or it could read as one", () => {
+    const box = { x: 0, y: 0, width: 10, height: 10 };
+    const element = (ref: string, role: string, name: string, more: object = {}) => ({
+      ref,
+      role,
+      name,
+      bbox: box,
+      inViewport: true,
+      ...more,
+    });
+    const snapshot: PageSnapshot = {
+      snapshotId: "s1",
+      url: "https://example.test/",
+      title: "Mail",
+      text: "[e1] [e2] [e3] [e4] [e5] [e6]",
+      textTruncated: false,
+      elements: [
+        element("e1", "link", "Q3 budget review"),
+        element("e2", "checkbox", "Remember me", { checked: true }),
+        element("e3", "button", "Show all checked"),
+        element("e4", "link", "[1] Notes"),
+        element("e5", "textbox", "Email", { value: "ada@example.test" }),
+        element("e6", "textbox", ""),
+      ],
+      omittedElements: 0,
+    };
+    expect(renderPageSnapshot(snapshot).split("\n")[1]).toBe(
+      '[e1 link Q3 budget review] [e2 checkbox "Remember me" checked] [e3 button "Show all checked"] [e4 link "[1] Notes"] [e5 textbox "Email" value="ada@example.test"] [e6 textbox]',
+    );
   });
 
   it("without vision: no screen tools, and request_takeover and the missing page browser point at what it has", async () => {

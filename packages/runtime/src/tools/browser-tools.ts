@@ -36,20 +36,33 @@ async function pageBrowserOf(session: ComputerToolSession): Promise<PageBrowser>
 
 /** One element as the model reads it in place: ref, role, name and only the states it has. */
 function elementText(e: PageElement, vision: boolean): string {
-  const parts = [e.ref, e.role];
-  if (e.name) parts.push(`"${e.name}"`);
+  const after: string[] = [];
   // A select's value is marked among its options rather than written twice.
   const chosen = e.options && e.value ? e.options.indexOf(e.value) : -1;
-  if (e.value !== undefined && e.value !== "" && chosen < 0) parts.push(`value="${e.value}"`);
-  if (e.options) parts.push(`options=[${e.options.map((o, i) => (i === chosen ? `${o} (selected)` : o)).join("|")}]`);
+  if (e.value !== undefined && e.value !== "" && chosen < 0) after.push(`value="${e.value}"`);
+  if (e.options) after.push(`options=[${e.options.map((o, i) => (i === chosen ? `${o} (selected)` : o)).join("|")}]`);
   // Unchecked is a box's default, as in the accessibility tree: only "checked" is written.
-  if (e.checked) parts.push("checked");
-  if (e.disabled) parts.push("disabled");
-  if (e.expanded !== undefined) parts.push(e.expanded ? "expanded" : "collapsed");
-  if (e.focused) parts.push("focused");
+  if (e.checked) after.push("checked");
+  if (e.disabled) after.push("disabled");
+  if (e.expanded !== undefined) after.push(e.expanded ? "expanded" : "collapsed");
+  if (e.focused) after.push("focused");
   // Boxes cost ~9 tokens each; only the desktop fallback needs one.
-  if (e.unreachable) parts.push(`(${e.unreachable}: ${fallback(vision).at(e.bbox)})`);
-  return `[${parts.join(" ")}]`;
+  if (e.unreachable) after.push(`(${e.unreachable}: ${fallback(vision).at(e.bbox)})`);
+  const name = e.name ? [nameText(e.name, after.length > 0)] : [];
+  return `[${[e.ref, e.role, ...name, ...after].join(" ")}]`;
+}
+
+// Words a bracket can end with after the name: a name ending in one is quoted, so it is never read as a state.
+const STATE_WORD = /(^|\s)(checked|disabled|expanded|collapsed|focused)$/;
+
+/**
+ * The name as written in its bracket: bare when it ends the bracket (the
+ * role is one word before it and "]" closes it), quoted when states follow
+ * or it could be misread. The quotes cost a token per element, about a
+ * tenth of a snapshot of links and buttons (`npm run bench -- page-browser`).
+ */
+function nameText(name: string, statesFollow: boolean): string {
+  return statesFollow || /["[\]]/.test(name) || STATE_WORD.test(name) ? `"${name}"` : name;
 }
 
 function continuationHint(s: PageSnapshot): string | undefined {
@@ -115,7 +128,7 @@ const browserNavigate = computerTool({
 const browserSnapshot = computerTool({
   name: "browser_snapshot",
   description:
-    'Read your browser\'s visible tab as text in page order, each interactive element in place as [ref role "name" state] for browser_act (up to 80 per snapshot). changes_only: true answers only what changed since your last snapshot (unchanged refs still hold); a cut snapshot ends with the exact call that reads on. Password values are always masked. Frames and shadow-DOM controls come with their box and what reaches them.',
+    'Read your browser\'s visible tab as text in page order, each interactive element in place as [ref role name] or [ref role "name" states] for browser_act (up to 80 per snapshot). changes_only: true answers only what changed since your last snapshot (unchanged refs still hold); a cut snapshot ends with the exact call that reads on. Password values are always masked. Frames and shadow-DOM controls come with their box and what reaches them.',
   inputSchema: z.object({
     changes_only: z
       .boolean()
