@@ -28,8 +28,9 @@ export function encoderArguments(format: "jpeg" | "webp", quality: number | unde
  * PNG is encoded here (screen-frame.ts); JPEG and WebP by the image's
  * ImageMagick from a PPM on stdin (libjpeg-turbo and libwebp do the work),
  * asynchronously so the resident service keeps serving screens meanwhile.
- * One thread: its thread pool costs more start-up than a frame's pixel
- * loops win on a computer of few cores (the bench's sweep shows both).
+ * One thread: on a computer of few cores ImageMagick's thread pool won
+ * nothing the bench's sweep could tell from noise (it times both), and one
+ * thread leaves the other cores to the desktop the frame shows.
  */
 export async function encodeFrame(frame: RgbFrame, format: FrameFormat, quality?: number): Promise<Buffer> {
   if (format === "png") return encodePng(frame);
