@@ -99,7 +99,7 @@ export function frameForModel(
   return frame.image
     ? [
         { type: "text", text: meta },
-        { type: "image", data: frame.image, mimeType: frame.mimeType === "image/jpeg" ? "image/jpeg" : "image/png" },
+        { type: "image", data: frame.image, mimeType: frame.mimeType },
       ]
     : [{ type: "text", text: meta }];
 }

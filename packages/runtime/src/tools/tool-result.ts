@@ -3,7 +3,7 @@ import type { ErrorCode } from "@agent-computer/core";
 /** A part of a tool result: text for every model, images for models with vision. */
 export type ToolContent =
   | { readonly type: "text"; readonly text: string }
-  | { readonly type: "image"; readonly data: Uint8Array; readonly mimeType: "image/png" | "image/jpeg" }
+  | { readonly type: "image"; readonly data: Uint8Array; readonly mimeType: "image/png" | "image/jpeg" | "image/webp" }
   /** A file handed to the conversation (attach_file): for the app to show or send. */
   | { readonly type: "file"; readonly name: string; readonly data: Uint8Array; readonly mimeType: string };
 
