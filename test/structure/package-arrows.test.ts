@@ -20,6 +20,7 @@ const ALLOWED: Record<string, string[]> = {
   "home-store-s3": ["core", "leases", "checkpoint"],
   "provider-docker": ["core", "checkpoint", "desktop-runtime"],
   "provider-kubernetes": ["core", "checkpoint", "desktop-runtime"],
+  "provider-host": ["core", "checkpoint", "desktop-runtime"],
   // What every hosted provider shares (docs/writing-a-hosted-provider.md).
   "provider-kit": ["core", "checkpoint", "desktop-runtime"],
   "provider-e2b": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
@@ -41,6 +42,7 @@ const ALLOWED: Record<string, string[]> = {
     "state-store-sqlite",
     "provider-docker",
     "provider-kubernetes",
+    "provider-host",
     "provider-e2b",
     "provider-daytona",
     "provider-box",

@@ -5,6 +5,7 @@ import { boxdProvider } from "@agent-computer/provider-boxd";
 import { daytonaProvider } from "@agent-computer/provider-daytona";
 import { buildComputerImage, checkDockerHost, dockerProvider } from "@agent-computer/provider-docker";
 import { e2bProvider, novitaProvider } from "@agent-computer/provider-e2b";
+import { hostProvider, missingDisplayPrograms } from "@agent-computer/provider-host";
 import { kubernetesProvider } from "@agent-computer/provider-kubernetes";
 import { railwayProvider } from "@agent-computer/provider-railway";
 import { createFakeProvider } from "@agent-computer/testing";
@@ -15,14 +16,18 @@ type Environment = Record<string, string | undefined>;
 
 /** Options of `providerFromEnvironment`. */
 export interface ProviderFromEnvironmentOptions {
-  /** Where Docker computers keep their homes (`dockerProvider`'s `dataDir`). */
+  /** Where Docker and host computers keep their homes (`dockerProvider`'s and `hostProvider`'s `dataDir`). */
   dataDir: string;
   /**
    * What an unset `SANDBOX_PROVIDER` means: `docker` (the self-host default;
-   * no engine is an error), or `docker-else-fake` (a demo: Docker where an
-   * engine answers, else the in-process fake, and the reason says so).
+   * no engine is an error), `docker-else-fake` (a demo: Docker where an
+   * engine answers, else the in-process fake, and the reason says so), or
+   * `docker-else-host-else-fake` (the quickstart: Docker where an engine
+   * answers, else a host computer with a private display where this
+   * machine has the display stack, else the fake, and the reason says
+   * which and why).
    */
-  whenUnset?: "docker" | "docker-else-fake";
+  whenUnset?: "docker" | "docker-else-fake" | "docker-else-host-else-fake";
   /** Progress lines (the computer image's build, on first use). */
   log?: (line: string) => void;
   /**
@@ -60,17 +65,79 @@ export async function providerFromEnvironment(
   const name = value as SandboxProviderName;
   const reason = `SANDBOX_PROVIDER=${name}`;
   if (name === "docker") return docker({ imageEnv: env, ...options }, reason, true) as Promise<ChosenProvider>;
+  if (name === "host") return { name, provider: host(env, options.dataDir), reason };
   return { name, provider: await remote(name, env), reason };
 }
 
 async function unset(options: ProviderFromEnvironmentOptions): Promise<ChosenProvider> {
-  if (options.whenUnset !== "docker-else-fake")
+  if (options.whenUnset === undefined || options.whenUnset === "docker")
     return docker(options, "SANDBOX_PROVIDER unset", true) as Promise<ChosenProvider>;
   const chosen = await docker(options, "SANDBOX_PROVIDER unset", false);
-  if ("missing" in chosen) {
-    return { name: "fake", provider: createFakeProvider(), reason: `SANDBOX_PROVIDER unset and ${chosen.missing}` };
+  if (!("missing" in chosen)) return chosen;
+  const noDocker = `SANDBOX_PROVIDER unset and ${chosen.missing}`;
+  if (options.whenUnset === "docker-else-host-else-fake") {
+    const noDisplay = await hostDisplayMissing();
+    if (!noDisplay) {
+      return {
+        name: "host",
+        provider: hostProvider({ dataDir: options.dataDir, display: "private" }),
+        reason: `${noDocker}; this machine has the display stack, so a host computer with a private display (no isolation: it is this machine)`,
+      };
+    }
+    return {
+      name: "fake",
+      provider: createFakeProvider(),
+      reason: `${noDocker}; no host computer either: ${noDisplay}`,
+    };
   }
-  return chosen;
+  return { name: "fake", provider: createFakeProvider(), reason: noDocker };
+}
+
+/** Why this machine cannot run a host computer with a private display, or undefined when it can. */
+async function hostDisplayMissing(): Promise<string | undefined> {
+  if (process.platform !== "linux") return `host computers run on Linux only (this is ${process.platform})`;
+  if (process.getuid?.() === 0) return "this process runs as root, and a host computer's desktop never does";
+  const missing = await missingDisplayPrograms(process.env.PATH ?? "");
+  if (missing.length > 0) {
+    const packages = [...new Set(missing.map((m) => m.debianPackage))].join(" ");
+    return `the display stack is missing ${missing.map((m) => m.program).join(", ")} (apt-get install --no-install-recommends ${packages})`;
+  }
+  return undefined;
+}
+
+/**
+ * A host computer: HOST_SANDBOX_DISPLAY `private` (the default: a private
+ * X display per bot; what the machine lacks for it is named at the first
+ * computer) or `none` (shell and files only); HOST_SANDBOX_USER `uid:gid`
+ * runs its commands as another user (the server runs as root).
+ */
+function host(env: Environment, dataDir: string): SandboxProvider {
+  const display = optional(env, "HOST_SANDBOX_DISPLAY") ?? "private";
+  if (display !== "private" && display !== "none") {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `HOST_SANDBOX_DISPLAY=${JSON.stringify(display)}: use private or none.`,
+      {
+        details: { variable: "HOST_SANDBOX_DISPLAY" },
+      },
+    );
+  }
+  const user = optional(env, "HOST_SANDBOX_USER");
+  const ids = user === undefined ? undefined : /^(\d+):(\d+)$/.exec(user);
+  if (user !== undefined && !ids) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `HOST_SANDBOX_USER=${JSON.stringify(user)}: use uid:gid, numbers.`,
+      {
+        details: { variable: "HOST_SANDBOX_USER" },
+      },
+    );
+  }
+  return hostProvider({
+    dataDir,
+    display,
+    ...(ids ? { user: { uid: Number(ids[1]), gid: Number(ids[2]) } } : {}),
+  });
 }
 
 async function docker(
@@ -147,7 +214,10 @@ function optional(env: Environment, variable: string): string | undefined {
   return value ? value : undefined;
 }
 
-async function remote(name: Exclude<SandboxProviderName, "docker">, env: Environment): Promise<SandboxProvider> {
+async function remote(
+  name: Exclude<SandboxProviderName, "docker" | "host">,
+  env: Environment,
+): Promise<SandboxProvider> {
   switch (name) {
     case "fake":
       return createFakeProvider();

@@ -10,6 +10,7 @@ export const SANDBOX_PROVIDER_NAMES = [
   "boxd",
   "createos",
   "railway",
+  "host",
   "fake",
 ] as const;
 

@@ -24,6 +24,9 @@ Where the computer runs: SANDBOX_PROVIDER (default docker)
   createos    CREATEOS_SANDBOX_API_KEY and CREATEOS_ROOTFS (required), CREATEOS_SANDBOX_BASE_URL
   railway     RAILWAY_API_TOKEN (or a project's RAILWAY_TOKEN), RAILWAY_PROJECT_ID, RAILWAY_ENVIRONMENT_ID and
               RAILWAY_IMAGE (the computer image in a registry Railway pulls from) (required), RAILWAY_API_URL
+  host        this machine, no container and no isolation: HOST_SANDBOX_DISPLAY (private, the default: an X
+              display per bot, needs xvfb openbox xdotool x11-utils x11vnc chromium python3 imagemagick;
+              or none), HOST_SANDBOX_USER (uid:gid to run commands as, when the server runs as root)
   fake        in-process, commands run on this host in a temporary folder: demos and tests only
 
 The bot: AGENT_COMPUTER_WORKSPACE (default mcp), AGENT_COMPUTER_BOT (default mcp),

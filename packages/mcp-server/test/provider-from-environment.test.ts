@@ -2,6 +2,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkDockerHost } from "@agent-computer/provider-docker";
+import { missingDisplayPrograms } from "@agent-computer/provider-host";
 import { describe, expect, it } from "vitest";
 import { providerFromEnvironment } from "../src/provider-from-environment.js";
 
@@ -18,6 +19,8 @@ describe("providerFromEnvironment", () => {
         "daytona",
       ],
       [{ SANDBOX_PROVIDER: "boat", BOAT_API_KEY: "k" }, "boat"],
+      [{ SANDBOX_PROVIDER: "host" }, "host"],
+      [{ SANDBOX_PROVIDER: "host", HOST_SANDBOX_DISPLAY: "none", HOST_SANDBOX_USER: "1000:1000" }, "host"],
       [{ SANDBOX_PROVIDER: "box", BOX_API_KEY: "k", BOX_API_URL: "https://box.invalid/box/v1" }, "box"],
       [{ SANDBOX_PROVIDER: "boxd", BOXD_API_KEY: "k", BOXD_ORG: "acme" }, "boxd"],
       [{ SANDBOX_PROVIDER: "createos", CREATEOS_SANDBOX_API_KEY: "k", CREATEOS_ROOTFS: "computer" }, "createos"],
@@ -49,6 +52,8 @@ describe("providerFromEnvironment", () => {
       details: { variable: "DAYTONA_API_KEY" },
     });
     for (const [env, variable] of [
+      [{ SANDBOX_PROVIDER: "host", HOST_SANDBOX_DISPLAY: "own" }, "HOST_SANDBOX_DISPLAY"],
+      [{ SANDBOX_PROVIDER: "host", HOST_SANDBOX_USER: "computer" }, "HOST_SANDBOX_USER"],
       [{ SANDBOX_PROVIDER: "createos", CREATEOS_SANDBOX_API_KEY: "k" }, "CREATEOS_ROOTFS"],
       [{ SANDBOX_PROVIDER: "railway", RAILWAY_TOKEN: "t", RAILWAY_PROJECT_ID: "p" }, "RAILWAY_ENVIRONMENT_ID"],
       [{ SANDBOX_PROVIDER: "railway", RAILWAY_PROJECT_ID: "p", RAILWAY_ENVIRONMENT_ID: "e" }, "RAILWAY_API_TOKEN"],
@@ -80,6 +85,25 @@ describe("providerFromEnvironment", () => {
       const chosen = await providerFromEnvironment({}, { dataDir: await dataDir(), whenUnset: "docker-else-fake" });
       expect(chosen.name).toBe("fake");
       expect(chosen.reason).toMatch(/^SANDBOX_PROVIDER unset and no Docker engine answers/);
+      // The quickstart's order: a host computer where this machine can run its desktop, else the fake, and why.
+      const quickstart = await providerFromEnvironment(
+        {},
+        { dataDir: await dataDir(), whenUnset: "docker-else-host-else-fake" },
+      );
+      const hostMissing =
+        process.getuid?.() === 0
+          ? /no host computer either: this process runs as root/
+          : (await missingDisplayPrograms(process.env.PATH ?? "")).length > 0
+            ? /no host computer either: the display stack is missing .*apt-get install/
+            : undefined;
+      if (hostMissing) {
+        expect(quickstart.name).toBe("fake");
+        expect(quickstart.reason).toMatch(hostMissing);
+      } else {
+        expect(quickstart.name).toBe("host");
+        expect(quickstart.provider.capabilities).toMatchObject({ desktop: true, recordsRunTime: false });
+        expect(quickstart.reason).toMatch(/this machine has the display stack, so a host computer/);
+      }
       await expect(providerFromEnvironment({}, { dataDir: await dataDir() })).rejects.toMatchObject({
         code: "UNAVAILABLE",
         message: expect.stringContaining("SANDBOX_PROVIDER unset means Docker"),

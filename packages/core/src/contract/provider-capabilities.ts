@@ -24,6 +24,13 @@ export const providerCapabilitiesSchema = z.object({
    * machine is stopped (CONFLICT on a running one).
    */
   mountedHome: z.boolean(),
+  /**
+   * The runtime keeps a run record of each stretch a machine runs
+   * (docs/architecture.md §9), the running time an app reports per user.
+   * False for a machine whose running time is not worth counting: the
+   * app's own host (provider-host). Absent means true.
+   */
+  recordsRunTime: z.boolean().optional(),
 });
 
 export type ProviderCapabilities = z.infer<typeof providerCapabilitiesSchema>;

@@ -80,7 +80,9 @@ export class ComputerLifecycle {
     this.events = parts.events;
     this.leaseTtlMs = parts.leaseTtlMs;
     this.activities = parts.activities;
-    this.stretches = new ComputerStretches(parts.leases, parts.clock, parts.runRecords);
+    // A provider whose running time is not counted (the app's own host) keeps its stretches in the records only.
+    const runRecords = parts.provider.capabilities.recordsRunTime === false ? undefined : parts.runRecords;
+    this.stretches = new ComputerStretches(parts.leases, parts.clock, runRecords);
     this.screens = new KeptScreens(
       parts.activities,
       parts.clock,
@@ -393,7 +395,7 @@ export class ComputerLifecycle {
         slot.machine = undefined;
         await this.stretches.close(id, "deleted");
         // The history stays; whom it was attributed to goes with the computer.
-        await this.stretches.records.clearOwner({ computerId: id });
+        await this.stretches.records?.clearOwner({ computerId: id });
         const last = await this.leases.getComputer(id);
         if (last) await this.leases.deleteComputer({ computerId: id, expectedVersion: last.version });
         // After the record: a crash here leaves a home no record owns (object stores' reconciler removes those).

@@ -13,13 +13,16 @@ const MAX_STRETCH_RECORDS = 50;
  * The stretches a computer ran: each time its machine comes up a stretch
  * opens, and it closes with the reason it ended. The computer record keeps
  * the recent ones (what a worker reads to decide), the deployment's run
- * records every one, attributed to the record's owner (docs/architecture.md §9).
+ * records every one, attributed to the record's owner (docs/architecture.md §9),
+ * unless the provider's running time is not recorded (`recordsRunTime:
+ * false`, the app's own host): then `records` is undefined and only the
+ * computer record keeps its stretches, which the workers decide by.
  */
 export class ComputerStretches {
   constructor(
     private readonly leases: LeaseEngine,
     private readonly clock: () => number,
-    readonly records: RunRecords,
+    readonly records: RunRecords | undefined,
   ) {}
 
   /**
@@ -47,7 +50,7 @@ export class ComputerStretches {
         runs: runs.slice(-MAX_STRETCH_RECORDS),
       },
     });
-    await this.records.open(runRecordOf(record, stretch, machine.providerKind), previousEnd ?? "replaced");
+    await this.records?.open(runRecordOf(record, stretch, machine.providerKind), previousEnd ?? "replaced");
     return updated;
   }
 
@@ -62,12 +65,12 @@ export class ComputerStretches {
         changes: { runs: this.ended(record.runs, reason) },
       });
     }
-    await this.records.close(computerId, reason, this.clock());
+    await this.records?.close(computerId, reason, this.clock());
   }
 
   /** Whether the record's stretch on its machine is open, in the record and in the run records. */
   async isRecorded(record: ComputerRecord): Promise<boolean> {
-    return isOpenStretch(record) && (await this.records.isOpen(record.computerId));
+    return isOpenStretch(record) && (this.records === undefined || (await this.records.isOpen(record.computerId)));
   }
 
   /**
@@ -86,7 +89,7 @@ export class ComputerStretches {
         changes: { runs: [...record.runs, stretch].slice(-MAX_STRETCH_RECORDS) },
       });
     }
-    await this.records.open(runRecordOf(record, stretch, record.providerKind), "reconciled");
+    await this.records?.open(runRecordOf(record, stretch, record.providerKind), "reconciled");
   }
 
   /** The record's machine is gone: forgets its ref and closes the open stretch as `reconciled`. */
@@ -97,7 +100,7 @@ export class ComputerStretches {
       expectedVersion: record.version,
       changes: { providerRef: null, runs: open ? this.ended(record.runs, "reconciled") : [...record.runs] },
     });
-    await this.records.close(record.computerId, "reconciled", this.clock());
+    await this.records?.close(record.computerId, "reconciled", this.clock());
   }
 
   /** `runs` with the last one ended now for `reason`. */

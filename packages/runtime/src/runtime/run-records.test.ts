@@ -14,9 +14,16 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const T0 = 1_800_000_000_000;
 
-async function setup(options: { billsWhileRunning?: boolean; idleMs?: number; maxActiveMs?: number } = {}) {
+async function setup(
+  options: { billsWhileRunning?: boolean; recordsRunTime?: boolean; idleMs?: number; maxActiveMs?: number } = {},
+) {
   const dataDir = await mkdtemp(join(tmpdir(), "run-records-test-"));
-  const provider = createFakeProvider({ capabilities: options.billsWhileRunning ? { billsWhileRunning: true } : {} });
+  const provider = createFakeProvider({
+    capabilities: {
+      ...(options.billsWhileRunning ? { billsWhileRunning: true } : {}),
+      ...(options.recordsRunTime === undefined ? {} : { recordsRunTime: options.recordsRunTime }),
+    },
+  });
   const time = { now: T0 };
   const stateStore = new MemoryStateStore({ clock: () => time.now });
   const runtime = createComputerRuntime({
@@ -126,6 +133,26 @@ describe("run records", () => {
       endedAt: T0 + 31 * MINUTE,
       endReason: "active_limit",
     });
+  });
+
+  it("writes no run record where the provider's running time is not recorded (a host computer), and still tracks stretches", async () => {
+    const { runtime, time, all, runOnce, destroyBehind } = await setup({ recordsRunTime: false });
+    const id = "team-host";
+    await runOnce("host");
+    time.now = T0 + HOUR;
+    await runtime.stopComputer(id);
+    time.now = T0 + 2 * HOUR;
+    await runOnce("host");
+    await destroyBehind(id);
+    time.now = T0 + 3 * HOUR;
+    expect((await runtime.reconcile()).reconciled).toEqual([id]);
+    expect(await all()).toEqual([]);
+    expect((await runtime.runHours({ from: T0 })).size).toBe(0);
+    // The computer record still keeps each stretch and its end: what the workers decide by.
+    const record = await runtime.leases.getComputer(id);
+    expect(record?.runs.map((r) => r.endReason)).toEqual(["stopped", "reconciled"]);
+    expect(await runtime.deleteComputer(id)).toBe(true);
+    expect(await all()).toEqual([]);
   });
 
   it("deleting a user or a space keeps their records with the owner fields cleared", async () => {

@@ -1,0 +1,68 @@
+import { readdir, readFile } from "node:fs/promises";
+
+/**
+ * Every command of a host computer carries this variable, with the
+ * computer's id as its value, and so does every process it starts: its
+ * children, and what they start in sessions of their own (the desktop's X
+ * servers, browsers and screen gateway keep it; they drop only the
+ * per-command marker, packages/desktop-runtime/computer/desktop/desktop-lifecycle.ts).
+ * Stop and destroy end exactly the processes that carry it: what this
+ * computer started and nothing else of the host. A program that clears
+ * its own environment (`env -i`) drops it, and outlives a stop.
+ */
+export const HOST_COMPUTER_MARKER = "AGENT_COMPUTER_HOST";
+
+/** The pids of this host's processes whose environment holds `HOST_COMPUTER_MARKER=<computerId>`. */
+export async function processesOfComputer(computerId: string): Promise<number[]> {
+  const entry = Buffer.from(`${HOST_COMPUTER_MARKER}=${computerId}`);
+  const pids: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    if (pid === process.pid) continue;
+    let environ: Buffer;
+    try {
+      environ = await readFile(`/proc/${name}/environ`);
+    } catch {
+      continue; // gone, or another user's that this one may not read (then not ours either)
+    }
+    if (hasEntry(environ, entry)) pids.push(pid);
+  }
+  return pids;
+}
+
+/**
+ * SIGKILLs every process of the computer, in passes 50 ms apart until a
+ * pass finds none (at least three, at most 20), as core's command tree kill
+ * does: a process forked while a pass ran is caught by a later one.
+ * Returns how many were signalled.
+ */
+export async function endProcessesOfComputer(computerId: string): Promise<number> {
+  let signalled = 0;
+  for (let pass = 1; pass <= 20; pass++) {
+    const found = await processesOfComputer(computerId);
+    for (const pid of found) {
+      try {
+        process.kill(pid, "SIGKILL");
+        signalled++;
+      } catch {
+        // Already gone.
+      }
+    }
+    if (found.length === 0 && pass >= 3) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return signalled;
+}
+
+/** Whether the NUL-separated `environ` holds exactly `entry` as one of its variables. */
+function hasEntry(environ: Buffer, entry: Buffer): boolean {
+  let start = 0;
+  while (start < environ.length) {
+    let end = environ.indexOf(0, start);
+    if (end === -1) end = environ.length;
+    if (end - start === entry.length && environ.subarray(start, end).equals(entry)) return true;
+    start = end + 1;
+  }
+  return false;
+}
