@@ -39,7 +39,9 @@ if (!env.missing) {
       const run = runtime.startRun({ workspaceId: "two-bots", botId: "alice" });
       const machine = await run.machine();
       owned.push(machine);
-      await expectBotsKeepTheirOwnCookies(machine);
+      // The run's machine is fenced to its bot: the two bots' desktops through the provider's own handle.
+      const unfenced = (await first.reconnect(machine.ref)) as Machine;
+      await expectBotsKeepTheirOwnCookies(unfenced);
       for (const bot of ["alice", "bob"]) {
         expect(existsSync(join(machine.workspacePath, ".browser-profiles", bot, "Default"))).toBe(true);
       }
@@ -57,13 +59,14 @@ if (!env.missing) {
       expect(new TextDecoder().decode(await restored.files.read("shared/notes.txt"))).toBe(
         "written before the checkpoint",
       );
-      await expectBotsStillLoggedIn(restored);
       await again.end("completed");
+      await expectBotsStillLoggedIn((await second.reconnect(restored.ref)) as Machine);
     }, 240_000);
 
     it("a run longer than the active cap is not stopped, and no run record is written", async () => {
       const cap = { maxActiveMs: 1500, idleMs: 60_000 };
-      const host = runtimeOn(hostProvider(await env.options()), cap);
+      const provider = hostProvider(await env.options());
+      const host = runtimeOn(provider, cap);
       const run = host.startRun({ workspaceId: "long-run", botId: "alpha" });
       const machine = await run.machine();
       owned.push(machine);
@@ -73,7 +76,13 @@ if (!env.missing) {
       await run.end("completed");
       // Up past the cap, used a moment ago: a provider that bills would be suspended now (below).
       expect(await host.suspendIdle()).toEqual([]);
-      expect((await machine.exec({ argv: ["true"] })).exitCode).toBe(0);
+      // Still running: the provider lists it so and its commands run.
+      expect(await provider.list({ labels: {}, running: true })).toEqual([machine.ref]);
+      await expect(
+        ((await provider.reconnect(machine.ref)) as Machine).exec({ argv: ["true"] }),
+      ).resolves.toMatchObject({
+        exitCode: 0,
+      });
       expect((await host.runRecords.list(0)).records).toEqual([]);
       expect((await host.leases.getComputer("team-long-run"))?.runs).toHaveLength(1);
 
