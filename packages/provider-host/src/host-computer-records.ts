@@ -1,4 +1,5 @@
-import { chown, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { chown, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { HostUser } from "./host-provider-options.js";
 
@@ -15,14 +16,20 @@ export interface HostComputerRecord {
   readonly display: "none" | "private";
   /** The loopback port this computer's screen gateway listens on (a private display only). */
   readonly gatewayPort?: number;
+  /**
+   * The desktop runtime's state folder (`AGENT_COMPUTER_DESKTOP_STATE`, a
+   * private display only): a short path in the system's temporary folder,
+   * as the image's `/tmp/agent-computer-desktops`, since the screen
+   * gateway's Unix sockets live in it and a socket's path has at most 107
+   * bytes; it describes processes, which a reboot ends anyway.
+   */
+  readonly desktopState?: string;
   status: "running" | "stopped";
 }
 
 /**
- * One folder per computer under `<dataDir>/host-computers`: its record
- * (`computer.json`, written whole and renamed into place) and, for a
- * private display, the desktop runtime's state folder, which belongs to
- * the computer's user.
+ * One folder per computer under `<dataDir>/host-computers`, holding its
+ * record (`computer.json`, written whole and renamed into place).
  */
 export class HostComputerRecords {
   constructor(readonly dir: string) {}
@@ -31,22 +38,16 @@ export class HostComputerRecords {
     return join(this.dir, id);
   }
 
-  /** The desktop runtime's state folder of a computer (`AGENT_COMPUTER_DESKTOP_STATE`). */
-  desktopStateOf(id: string): string {
-    return join(this.folderOf(id), "desktops");
-  }
-
-  /** Makes the computer's folder, and its desktop state folder owned by `user`. */
-  async prepare(id: string, user: HostUser | undefined): Promise<void> {
-    // Searchable by the computer's user on the way to its desktop state, listable by the app only.
-    await mkdir(this.folderOf(id), { recursive: true, mode: 0o711 });
-    await mkdir(this.desktopStateOf(id), { recursive: true, mode: 0o700 });
-    if (user) await chown(this.desktopStateOf(id), user.uid, user.gid);
+  /** A new desktop state folder (0700, a fresh random name) owned by the computer's user. */
+  async makeDesktopState(user: HostUser | undefined): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), "agent-computer-host-"));
+    if (user) await chown(dir, user.uid, user.gid);
+    return dir;
   }
 
   async save(record: HostComputerRecord): Promise<void> {
     const file = join(this.folderOf(record.id), "computer.json");
-    await mkdir(this.folderOf(record.id), { recursive: true, mode: 0o711 });
+    await mkdir(this.folderOf(record.id), { recursive: true, mode: 0o700 });
     await writeFile(`${file}.tmp`, JSON.stringify(record), { mode: 0o600 });
     await rename(`${file}.tmp`, file);
   }
@@ -66,8 +67,9 @@ export class HostComputerRecords {
   }
 
   /** Forgets the computer: its record first, so a crash in between leaves no record of a half-removed one. */
-  async remove(id: string): Promise<void> {
-    await rm(join(this.folderOf(id), "computer.json"), { force: true });
-    await rm(this.folderOf(id), { recursive: true, force: true });
+  async remove(record: HostComputerRecord): Promise<void> {
+    await rm(join(this.folderOf(record.id), "computer.json"), { force: true });
+    await rm(this.folderOf(record.id), { recursive: true, force: true });
+    if (record.desktopState) await rm(record.desktopState, { recursive: true, force: true });
   }
 }

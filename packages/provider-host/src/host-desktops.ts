@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { DesktopSession, Machine } from "@agent-computer/core";
 import type { MachineDesktops } from "@agent-computer/core/provider-utils";
 import { computerImageDir, LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import { withDisplayStartLock } from "./display-start-lock.js";
 
 /**
  * The in-computer files as the desktop-runtime package ships them (the
@@ -40,7 +41,8 @@ export async function prepareDesktopBin(dir: string): Promise<void> {
 export function hostDesktops(machine: Machine, screenLimit: number): MachineDesktops {
   const runtime = new LinuxDesktopRuntime(machine, { screenLimit, command: desktopRuntimeFiles().command });
   return {
-    openDesktop: async (botId, ctx, opts) => withoutTerminal(await runtime.openDesktop(botId, ctx, opts)),
+    openDesktop: async (botId, ctx, opts) =>
+      withoutTerminal(await withDisplayStartLock(() => runtime.openDesktop(botId, ctx, opts))),
     quiesceDesktops: (ctx) => runtime.quiesceDesktops(ctx),
   };
 }

@@ -68,7 +68,7 @@ export class HostMachine extends CommandChannelMachine {
     throwIfDone(context, "destroy");
     if (!(await this.parts.records.load(this.record.id))) return;
     await endProcessesOfComputer(this.record.id);
-    await this.parts.records.remove(this.record.id);
+    await this.parts.records.remove(this.record);
     // The home is the machine's: the saved checkpoints are its persistence boundary.
     await rm(this.record.homeDir, { recursive: true, force: true });
     loggerOf(context).info("host computer destroyed", { ref: this.ref });
@@ -127,7 +127,7 @@ export class HostMachine extends CommandChannelMachine {
   private desktopEnv(): Record<string, string> {
     if (this.record.display !== "private") return {};
     return {
-      AGENT_COMPUTER_DESKTOP_STATE: this.parts.records.desktopStateOf(this.record.id),
+      ...(this.record.desktopState ? { AGENT_COMPUTER_DESKTOP_STATE: this.record.desktopState } : {}),
       // Loopback only: a host computer's screens are reached through the app, never from the network.
       AGENT_COMPUTER_GATEWAY_SOURCES: "127.0.0.1",
       ...(this.record.gatewayPort ? { AGENT_COMPUTER_GATEWAY_PORT: String(this.record.gatewayPort) } : {}),
@@ -136,8 +136,8 @@ export class HostMachine extends CommandChannelMachine {
 
   /** After a stop every desktop process is gone: their records would only name dead ones. */
   private async forgetDesktops(): Promise<void> {
-    if (this.record.display !== "private") return;
-    const dir = this.parts.records.desktopStateOf(this.record.id);
+    const dir = this.record.desktopState;
+    if (!dir) return;
     for (const name of await readdir(dir).catch(() => [] as string[])) {
       await rm(join(dir, name), { recursive: true, force: true });
     }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { chown, mkdir } from "node:fs/promises";
+import { createServer } from "node:net";
 import { delimiter, join, resolve } from "node:path";
 import {
   AgentComputerError,
@@ -89,7 +90,6 @@ export function hostProvider(options: HostProviderOptions): SandboxProvider {
       await mkdir(homesDir, { recursive: true, mode: 0o711 });
       await mkdir(homeDir, { recursive: true, mode: 0o700 });
       if (parsed.user) await chown(homeDir, parsed.user.uid, parsed.user.gid);
-      await records.prepare(id, parsed.user);
       const record: HostComputerRecord = {
         id,
         computerId: spec.computerId,
@@ -98,6 +98,9 @@ export function hostProvider(options: HostProviderOptions): SandboxProvider {
         labels: spec.labels,
         screenLimit: spec.screenLimit,
         display: parsed.display,
+        ...(parsed.display === "private"
+          ? { gatewayPort: await freeLoopbackPort(), desktopState: await records.makeDesktopState(parsed.user) }
+          : {}),
         status: "running",
       };
       await records.save(record);
@@ -134,4 +137,20 @@ function checkDesktopCommand(bundle: string): void {
     `The desktop runtime's in-computer command is missing (${bundle}): @agent-computer/desktop-runtime is installed without its built files; reinstall it, or build it in a source checkout.`,
     { retryable: false },
   );
+}
+
+/**
+ * A port no process holds on the host's loopback now, for a computer's
+ * screen gateway: every host computer shares the host's network, so each
+ * has a gateway port of its own (the image's 6080 is one computer's).
+ */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }

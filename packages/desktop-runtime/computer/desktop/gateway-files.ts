@@ -1,9 +1,21 @@
 import { chmodSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { SCREEN_GATEWAY_PORT } from "../../src/desktop/screen-gateway-port.js";
 import type { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 
-export { SCREEN_GATEWAY_PORT } from "../../src/desktop/screen-gateway-port.js";
+export { SCREEN_GATEWAY_PORT };
+
+/**
+ * The gateway's port: `SCREEN_GATEWAY_PORT` in a computer of its own; a
+ * computer sharing its host's network with others (a host computer,
+ * packages/provider-host) names one of its own in `AGENT_COMPUTER_GATEWAY_PORT`,
+ * which its machine's `portUrl(SCREEN_GATEWAY_PORT)` points at.
+ */
+export function gatewayPort(): number {
+  const named = Number(process.env.AGENT_COMPUTER_GATEWAY_PORT);
+  return Number.isInteger(named) && named > 0 && named < 65536 ? named : SCREEN_GATEWAY_PORT;
+}
 
 /** The two x11vnc of slot n listen on 127.0.0.1 at this plus 2n (view) and 2n + 1 (control). */
 export const FIRST_VNC_PORT = 5700;

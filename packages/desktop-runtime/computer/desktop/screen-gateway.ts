@@ -27,7 +27,7 @@ import { DesktopService } from "./desktop-service.js";
 import type { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { type GatewayRequest, serveControl } from "./gateway-control.js";
-import { GatewayFiles, SCREEN_GATEWAY_PORT, type ScreenMode, slotRecordNow, slotServes } from "./gateway-files.js";
+import { GatewayFiles, gatewayPort, type ScreenMode, slotRecordNow, slotServes } from "./gateway-files.js";
 import { GatewayLog } from "./gateway-log.js";
 import { identify } from "./process-status.js";
 import { readJson } from "./screen-teardown.js";
@@ -671,14 +671,12 @@ export async function runGateway(state: DesktopState): Promise<void> {
     gateway.upgrade(req, socket, head);
   });
   http.on("clientError", (_error, socket) => socket.destroy());
+  const port = gatewayPort();
   try {
-    await listen(http, SCREEN_GATEWAY_PORT);
+    await listen(http, port);
   } catch (error) {
     log.write("start-failed", { error: (error as NodeJS.ErrnoException).code ?? (error as Error).message });
-    throw new CliError(
-      "UNAVAILABLE",
-      `The screen gateway cannot listen on port ${SCREEN_GATEWAY_PORT}: ${(error as Error).message}`,
-    );
+    throw new CliError("UNAVAILABLE", `The screen gateway cannot listen on port ${port}: ${(error as Error).message}`);
   }
   writeFileSync(files.identityFile, JSON.stringify(identify(process.pid)), { mode: 0o600 });
   // Sockets of an earlier gateway are dead: its capabilities died with it.
@@ -689,7 +687,7 @@ export async function runGateway(state: DesktopState): Promise<void> {
   const control = await serveControl(files.controlSocket, (request) => gateway.handle(request));
   chmodSync(files.controlSocket, 0o600);
   const sweeper = setInterval(() => void gateway.sweep(), 1000);
-  log.write("start", { pid: process.pid, port: SCREEN_GATEWAY_PORT });
+  log.write("start", { pid: process.pid, port });
   await new Promise<void>((resolve) => {
     process.once("SIGTERM", resolve);
     process.once("SIGINT", resolve);
