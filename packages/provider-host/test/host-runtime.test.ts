@@ -22,14 +22,18 @@ import { hostTestEnvironment } from "./host-test-environment.js";
 const env = await hostTestEnvironment("host computers: the runtime", "private");
 if (!env.missing) {
   describe("host computers: the runtime", () => {
-    const owned: Machine[] = [];
+    // Each machine by its provider: a run's machine is fenced, and refuses (destroy too) once the run ended.
+    const owned: { provider: SandboxProvider; machine: Machine }[] = [];
     const stateStore = new MemoryStateStore();
     let homeStore: LocalAgentHomeStore;
     const runtimeOn = (provider: SandboxProvider, options: { maxActiveMs?: number; idleMs?: number } = {}) =>
       createComputerRuntime({ provider, stateStore, homeStore, deployment: "host-runtime-test", ...options });
 
     afterAll(async () => {
-      for (const m of owned) await m.destroy().catch(() => {});
+      for (const { provider, machine } of owned) {
+        const again = await provider.reconnect(machine.ref);
+        if (again !== "gone") await again.destroy();
+      }
     }, 60_000);
 
     it("two bots get their own desktops and Chrome profiles; a checkpoint restores into a new home folder", async () => {
@@ -38,7 +42,7 @@ if (!env.missing) {
       const runtime = runtimeOn(first);
       const run = runtime.startRun({ workspaceId: "two-bots", botId: "alice" });
       const machine = await run.machine();
-      owned.push(machine);
+      owned.push({ provider: first, machine });
       // The run's machine is fenced to its bot: the two bots' desktops through the provider's own handle.
       const unfenced = (await first.reconnect(machine.ref)) as Machine;
       await expectBotsKeepTheirOwnCookies(unfenced);
@@ -54,7 +58,7 @@ if (!env.missing) {
       const second = hostProvider(await env.options());
       const again = runtimeOn(second).startRun({ workspaceId: "two-bots", botId: "bob" });
       const restored = await again.machine();
-      owned.push(restored);
+      owned.push({ provider: second, machine: restored });
       expect(restored.workspacePath).not.toBe(machine.workspacePath);
       expect(new TextDecoder().decode(await restored.files.read("shared/notes.txt"))).toBe(
         "written before the checkpoint",
@@ -69,7 +73,7 @@ if (!env.missing) {
       const host = runtimeOn(provider, cap);
       const run = host.startRun({ workspaceId: "long-run", botId: "alpha" });
       const machine = await run.machine();
-      owned.push(machine);
+      owned.push({ provider, machine });
       const r = await machine.exec({ shell: "sleep 2; echo still-here" });
       expect(Buffer.from(r.stdout).toString()).toBe("still-here\n");
       expect(await host.suspendIdle()).toEqual([]);
