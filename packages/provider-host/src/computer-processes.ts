@@ -1,4 +1,5 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
+import { basename } from "node:path";
 
 /**
  * Every command of a host computer carries this variable, with the
@@ -39,9 +40,12 @@ export async function processesOfComputer(computerId: string): Promise<number[]>
  */
 export async function endProcessesOfComputer(computerId: string): Promise<number> {
   let signalled = 0;
+  const displays = new Map<number, number>();
   for (let pass = 1; pass <= 20; pass++) {
     const found = await processesOfComputer(computerId);
     for (const pid of found) {
+      const display = await xServerDisplay(pid);
+      if (display !== undefined) displays.set(pid, display);
       try {
         process.kill(pid, "SIGKILL");
         signalled++;
@@ -52,7 +56,31 @@ export async function endProcessesOfComputer(computerId: string): Promise<number
     if (found.length === 0 && pass >= 3) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  for (const [pid, display] of displays) await removeXServerLeftovers(pid, display);
   return signalled;
+}
+
+/** The display number an X server process serves (`Xvfb :N ...`), else undefined. */
+async function xServerDisplay(pid: number): Promise<number | undefined> {
+  const argv = (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0");
+  if (basename(argv[0] ?? "") !== "Xvfb") return undefined;
+  const match = /^:(\d+)$/.exec(argv[1] ?? "");
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * An X server killed with SIGKILL leaves its lock file and socket in /tmp.
+ * In a sticky /tmp only their owner may remove them, so another user's X
+ * server could never take the display again (Xvfb: "Could not create
+ * server lock file"). Removed here while the lock still names the killed
+ * server, never another's.
+ */
+async function removeXServerLeftovers(pid: number, display: number): Promise<void> {
+  const lock = `/tmp/.X${display}-lock`;
+  const holder = Number((await readFile(lock, "utf8").catch(() => "")).trim());
+  if (holder !== pid) return;
+  await rm(`/tmp/.X11-unix/X${display}`, { force: true });
+  await rm(lock, { force: true });
 }
 
 /** Whether the NUL-separated `environ` holds exactly `entry` as one of its variables. */

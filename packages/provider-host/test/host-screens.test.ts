@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import type { DesktopSession, Machine, SandboxProvider } from "@agent-computer/core";
 import { SCREEN_GATEWAY_PORT } from "@agent-computer/desktop-runtime";
 import { RfbTestClient } from "@agent-computer/testing/provider-test";
@@ -52,6 +53,14 @@ if (!env.missing) {
         expect(await client.requestUpdate()).toBe(0);
       }
     }, 60_000);
+
+    it("stop ends the computer's X server and removes the lock it leaves, so the display is free for any user", async () => {
+      const display = (desktops[1] as DesktopSession).display.slice(1);
+      expect(existsSync(`/tmp/.X${display}-lock`)).toBe(true);
+      await (machines[1] as Machine).stop();
+      expect(existsSync(`/tmp/.X${display}-lock`)).toBe(false);
+      expect(existsSync(`/tmp/.X11-unix/X${display}`)).toBe(false);
+    });
 
     it("offers no terminal: a person at a host computer has the machine's own", () => {
       expect(provider.capabilities.terminal).toBe(false);
