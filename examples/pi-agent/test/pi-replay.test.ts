@@ -56,7 +56,7 @@ exit 1`,
   faux.setResponses([
     () => fauxAssistantMessage(fauxToolCall("browser_navigate", { url: `http://127.0.0.1:${port}/` })),
     (context) => {
-      const ref = /(e\d+) button "Show contacts"/.exec(lastToolText(context))?.[1];
+      const ref = /(e\d+) button (?:"Show contacts"|Show contacts\])/.exec(lastToolText(context))?.[1];
       if (!ref) throw new Error("no Show contacts button in the snapshot");
       return fauxAssistantMessage(fauxToolCall("browser_act", { ref, action: "click" }));
     },

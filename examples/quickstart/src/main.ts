@@ -145,7 +145,7 @@ async function main(): Promise<void> {
         .map((line) => `| ${line}`)
         .join("\n"),
     );
-    const ref = /(e\d+) button "Export"/.exec(page)?.[1];
+    const ref = /(e\d+) button (?:"Export"|Export\])/.exec(page)?.[1];
     if (ref) {
       const clicked = textOf(
         await stage(`beta: browser_act click ${ref}`, () => b.call("browser_act", { ref, action: "click" })),

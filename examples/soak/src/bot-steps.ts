@@ -97,7 +97,7 @@ async function page(ctx: StepContext): Promise<void> {
   let { text } = await ctx.tools.call("browser_navigate", { url }, ctx.signal);
   if (!text.includes("Soak page")) throw mismatch("browser_navigate", "expected the soak page", text);
   if (ctx.random.next() < 0.5) {
-    const field = /(e\d+) textbox "Name"/.exec(text)?.[1];
+    const field = /(e\d+) textbox (?:"Name"|Name\])/.exec(text)?.[1];
     if (!field) throw mismatch("browser_navigate", 'expected the textbox "Name"', text);
     ({ text } = await ctx.tools.call(
       "browser_act",
@@ -105,7 +105,7 @@ async function page(ctx: StepContext): Promise<void> {
       ctx.signal,
     ));
   }
-  const button = /(e\d+) button "Count"/.exec(text)?.[1];
+  const button = /(e\d+) button (?:"Count"|Count\])/.exec(text)?.[1];
   if (!button) throw mismatch("browser_act", 'expected the button "Count"', text);
   const clicked = await ctx.tools.call("browser_act", { ref: button, action: "click" }, ctx.signal);
   if (!clicked.text.includes("Clicked 1 times"))
