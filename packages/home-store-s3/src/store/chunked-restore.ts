@@ -1,0 +1,66 @@
+import { restoreHome } from "@agent-computer/checkpoint";
+import { chunkKeysOf } from "../chunked/chunk-keys.js";
+import { readPlace } from "../chunked/home-snapshot.js";
+import { manifestArchive } from "../chunked/manifest-archive.js";
+import { isChunk } from "../chunked/sealed-chunk.js";
+import { openManifest } from "../chunked/sealed-manifest.js";
+import { type CacheMarker, placesOf } from "./home-cache.js";
+import type { StoreContext } from "./store-context.js";
+
+/** The committed revision being brought into the cache. */
+export interface RevisionToSync {
+  readonly homeKey: string;
+  readonly storageId: string;
+  readonly revision: number;
+  readonly dataKey: Uint8Array;
+  /** The revision object's time, the restored checkpoint's `createdAt`. */
+  readonly createdAt: number;
+}
+
+/**
+ * Brings the cache to a chunked revision: the manifest is opened and
+ * checked, each chunk taken from the cache when the previous revision left
+ * it there (read where the chunk index says and used only if its HMAC is
+ * the chunk's name, so a changed or planted cache file is never trusted)
+ * and fetched from the bucket otherwise, and the home staged and swapped
+ * in whole by the codec.
+ */
+export async function restoreChunked(
+  store: StoreContext,
+  target: RevisionToSync,
+  sealed: Buffer,
+  signal: AbortSignal,
+): Promise<CacheMarker> {
+  const { homeKey, storageId, revision } = target;
+  const keys = chunkKeysOf(target.dataKey, storageId);
+  const { manifest, digest } = openManifest(keys, revision, sealed, store.settings.limits);
+  const home = store.cache.homeDir(homeKey);
+  const index = await store.cache.readChunkIndex(homeKey, storageId);
+  const bucket = store.bucket.chunkBucket(storageId);
+  const source = async (name: string, size: number) => {
+    const place = index.get(name);
+    if (place !== undefined && place.size === size) {
+      const plain = readPlace(home, place);
+      if (plain !== undefined && isChunk(keys, name, plain)) return plain;
+    }
+    return bucket.fetch(keys, name, size, signal);
+  };
+  const stats = await restoreHome(
+    manifestArchive(manifest, source, store.settings.chunkConcurrency),
+    home,
+    store.settings.limits,
+  );
+  await store.cache.writeChunkIndex(homeKey, storageId, revision, placesOf(manifest));
+  const synced: CacheMarker = {
+    homeKey,
+    storageId,
+    revision,
+    createdAt: target.createdAt,
+    bytes: stats.bytes,
+    files: stats.files,
+    digest,
+    mounted: false,
+  };
+  await store.cache.writeMarker(synced);
+  return synced;
+}
