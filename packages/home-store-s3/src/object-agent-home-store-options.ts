@@ -35,16 +35,19 @@ export interface ObjectAgentHomeStoreOptions {
    */
   abandonAfterMs?: number;
   /**
-   * The checkpoint format written (both are always read). 1 (default): the
-   * whole home as one sealed archive. 2: content chunks named by an HMAC of
-   * their bytes, only the ones the bucket lacks uploaded, and a sealed
-   * manifest per revision (README "Format v2").
+   * Leave unset: every checkpoint writes format 2, content chunks named by
+   * an HMAC of their bytes, only the ones the bucket lacks uploaded, and a
+   * sealed manifest per revision (README "Format 2"). `1` writes the
+   * retired format, the whole home as one sealed archive, as older releases
+   * did: only for tests of the migration and the benchmark's baseline. Both
+   * are always read, and a home's next checkpoint without the option
+   * migrates it.
    */
   format?: 1 | 2;
-  /** Format 2: chunks uploaded or downloaded at once (default 8); memory is about this many MiB. */
+  /** Chunk objects uploaded or downloaded at once (default 8). */
   chunkConcurrency?: number;
   /**
-   * Format 2: how long a chunk stays marked unreferenced before the
+   * How long a chunk stays marked unreferenced before the
    * reconciler deletes it (default one hour, at least 100 ms). A checkpoint
    * must write its manifest within half of it after listing the chunks, or
    * it fails UNAVAILABLE (README "Garbage collection").

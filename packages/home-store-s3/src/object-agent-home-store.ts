@@ -76,7 +76,8 @@ export class ObjectAgentHomeStore implements AgentHomeStore {
     this.bucket = parsed.bucket;
     this.prefix = parsed.prefix ?? "";
     this.dataDir = resolve(parsed.dataDir);
-    this.format = parsed.format ?? 1;
+    // Format 2 is the one format written; 1 only where a test or the bench asks for what older releases wrote.
+    this.format = parsed.format ?? 2;
     const onStage = options.onStage;
     this.store = {
       bucket: new StoreBucket(this.s3, this.bucket, this.prefix),

@@ -7,7 +7,7 @@ import { AgentComputerError } from "@agent-computer/core";
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chunkKeysOf } from "../src/chunked/chunk-keys.js";
-import { checkManifest, openManifest, sealManifest } from "../src/chunked/sealed-manifest.js";
+import { checkManifest, isManifest, openManifest, sealManifest } from "../src/chunked/sealed-manifest.js";
 import {
   ContentKeyring,
   MemoryHomeRecords,
@@ -43,7 +43,6 @@ function storeWith(records: MemoryHomeRecords, options: Partial<ObjectAgentHomeS
     dataDir: fresh("data"),
     keyring,
     records,
-    format: 2,
     abandonAfterMs: 0,
     chunkGraceMs: 60_000,
     ...options,
@@ -113,7 +112,7 @@ async function manifestKeyOf(storageId: string, revision: number): Promise<strin
   return keys.find((k) => !k.endsWith("/committed")) as string;
 }
 
-describe("ObjectAgentHomeStore format 2", () => {
+describe("ObjectAgentHomeStore format 2 (the default)", () => {
   it("uploads only changed chunks, restores whole, and a second host's cache fetches only what changed", async () => {
     const { records, writer, source, storageId } = await homeWithCheckpoint("inc");
     const chunksAfterFirst = await s3.keys(`homes/${storageId}/chunks/`);
@@ -153,6 +152,44 @@ describe("ObjectAgentHomeStore format 2", () => {
     expect(restored?.digest).toBe(second.digest);
     expect(treeOf(target)).toEqual(treeOf(source));
     expect(fetched.sort()).toEqual(added.sort());
+  });
+
+  it("migrates a format-1 home: restores its format-1 revision, checkpoints chunked, and restores that", async () => {
+    const records = new MemoryHomeRecords();
+    records.create({ homeKey: "migrate", storageId: "st-migrate" });
+    const source = fresh("src");
+    writeHome(source);
+    // What an older release wrote: one sealed archive (the format-1 writer is kept for exactly this).
+    const old = await storeWith(records, { format: 1 }).checkpoint({ homeKey: "migrate", source: { dir: source } });
+    const archiveKey = await manifestKeyOf("st-migrate", 1);
+    expect((await bytesOf(archiveKey)).subarray(0, 8).toString("latin1")).toBe("ac-ckpt\u0001");
+    expect(await s3.keys("homes/st-migrate/chunks/")).toEqual([]);
+
+    // A store with the default format, on a fresh host: the format-1 revision restores.
+    const host = storeWith(records);
+    const restored = fresh("restored");
+    expect(await host.restore({ homeKey: "migrate", target: { dir: restored } })).toMatchObject({
+      revision: 1,
+      digest: old.digest,
+    });
+    expect(treeOf(restored)).toEqual(treeOf(source));
+
+    // Its next checkpoint is chunked: a sealed manifest in the archive's place, chunks beside it, revision 1 gone.
+    writeFileSync(join(source, "notes/n1.txt"), "migrated\n");
+    const next = await host.checkpoint({ homeKey: "migrate", source: { dir: source } });
+    expect(next.revision).toBe(2);
+    const manifestKey = await manifestKeyOf("st-migrate", 2);
+    expect(isManifest(await bytesOf(manifestKey))).toBe(true);
+    expect((await s3.keys("homes/st-migrate/chunks/")).length).toBeGreaterThan(0);
+    expect(await s3.keys("homes/st-migrate/1/")).toEqual([]);
+
+    // Another fresh host restores the chunked revision, byte for byte.
+    const again = fresh("restored");
+    expect(await storeWith(records).restore({ homeKey: "migrate", target: { dir: again } })).toMatchObject({
+      revision: 2,
+      digest: next.digest,
+    });
+    expect(treeOf(again)).toEqual(treeOf(source));
   });
 
   it("reads format 1 checkpoints after the store switches to format 2", async () => {
