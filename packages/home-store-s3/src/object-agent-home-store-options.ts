@@ -20,12 +20,12 @@ export interface ObjectAgentHomeStoreOptions {
   /** Bounds checked on every archive written into the cache (defaults: core's `DEFAULT_RESTORE_LIMITS`). */
   limits?: RestoreLimits;
   /**
-   * Bytes per uploaded part (default 8 MiB). S3 needs at least 5 MiB for all
-   * but the last part; memory held by a checkpoint is about `partBytes` x
-   * (`partConcurrency` + 1).
+   * Format 1 only (`format: 1`): bytes per uploaded part (default 8 MiB). S3
+   * needs at least 5 MiB for all but the last part; memory held by such a
+   * checkpoint is about `partBytes` x (`partConcurrency` + 1).
    */
   partBytes?: number;
-  /** Parts in flight at once (default 4). */
+  /** Format 1 only: parts in flight at once (default 4). */
   partConcurrency?: number;
   /**
    * How old an object of a revision above the committed one must be before
@@ -44,7 +44,11 @@ export interface ObjectAgentHomeStoreOptions {
    * migrates it.
    */
   format?: 1 | 2;
-  /** Chunk objects uploaded or downloaded at once (default 8). */
+  /**
+   * Chunk objects (1 MiB chunks, packs of about 4 MiB) uploaded at once, as
+   * many waiting (default 8); a restore fetches as many chunks and half as
+   * many packs ahead.
+   */
   chunkConcurrency?: number;
   /**
    * How long a chunk stays marked unreferenced before the

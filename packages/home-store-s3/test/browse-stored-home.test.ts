@@ -150,20 +150,22 @@ describe("ObjectAgentHomeStore list/read (format 2)", () => {
       );
     const put = (key: string, body: Buffer) =>
       s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body }));
-    // Which chunk holds note.md: the only one a read of it fetches.
-    const fetched: string[] = [];
+    // Which chunk holds note.md: the only one a read of it fetches (a small file's lies in a pack: its range).
+    const fetched: { key: string; at: number }[] = [];
     const spy = (store as unknown as { s3: { send: (c: unknown) => unknown } }).s3;
     const send = spy.send.bind(spy);
     spy.send = (command: unknown) => {
-      const key = (command as { input?: { Key?: string } }).input?.Key;
-      if (command instanceof GetObjectCommand && key?.includes("/chunks/")) fetched.push(key);
+      const input = (command as { input?: { Key?: string; Range?: string } }).input;
+      if (command instanceof GetObjectCommand && input?.Key?.includes("/chunks/"))
+        fetched.push({ key: input.Key, at: Number(/^bytes=(\d+)-/.exec(input.Range ?? "")?.[1] ?? 0) });
       return send(command);
     };
     await store.read("browse", "projects/p3/note.md");
-    const chunkKey = fetched[0] as string;
+    expect(fetched).toHaveLength(1);
+    const { key: chunkKey, at } = fetched[0] as { key: string; at: number };
     const original = await get(chunkKey);
     const flipped = Buffer.from(original);
-    flipped[40] = (flipped[40] as number) ^ 1;
+    flipped[at + 40] = (flipped[at + 40] as number) ^ 1;
     await put(chunkKey, flipped);
     expect((await rejection(store.read("browse", "projects/p3/note.md"))).code).toBe("CHECKPOINT_CORRUPT");
     await put(chunkKey, original);

@@ -116,8 +116,9 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
   it("uploads only changed chunks, restores whole, and a second host's cache fetches only what changed", async () => {
     const { records, writer, source, storageId } = await homeWithCheckpoint("inc");
     const chunksAfterFirst = await s3.keys(`homes/${storageId}/chunks/`);
-    // 30 notes + 4 pieces of the 3 MiB file (1 MiB chunks); the empty file has none.
-    expect(chunksAfterFirst).toHaveLength(34);
+    // The 3 MiB file's three full 1 MiB chunks alone, and one pack of the 30 notes and that file's 17-byte tail
+    // (chunk-uploader.ts); the empty file has none.
+    expect(chunksAfterFirst).toHaveLength(4);
 
     const reader = storeWith(records);
     const first = fresh("restored");
@@ -133,7 +134,8 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
     }).checkpoint({ homeKey: "inc", source: { dir: source } });
     expect(second.revision).toBe(2);
     const added = (await s3.keys(`homes/${storageId}/chunks/`)).filter((k) => !chunksAfterFirst.includes(k));
-    expect(added).toHaveLength(2);
+    // The two new small chunks, in one new pack.
+    expect(added).toHaveLength(1);
     // Two tiny chunks plus the manifest: far under one small file's worth of the 3 MiB home.
     expect(uploaded[0]).toBeLessThan(16 * 1024);
 
@@ -261,6 +263,26 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
         expect(readFileSync(join(target, "kept.txt"), "utf8")).toBe("untouched");
       });
     }
+
+    it("refuses a packed chunk that names no pack or lies past its pack's end", () => {
+      const n = "b".repeat(64);
+      const withChunk = (chunk: object, packs?: object[]) => ({
+        format: 2,
+        storageId: "s",
+        revision: 3,
+        entries: [
+          { path: "f", kind: "file", mode: 0o644, mtime: 1, size: 10, chunks: [{ name: n, size: 10, ...chunk }] },
+        ],
+        ...(packs ? { packs } : {}),
+      });
+      // Ten bytes sealed: magic, nonce and tag add 36.
+      const pack = { name: n, bytes: 10 + 36 };
+      expect(() => checkManifest(withChunk({ pack: 0, at: 0 }, [pack]), "s", 3)).not.toThrow();
+      expect(() => checkManifest(withChunk({ pack: 1, at: 0 }, [pack]), "s", 3)).toThrow(/names no pack/);
+      expect(() => checkManifest(withChunk({ pack: 0, at: 1 }, [pack]), "s", 3)).toThrow(/outside/);
+      expect(() => checkManifest(withChunk({ pack: 0 }, [pack]), "s", 3)).toThrow(/names no pack/);
+      expect(() => checkManifest(withChunk({ at: 0 }), "s", 3)).toThrow(/names no pack/);
+    });
 
     it("refuses the wrong storage id, revision and format in the plaintext too", () => {
       const good = { format: 2, storageId: "s", revision: 3, entries: [] };
@@ -431,7 +453,10 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
       await store.checkpoint({ homeKey: "gc", source: { dir: source } });
       // Server times are whole seconds: the mark must fall in a later second than the chunk to ever delete it.
       await new Promise((r) => setTimeout(r, 1100));
-      writeFileSync(join(source, "notes/n0.txt"), "replaced\n");
+      // The big file's first MiB changes: its old first chunk, an object of its own, is referenced by nothing now.
+      // (A changed note leaves its old chunk in a pack the other notes still need: packs go only when unreferenced.)
+      const big = join(source, "notes/deep/big.bin");
+      writeFileSync(big, Buffer.concat([randomBytes(1024 * 1024), readFileSync(big).subarray(1024 * 1024)]));
       await store.checkpoint({ homeKey: "gc", source: { dir: source } });
       const before = await s3.keys("gc/homes/st-gc/chunks/");
       const first = await store.reconcile();
@@ -454,18 +479,20 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
       const store = storeWith(records, { chunkGraceMs: 8000, prefix: "race/", abandonAfterMs: 60_000 });
       const source = fresh("src");
       writeHome(source);
-      const original = readFileSync(join(source, "notes/n5.txt"));
+      // The big file's first MiB is a chunk of its own (a note's would share a pack with the other notes).
+      const big = join(source, "notes/deep/big.bin");
+      const original = readFileSync(big);
       await store.checkpoint({ homeKey: "race", source: { dir: source } });
       // Server times are whole seconds: the mark must fall in a later second than the chunk to ever delete it.
       await new Promise((r) => setTimeout(r, 1100));
-      // Revision 2 drops n5: its chunk is unreferenced, and gets marked.
-      writeFileSync(join(source, "notes/n5.txt"), "gone for now\n");
+      // Revision 2 changes the big file's first MiB: its old chunk is unreferenced, and gets marked.
+      writeFileSync(big, Buffer.concat([randomBytes(1024 * 1024), original.subarray(1024 * 1024)]));
       await store.checkpoint({ homeKey: "race", source: { dir: source } });
       await store.reconcile();
       await new Promise((r) => setTimeout(r, 8100));
-      // Revision 3 brings n5 back. The checkpoint sees the mark and uploads the chunk again, and
+      // Revision 3 brings the old first MiB back. The checkpoint sees the mark and uploads the chunk again, and
       // the reconciler runs while it is between its chunk upload and its commit.
-      writeFileSync(join(source, "notes/n5.txt"), original);
+      writeFileSync(big, original);
       // Between listing the chunks and writing its manifest ("uploading"), and between the manifest and the commit.
       const reconciled: Awaited<ReturnType<ObjectAgentHomeStore["reconcile"]>>[] = [];
       const racing = storeWith(records, {
@@ -487,7 +514,7 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
       const target = fresh("restored");
       await storeWith(records, { prefix: "race/" }).restore({ homeKey: "race", target: { dir: target } });
       expect(Object.keys(treeOf(target)).length).toBe(Object.keys(treeOf(source)).length);
-      expect(readFileSync(join(target, "notes/n5.txt")).equals(original)).toBe(true);
+      expect(readFileSync(join(target, "notes/deep/big.bin")).equals(original)).toBe(true);
       expect(treeOf(target)).toEqual(treeOf(source));
     });
 

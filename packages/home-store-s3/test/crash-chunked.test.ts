@@ -11,6 +11,7 @@ import { GetObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compiledScript } from "../../../test/support/compiled-script.js";
 import { chunkKeysOf } from "../src/chunked/chunk-keys.js";
+import { objectsOf } from "../src/chunked/home-manifest.js";
 import { openManifest } from "../src/chunked/sealed-manifest.js";
 import { ComputerHomeRecords, ContentKeyring, ObjectAgentHomeStore } from "../src/index.js";
 import { generationOf, writeGeneration } from "./generation.js";
@@ -112,7 +113,8 @@ async function referencedAndStored(revision: number): Promise<{ referenced: Set<
     await (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
   );
   const { manifest } = openManifest(keys, revision, sealed);
-  const referenced = new Set(manifest.entries.flatMap((e) => (e.kind === "file" ? e.chunks.map((c) => c.name) : [])));
+  // The objects it needs: chunks stored alone, and the packs that hold the small ones.
+  const referenced = objectsOf(manifest);
   const stored = new Set((await s3.keys("homes/st-crash/chunks/")).map((k) => k.slice(k.lastIndexOf("/") + 1)));
   return { referenced, stored };
 }

@@ -1,11 +1,10 @@
 import { AgentComputerError } from "@agent-computer/core";
 import { ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
-import PQueue from "p-queue";
 import { readCappedObject } from "../capped-object-read.js";
 import { deleteBucketKeys } from "../delete-bucket-keys.js";
 import type { ChunkKeys } from "./chunk-keys.js";
-import { type ChunkPlace, readPlace } from "./home-snapshot.js";
-import { chunkNamePattern, openChunk, SEALED_CHUNK_OVERHEAD, sealChunk } from "./sealed-chunk.js";
+import type { ChunkLocation, PackRef } from "./home-manifest.js";
+import { chunkNamePattern, corruptChunk, openChunk, SEALED_CHUNK_OVERHEAD } from "./sealed-chunk.js";
 
 /**
  * The most bytes of a deletion mark read: the names of a million chunks (a
@@ -82,77 +81,75 @@ export class ChunkBucket {
     );
   }
 
-  /**
-   * Seals and uploads each named chunk, read again from `root` where the
-   * snapshot found it, `concurrency` at a time: memory stays near
-   * `concurrency` chunks. Returns the sealed bytes sent.
-   */
-  async upload(
-    keys: ChunkKeys,
-    root: string,
-    chunks: ReadonlyMap<string, ChunkPlace>,
-    concurrency: number,
-    signal: AbortSignal,
-  ): Promise<number> {
-    const queue = new PQueue({ concurrency });
-    let bytes = 0;
-    const sends = [...chunks].map(([name, place]) =>
-      queue.add(async () => {
-        signal.throwIfAborted();
-        const plain = readPlace(root, place);
-        if (plain === undefined)
-          throw new AgentComputerError(
-            "CONFLICT",
-            "A staged file changed while its chunks were uploaded; checkpoint again.",
-          );
-        const body = sealChunk(keys, name, plain);
-        await this.call("uploading a chunk", () =>
-          this.s3.send(
-            new PutObjectCommand({
-              Bucket: this.bucket,
-              Key: this.chunkKey(name),
-              Body: body,
-              ContentLength: body.length,
-            }),
-            { abortSignal: signal },
-          ),
-        );
-        bytes += body.length;
+  /** Writes one chunk or pack object. */
+  async put(key: string, body: Buffer, signal: AbortSignal): Promise<void> {
+    await this.call("uploading a chunk", () =>
+      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }), {
+        abortSignal: signal,
       }),
     );
-    try {
-      await Promise.all(sends);
-    } catch (error) {
-      queue.clear();
-      await Promise.allSettled(sends);
-      throw error;
-    }
-    return bytes;
   }
 
-  /** Downloads and opens one chunk; a missing one is CHECKPOINT_CORRUPT (the manifest names it). */
-  async fetch(keys: ChunkKeys, name: string, size: number, signal: AbortSignal): Promise<Buffer> {
-    let body: Buffer;
+  /**
+   * A whole pack, exactly the bytes its manifest states: refused from its
+   * Content-Length when longer, CHECKPOINT_CORRUPT when missing, shorter or longer.
+   */
+  async fetchPack(pack: PackRef, signal: AbortSignal): Promise<Buffer> {
+    const body = await this.readChunkObject(pack.name, pack.bytes, undefined, signal);
+    if (body.length !== pack.bytes)
+      throw corruptChunk(pack.name, `the pack holds ${body.length} bytes, not the ${pack.bytes} its manifest names`);
+    return body;
+  }
+
+  /**
+   * Downloads and opens one chunk: its own object, or (with `location`) its
+   * bytes alone out of a pack. A missing one is CHECKPOINT_CORRUPT (the manifest names it).
+   */
+  async fetch(
+    keys: ChunkKeys,
+    name: string,
+    size: number,
+    signal: AbortSignal,
+    location: ChunkLocation = {},
+  ): Promise<Buffer> {
+    const sealedBytes = size + SEALED_CHUNK_OVERHEAD;
+    if (location.pack === undefined)
+      return openChunk(keys, name, size, await this.readChunkObject(name, sealedBytes, undefined, signal));
+    const at = location.at as number;
+    const range = `bytes=${at}-${at + sealedBytes - 1}`;
+    return openChunk(keys, name, size, await this.readChunkObject(location.pack.name, sealedBytes, range, signal));
+  }
+
+  /** One object under `chunks/`, never more than `maxBytes` of it. */
+  private async readChunkObject(
+    name: string,
+    maxBytes: number,
+    range: string | undefined,
+    signal: AbortSignal,
+  ): Promise<Buffer> {
     try {
       // Never more than the sealed size its manifest implies: a swapped-in 600 MB object is refused from its
       // Content-Length, not downloaded first (issue 45, finding 7).
-      body = await readCappedObject({
+      return await readCappedObject({
         s3: this.s3,
         bucket: this.bucket,
         key: this.chunkKey(name),
-        maxBytes: size + SEALED_CHUNK_OVERHEAD,
+        maxBytes,
+        range,
         signal,
         tooLarge: (stated) =>
           new AgentComputerError(
             "CHECKPOINT_CORRUPT",
-            `The checkpoint cannot be restored: chunk ${name.slice(0, 12)}… is ${stated ?? "over"} bytes, more than the ${size} its manifest names and their seal. Nothing was restored from it.`,
+            `The checkpoint cannot be restored: chunk ${name.slice(0, 12)}… is ${stated ?? "over"} bytes, more than the ${maxBytes} its manifest names with their seal. Nothing was restored from it.`,
             { details: { chunk: name } },
           ),
       });
     } catch (error) {
       if (error instanceof AgentComputerError) throw error;
       const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
-      if (e?.name === "NoSuchKey" || e?.$metadata?.httpStatusCode === 404)
+      // A pack shorter than the range its manifest names answers 416: as damaged as a missing object.
+      const status = e?.$metadata?.httpStatusCode;
+      if (e?.name === "NoSuchKey" || e?.name === "InvalidRange" || status === 404 || status === 416)
         throw new AgentComputerError(
           "CHECKPOINT_CORRUPT",
           `The checkpoint cannot be restored: chunk ${name.slice(0, 12)}… its manifest names is missing from the bucket. Nothing was restored from it.`,
@@ -160,7 +157,6 @@ export class ChunkBucket {
         );
       return this.call("downloading a chunk", () => Promise.reject(error));
     }
-    return openChunk(keys, name, size, body);
   }
 
   deleteKeys(keys: readonly string[]): Promise<void> {

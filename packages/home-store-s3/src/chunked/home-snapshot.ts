@@ -17,17 +17,21 @@ export interface HomeSnapshot {
   readonly places: Map<string, ChunkPlace>;
 }
 
+/** Called with each chunk as it is read; `plain` is reused once the returned promise exists. */
+export type ChunkSink = (name: string, plain: Buffer) => Promise<void>;
+
 /**
  * Names every chunk of a home already checked and staged by the codec
  * (`stageHome`: only directories and regular files, nothing a bot can swap
  * under us), in byte order of names so equal homes give equal manifests.
- * Reads each file once; the upload reads only the chunks the bucket lacks again.
+ * Reads each file once, handing each chunk to `sink` (the uploader seals
+ * the ones the bucket lacks right then, so no byte is read or hashed twice).
  */
-export function snapshotHome(root: string, keys: ChunkKeys): HomeSnapshot {
+export async function snapshotHome(root: string, keys: ChunkKeys, sink: ChunkSink): Promise<HomeSnapshot> {
   const entries: HomeManifestEntry[] = [];
   const places = new Map<string, ChunkPlace>();
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-  const walk = (relative: string) => {
+  const walk = async (relative: string) => {
     const names = readdirSync(join(root, relative)).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     for (const name of names) {
       const path = relative === "" ? name : `${relative}/${name}`;
@@ -36,25 +40,26 @@ export function snapshotHome(root: string, keys: ChunkKeys): HomeSnapshot {
       const mtime = Math.max(0, Math.floor(stat.mtimeMs / 1000));
       if (stat.isDirectory()) {
         entries.push({ path, kind: "directory", mode, mtime });
-        walk(path);
+        await walk(path);
       } else if (stat.isFile()) {
-        const chunks = nameChunks(root, path, stat.size, keys, buffer, places);
+        const chunks = await nameChunks(root, path, stat.size, keys, buffer, places, sink);
         entries.push({ path, kind: "file", mode, mtime, size: stat.size, chunks });
       }
     }
   };
-  walk("");
+  await walk("");
   return { entries, places };
 }
 
-function nameChunks(
+async function nameChunks(
   root: string,
   path: string,
   size: number,
   keys: ChunkKeys,
   buffer: Buffer,
   places: Map<string, ChunkPlace>,
-): { name: string; size: number }[] {
+  sink: ChunkSink,
+): Promise<{ name: string; size: number }[]> {
   const chunks: { name: string; size: number }[] = [];
   if (size === 0) return chunks;
   const fd = openSync(join(root, path), constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -65,6 +70,7 @@ function nameChunks(
       const name = chunkName(keys, piece);
       chunks.push({ name, size: length });
       if (!places.has(name)) places.set(name, { path, offset, size: length });
+      await sink(name, piece);
     }
   } finally {
     closeSync(fd);

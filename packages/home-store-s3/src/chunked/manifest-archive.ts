@@ -1,8 +1,8 @@
-import type { HomeManifest } from "./home-manifest.js";
+import type { ChunkRef, HomeManifest } from "./home-manifest.js";
 import { padding, TAR_END, tarHeaderOf } from "./manifest-tar.js";
 
 /** Gives the bytes of one chunk, authenticated (from the cache or the bucket), or throws. */
-export type ChunkSource = (name: string, size: number) => Promise<Buffer>;
+export type ChunkSource = (chunk: ChunkRef) => Promise<Buffer>;
 
 /**
  * The home of a checked manifest as a tar stream for the codec's
@@ -20,8 +20,7 @@ export async function* manifestArchive(
   let next = 0;
   const fill = () => {
     while (next < wanted.length && pending.length < window) {
-      const chunk = wanted[next++] as { name: string; size: number };
-      const fetching = source(chunk.name, chunk.size);
+      const fetching = source(wanted[next++] as ChunkRef);
       fetching.catch(() => {}); // awaited in order below; this only keeps an early failure from being unhandled
       pending.push(fetching);
     }

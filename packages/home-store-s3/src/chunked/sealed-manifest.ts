@@ -1,10 +1,11 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { DEFAULT_RESTORE_LIMITS, type RestoreLimits } from "@agent-computer/checkpoint";
 import { AgentComputerError } from "@agent-computer/core";
 import { z } from "zod";
 import type { ChunkKeys } from "./chunk-keys.js";
-import type { HomeManifest, HomeManifestEntry } from "./home-manifest.js";
-import { CHUNK_BYTES, chunkNamePattern } from "./sealed-chunk.js";
+import type { HomeManifest, HomeManifestEntry, PackRef } from "./home-manifest.js";
+import { CHUNK_BYTES, chunkNamePattern, SEALED_CHUNK_OVERHEAD } from "./sealed-chunk.js";
 
 /** Version 1 archives start with "ac-ckpt\x01"; a v2 manifest with "ac-ckpt\x02". */
 export const MANIFEST_MAGIC = Buffer.from("ac-ckpt\u0002", "latin1");
@@ -13,6 +14,10 @@ const TAG = 16;
 /** A manifest larger than this is refused before it is opened (about 2 million entries' worth). */
 export const MAX_MANIFEST_BYTES = 512 * 1024 * 1024;
 const MAX_NAME_BYTES = 255;
+/** The most bytes a manifest's JSON may inflate to: the sealed limit, as before manifests were compressed. */
+const MAX_MANIFEST_TEXT_BYTES = MAX_MANIFEST_BYTES;
+/** gzip's magic bytes: a manifest written since compression (older ones are plain JSON, which starts with "{"). */
+const GZIP_MAGIC = Buffer.from([0x1f, 0x8b]);
 
 /** AAD: magic, storage id, revision; an older revision's or another home's manifest does not open here. */
 function aadOf(storageId: string, revision: number): Buffer {
@@ -35,7 +40,8 @@ export function sealManifest(keys: ChunkKeys, manifest: HomeManifest): { sealed:
   const cipher = createCipheriv("aes-256-gcm", keys.manifestKey, nonce, { authTagLength: TAG });
   cipher.setAAD(aadOf(manifest.storageId, manifest.revision));
   const text = Buffer.from(JSON.stringify(manifest), "utf8");
-  const body = cipher.update(text);
+  // Compressed: a home of 20,000 files has a manifest of megabytes (paths, names), and every checkpoint uploads it.
+  const body = cipher.update(gzipSync(text));
   cipher.final();
   return { sealed: Buffer.concat([MANIFEST_MAGIC, nonce, body, cipher.getAuthTag()]), digest: digestOf(text) };
 }
@@ -77,6 +83,13 @@ export function openManifest(
       "it does not authenticate under this home's key, storage id and revision (tampered, another home's, or another revision's)",
     );
   }
+  if (text.subarray(0, 2).equals(GZIP_MAGIC)) {
+    try {
+      text = gunzipSync(text, { maxOutputLength: MAX_MANIFEST_TEXT_BYTES });
+    } catch {
+      throw corruptManifest(`its content does not inflate to at most ${MAX_MANIFEST_TEXT_BYTES} bytes`);
+    }
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text.toString("utf8"));
@@ -99,13 +112,27 @@ const entrySchema = z.discriminatedUnion("kind", [
       mtime: uint,
       size: uint,
       chunks: z.array(
-        z.object({ name: z.string().regex(chunkNamePattern), size: z.number().int().min(1).max(CHUNK_BYTES) }).strict(),
+        z
+          .object({
+            name: z.string().regex(chunkNamePattern),
+            size: z.number().int().min(1).max(CHUNK_BYTES),
+            pack: uint.optional(),
+            at: uint.optional(),
+          })
+          .strict(),
       ),
     })
     .strict(),
 ]);
+const packSchema = z.object({ name: z.string().regex(chunkNamePattern), bytes: uint }).strict();
 const manifestSchema = z
-  .object({ format: z.literal(2), storageId: z.string(), revision: uint, entries: z.array(entrySchema) })
+  .object({
+    format: z.literal(2),
+    storageId: z.string(),
+    revision: uint,
+    entries: z.array(entrySchema),
+    packs: z.array(packSchema).optional(),
+  })
   .strict();
 
 /** The structural and path checks of `openManifest`, exported for the hostile-manifest tests. */
@@ -138,19 +165,30 @@ export function checkManifest(
         throw corruptManifest(`"${shown(entry.path)}" comes before its folder, or its parent is a file`);
     }
     kinds.set(entry.path, entry.kind);
-    if (entry.kind === "file") total += checkFileEntry(entry, bounds);
+    if (entry.kind === "file") total += checkFileEntry(entry, bounds, manifest.packs ?? []);
     if (total > bounds.maxTotalBytes) throw corruptManifest(`its files add up to over ${bounds.maxTotalBytes} bytes`);
   }
   return manifest;
 }
 
-function checkFileEntry(entry: Extract<HomeManifestEntry, { kind: "file" }>, bounds: Required<RestoreLimits>): number {
+function checkFileEntry(
+  entry: Extract<HomeManifestEntry, { kind: "file" }>,
+  bounds: Required<RestoreLimits>,
+  packs: readonly PackRef[],
+): number {
   if (entry.size > bounds.maxFileBytes)
     throw corruptManifest(
       `"${shown(entry.path)}" claims ${entry.size} bytes, over the file limit of ${bounds.maxFileBytes}`,
     );
   let sum = 0;
-  for (const chunk of entry.chunks) sum += chunk.size;
+  for (const chunk of entry.chunks) {
+    sum += chunk.size;
+    if (chunk.pack === undefined && chunk.at === undefined) continue;
+    const pack = chunk.pack === undefined ? undefined : packs[chunk.pack];
+    // A chunk in a pack lies wholly inside it: a reader never slices past the pack's stated end.
+    if (pack === undefined || chunk.at === undefined || chunk.at + chunk.size + SEALED_CHUNK_OVERHEAD > pack.bytes)
+      throw corruptManifest(`a chunk of "${shown(entry.path)}" names no pack, or lies outside it`);
+  }
   if (sum !== entry.size)
     throw corruptManifest(`the chunks of "${shown(entry.path)}" hold ${sum} bytes, not the ${entry.size} it claims`);
   return entry.size;

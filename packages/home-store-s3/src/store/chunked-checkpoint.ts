@@ -11,10 +11,12 @@ import {
 } from "@agent-computer/checkpoint";
 import { AgentComputerError, type OpContext, signalOf, throwIfDone } from "@agent-computer/core";
 import { type ChunkKeys, chunkKeysOf } from "../chunked/chunk-keys.js";
-import type { HomeManifest } from "../chunked/home-manifest.js";
-import { type ChunkPlace, snapshotHome } from "../chunked/home-snapshot.js";
-import { sealManifest } from "../chunked/sealed-manifest.js";
-import { deleteLeftovers, writeCommittedPointer } from "./committed-revision.js";
+import { ChunkUploader } from "../chunked/chunk-uploader.js";
+import { type ChunkLocation, type HomeManifest, locationsOf, placeChunks } from "../chunked/home-manifest.js";
+import { type HomeSnapshot, snapshotHome } from "../chunked/home-snapshot.js";
+import { isManifest, openManifest, sealManifest } from "../chunked/sealed-manifest.js";
+import type { HomeRecord } from "../home-record.js";
+import { currentObject, deleteLeftovers, writeCommittedPointer } from "./committed-revision.js";
 import { type CacheMarker, publicOf } from "./home-cache.js";
 import { checkedStorageId } from "./home-keys.js";
 import type { CheckpointJob, StoreContext } from "./store-context.js";
@@ -43,26 +45,29 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   await recoverInterruptedRestore(cache.homeDir(homeKey));
   await store.emit({ stage: "packing", homeKey, revision: next });
   const { staged, swap } = await stageSource(store, homeKey, source, ctx);
-  let snapshot: ReturnType<typeof snapshotHome>;
+  let snapshot: HomeSnapshot;
   let digest: string;
   try {
-    snapshot = snapshotHome(staged.stagingDir, keys);
-    const manifest: HomeManifest = { format: 2, storageId, revision: next, entries: snapshot.entries };
-    const sealed = sealManifest(keys, manifest);
-    digest = sealed.digest;
-    const committed = await cache.readChunkIndex(homeKey, storageId, record.revision);
     const signal = signalOf(ctx, "checkpoint");
-    const bytes = await uploadMissingChunks(store, {
+    const sent = await uploadSnapshot(store, {
       keys,
+      record,
+      dataKey,
       root: staged.stagingDir,
-      places: snapshot.places,
-      committed,
-      homeKey,
       revision: next,
       signal,
     });
+    snapshot = sent.snapshot;
+    const sealed = sealManifest(keys, sent.manifest);
+    digest = sealed.digest;
     await bucket.putBytes(objectKey, sealed.sealed, "writing a manifest", signal);
-    await store.emit({ stage: "uploaded", homeKey, revision: next, objectKey, bytes: bytes + sealed.sealed.length });
+    await store.emit({
+      stage: "uploaded",
+      homeKey,
+      revision: next,
+      objectKey,
+      bytes: sent.bytes + sealed.sealed.length,
+    });
     throwIfDone(ctx, "checkpoint");
     await store.emit({ stage: "committing", homeKey, revision: next });
     if (commit) await commit(next);
@@ -127,43 +132,79 @@ async function stageSource(
 }
 
 /**
- * Uploads the chunks the bucket does not hold. Chunks a deletion mark
- * names count as absent and go up again, and the manifest must follow
- * within half the grace period: the reconciler's side of that rule is in
+ * Reads the staged home once: each chunk is named, and the ones the bucket
+ * lacks are sealed and uploaded as they are read (small ones in packs,
+ * chunk-uploader.ts). What the bucket holds is the committed revision's
+ * manifest (whose chunks the reconciler never deletes), less what a
+ * deletion mark names: those go up again, and the manifest must follow
+ * within half the grace period. The reconciler's side of that rule is in
  * chunk-collection.ts.
  */
-async function uploadMissingChunks(
+async function uploadSnapshot(
   store: StoreContext,
-  upload: {
+  job: {
     keys: ChunkKeys;
+    record: HomeRecord;
+    dataKey: Uint8Array;
     root: string;
-    places: ReadonlyMap<string, ChunkPlace>;
-    /** This host's chunk index of the committed revision (empty when it has none). */
-    committed: ReadonlyMap<string, ChunkPlace>;
-    homeKey: string;
     revision: number;
     signal: AbortSignal;
   },
-): Promise<number> {
-  const { keys, committed, places } = upload;
+): Promise<{ snapshot: HomeSnapshot; manifest: HomeManifest; bytes: number }> {
+  const { keys, revision, signal } = job;
   const bucket = store.bucket.chunkBucket(keys.storageId);
   const graceMs = store.settings.chunkGraceMs;
   const listedAt = Date.now();
-  // The committed revision's chunks are in the bucket (the reconciler never deletes a referenced
-  // one), so with this host's index of that revision only the marks need listing; else the chunks too.
-  const [stored, marks] = await Promise.all([
-    committed.size > 0 ? [...committed.keys()].map((name) => ({ name })) : bucket.listChunks(),
-    bucket.listMarks(),
-  ]);
+  const [stored, marks] = await Promise.all([storedChunks(store, job), bucket.listMarks()]);
   const marked = new Set((await Promise.all(marks.map((m) => bucket.readMark(m)))).flat());
-  const present = new Set(stored.map((o) => o.name).filter((name) => !marked.has(name)));
-  const missing = new Map([...places].filter(([name]) => !present.has(name)));
-  await store.emit({ stage: "uploading", homeKey: upload.homeKey, revision: upload.revision, part: 1, bytes: 0 });
-  const bytes = await bucket.upload(keys, upload.root, missing, store.settings.chunkConcurrency, upload.signal);
+  for (const [name, location] of stored) if (marked.has(location.pack?.name ?? name)) stored.delete(name);
+  await store.emit({ stage: "uploading", homeKey: job.record.homeKey, revision, part: 1, bytes: 0 });
+  const uploader = new ChunkUploader(bucket, keys, stored, store.settings.chunkConcurrency, signal);
+  let snapshot: HomeSnapshot;
+  let bytes: number;
+  try {
+    snapshot = await snapshotHome(job.root, keys, (name, plain) => uploader.offer(name, plain));
+    bytes = await uploader.finish();
+  } catch (error) {
+    await uploader.stop();
+    throw error;
+  }
   if (Date.now() - listedAt >= graceMs / 2)
     throw new AgentComputerError(
       "UNAVAILABLE",
       `The chunk upload took over half the chunk grace period (${graceMs} ms), so the reconciler may already be collecting chunks it reuses; checkpoint again (or raise chunkGraceMs).`,
     );
-  return bytes;
+  const base = { format: 2 as const, storageId: keys.storageId, revision, entries: snapshot.entries };
+  return { snapshot, manifest: placeChunks(base, (name) => uploader.locate(name)), bytes };
+}
+
+/**
+ * Where the bucket holds chunks: the committed revision's manifest says,
+ * authenticated. Without one (a format-1 revision, a deleted home, or a
+ * manifest that does not open, which only makes this checkpoint upload
+ * more), the chunk objects listed, each standing alone.
+ */
+async function storedChunks(
+  store: StoreContext,
+  job: { keys: ChunkKeys; record: HomeRecord; dataKey: Uint8Array },
+): Promise<Map<string, ChunkLocation>> {
+  const { keys, record } = job;
+  if (record.revision > 0) {
+    const object = await currentObject(store.bucket, keys.storageId, record.revision, job.dataKey).catch(
+      (error: unknown) => {
+        if (AgentComputerError.is(error, "CHECKPOINT_CORRUPT")) return undefined;
+        throw error;
+      },
+    );
+    if (object !== undefined && isManifest(await store.bucket.getBytes(object.key, "bytes=0-7"))) {
+      const sealed = await store.bucket.getBytes(object.key);
+      try {
+        return locationsOf(openManifest(keys, record.revision, sealed, store.settings.limits).manifest);
+      } catch (error) {
+        if (!AgentComputerError.is(error, "CHECKPOINT_CORRUPT")) throw error;
+      }
+    }
+  }
+  const listed = await store.bucket.chunkBucket(keys.storageId).listChunks();
+  return new Map(listed.map((o): [string, ChunkLocation] => [o.name, {}]));
 }

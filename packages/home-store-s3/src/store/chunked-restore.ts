@@ -1,7 +1,9 @@
 import { restoreHome } from "@agent-computer/checkpoint";
 import { chunkKeysOf } from "../chunked/chunk-keys.js";
+import { type ChunkRef, locationOf, type PackRef } from "../chunked/home-manifest.js";
 import { readPlace } from "../chunked/home-snapshot.js";
 import { manifestArchive } from "../chunked/manifest-archive.js";
+import { PackReader } from "../chunked/pack-reader.js";
 import { isChunk } from "../chunked/sealed-chunk.js";
 import { openManifest } from "../chunked/sealed-manifest.js";
 import { type CacheMarker, placesOf } from "./home-cache.js";
@@ -37,13 +39,25 @@ export async function restoreChunked(
   const home = store.cache.homeDir(homeKey);
   const index = await store.cache.readChunkIndex(homeKey, storageId);
   const bucket = store.bucket.chunkBucket(storageId);
-  const source = async (name: string, size: number) => {
-    const place = index.get(name);
-    if (place !== undefined && place.size === size) {
+  // Packs are downloaded whole and ahead of need, but only those holding a chunk the cache does not seem to have.
+  const needed = new Map<string, PackRef>();
+  for (const entry of manifest.entries)
+    if (entry.kind === "file")
+      for (const chunk of entry.chunks) {
+        const { pack } = locationOf(manifest, chunk);
+        if (pack !== undefined && index.get(chunk.name)?.size !== chunk.size) needed.set(pack.name, pack);
+      }
+  const ahead = Math.max(1, Math.floor(store.settings.chunkConcurrency / 2));
+  const packs = new PackReader(bucket, keys, [...needed.values()], ahead, signal);
+  const source = async (chunk: ChunkRef) => {
+    const place = index.get(chunk.name);
+    if (place !== undefined && place.size === chunk.size) {
       const plain = readPlace(home, place);
-      if (plain !== undefined && isChunk(keys, name, plain)) return plain;
+      if (plain !== undefined && isChunk(keys, chunk.name, plain)) return plain;
     }
-    return bucket.fetch(keys, name, size, signal);
+    const { pack, at } = locationOf(manifest, chunk);
+    if (pack === undefined) return bucket.fetch(keys, chunk.name, chunk.size, signal);
+    return packs.chunk(chunk.name, chunk.size, pack, at as number);
   };
   const stats = await restoreHome(
     manifestArchive(manifest, source, store.settings.chunkConcurrency),

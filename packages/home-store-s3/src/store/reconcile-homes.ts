@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { AgentComputerError } from "@agent-computer/core";
 import { collectChunks } from "../chunked/chunk-collection.js";
 import { chunkKeysOf } from "../chunked/chunk-keys.js";
+import { objectsOf } from "../chunked/home-manifest.js";
 import { isManifest, openManifest } from "../chunked/sealed-manifest.js";
 import { verifyPointer } from "../committed-pointer.js";
 import type { HomeReconcileResult } from "../home-reconcile-result.js";
@@ -146,7 +147,7 @@ async function collectUnreferencedChunks(
   return out;
 }
 
-/** Every chunk name the given revision objects reference (format-1 archives reference none). */
+/** Every chunk object (chunk or pack) the given revision objects need (format-1 archives need none). */
 async function referencedChunks(
   store: StoreContext,
   owner: HomeRecord,
@@ -160,8 +161,7 @@ async function referencedChunks(
     if (!isManifest(head)) continue;
     const sealed = await store.bucket.getBytes(object.key);
     const { manifest } = openManifest(keys, object.revision, sealed, store.settings.limits);
-    for (const entry of manifest.entries)
-      if (entry.kind === "file") for (const c of entry.chunks) referenced.add(c.name);
+    for (const name of objectsOf(manifest)) referenced.add(name);
   }
   return referenced;
 }

@@ -10,7 +10,7 @@ import {
 } from "@agent-computer/checkpoint";
 import { AgentComputerError, parseInput } from "@agent-computer/core";
 import { type ChunkKeys, chunkKeysOf } from "../chunked/chunk-keys.js";
-import type { HomeManifest } from "../chunked/home-manifest.js";
+import { type HomeManifest, locationOf } from "../chunked/home-manifest.js";
 import { listManifest, planRead } from "../chunked/manifest-browser.js";
 import { isManifest, openManifest } from "../chunked/sealed-manifest.js";
 import { currentObject } from "./committed-revision.js";
@@ -59,7 +59,7 @@ export class StoredHomeBrowser {
     const signal = new AbortController().signal;
     const pieces = await Promise.all(
       plan.chunks.map(async (chunk) => {
-        const plain = await bucket.fetch(keys, chunk.name, chunk.size, signal);
+        const plain = await bucket.fetch(keys, chunk.name, chunk.size, signal, locationOf(manifest, chunk));
         return plain.subarray(Math.max(plan.start - chunk.offset, 0), Math.min(plan.end - chunk.offset, chunk.size));
       }),
     );
