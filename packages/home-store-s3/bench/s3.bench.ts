@@ -185,7 +185,7 @@ async function main(): Promise<void> {
     );
     const maxRssKiB = Number(child.stdout.trim().split("\n").at(-1));
     process.stdout.write(
-      `peak RSS of a process checkpointing the ${homeMiB} MiB home: ${(maxRssKiB / 1024).toFixed(0)} MiB (parts of ${PART_BYTES / MIB} MiB, 4 in flight)\n`,
+      `peak RSS of a process checkpointing the ${homeMiB} MiB home: ${(maxRssKiB / 1024).toFixed(0)} MiB (1 MiB chunks and packs of about 4 MiB, 8 uploading and 8 waiting)\n`,
     );
     const counters = async () =>
       (await (await fetch(`http://127.0.0.1:${controlPort}/counters`)).json()) as { received: number; sent: number };
