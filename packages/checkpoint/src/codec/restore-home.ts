@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, constants, mkdirSync } from "node:fs";
+import { chmodSync, closeSync, constants, futimesSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { AgentComputerError, parseInput } from "@agent-computer/core";
@@ -16,16 +16,12 @@ import { readTarHeader } from "./tar-reader.js";
 /** Linux's NAME_MAX: no file system here takes a longer name. */
 const MAX_NAME_BYTES = 255;
 /**
- * Files up to this size are read whole and written in one go, several at
- * once (PendingWrites): for a home of many small files the per-file system
- * calls (create, write, set times, close), not the bytes, are the cost, and
- * on libuv's threads they overlap each other and the parsing of the next
- * entries instead of stalling it one by one.
+ * Files up to this size are read whole and written with one synchronous
+ * write: for a home of many small files the per-file thread-pool round trips
+ * of async fs calls, not the bytes, are the cost.
  */
 const SMALL_FILE = 1024 * 1024;
 const WRITE_CHUNK = 1024 * 1024;
-/** Small files written at once (the thread pool has four threads; more keeps them busy while JS parses). */
-const SMALL_FILE_WRITES = 16;
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 const FILE = 1;
@@ -206,24 +202,6 @@ async function extractInto(
   staging: string,
   bounds: Required<RestoreLimits>,
 ): Promise<RestoreStats> {
-  const writes = new PendingWrites(SMALL_FILE_WRITES);
-  try {
-    const stats = await extractEntries(source, staging, bounds, writes);
-    await writes.finish();
-    return stats;
-  } catch (error) {
-    // Nothing may still be writing into the staging folder when the caller removes it.
-    await writes.settle();
-    throw error;
-  }
-}
-
-async function extractEntries(
-  source: ByteSource,
-  staging: string,
-  bounds: Required<RestoreLimits>,
-  writes: PendingWrites,
-): Promise<RestoreStats> {
   const stats: RestoreStats = { files: 0, directories: 0, bytes: 0 };
   // Every path made so far, so collisions are refused before the disk is touched.
   const made = new Map<string, number>();
@@ -276,7 +254,7 @@ async function extractEntries(
         header.mtime,
         path,
       );
-    else await writeFile(source, destination, header.size, header.mode & 0o777, header.mtime, path, writes);
+    else await writeFile(source, destination, header.size, header.mode & 0o777, header.mtime, path);
     stats.files++;
     stats.bytes += header.size;
   }
@@ -289,14 +267,20 @@ async function writeFile(
   mode: number,
   mtime: number,
   path: string,
-  writes: PendingWrites,
 ): Promise<void> {
   const padded = size + padding(size);
   if (size <= SMALL_FILE) {
     const data = await source.read(padded);
     if (data === undefined) refuseRestore(`the archive is truncated inside "${shown(path)}"`);
-    // Its bytes are in hand (the source never reuses a buffer it handed out): the write runs beside the parsing of the next entries.
-    await writes.add(writeSmallFile(destination, data, size, mode, mtime));
+    // O_EXCL | O_NOFOLLOW: never follow or replace anything already there.
+    const fd = openSync(destination, CREATE_FLAGS, mode);
+    try {
+      let written = 0;
+      while (written < size) written += writeSync(fd, data, written, size - written);
+      futimesSync(fd, mtime, mtime);
+    } finally {
+      closeSync(fd);
+    }
     return;
   }
   const handle = await open(destination, CREATE_FLAGS, mode);
@@ -314,56 +298,6 @@ async function writeFile(
     await handle.utimes(mtime, mtime);
   } finally {
     await handle.close();
-  }
-}
-
-async function writeSmallFile(destination: string, data: Buffer, size: number, mode: number, mtime: number) {
-  // O_EXCL | O_NOFOLLOW: never follow or replace anything already there.
-  const handle = await open(destination, CREATE_FLAGS, mode);
-  try {
-    let written = 0;
-    while (written < size) written += (await handle.write(data, written, size - written)).bytesWritten;
-    await handle.utimes(mtime, mtime);
-  } finally {
-    await handle.close();
-  }
-}
-
-/**
- * Small files' writes in flight, at most `limit`: for a home of many small
- * files the per-file system calls, not the bytes, are the cost, and run on
- * libuv's threads while the next entries are parsed. The first failure
- * surfaces at the next `add` or at `finish`.
- */
-class PendingWrites {
-  private readonly running = new Set<Promise<void>>();
-  private failure: { error: unknown } | undefined;
-
-  constructor(private readonly limit: number) {}
-
-  async add(write: Promise<void>): Promise<void> {
-    const tracked = write.then(
-      () => {
-        this.running.delete(tracked);
-      },
-      (error: unknown) => {
-        this.running.delete(tracked);
-        this.failure ??= { error };
-      },
-    );
-    this.running.add(tracked);
-    if (this.running.size >= this.limit) await Promise.race(this.running);
-    if (this.failure) throw this.failure.error;
-  }
-
-  async finish(): Promise<void> {
-    await this.settle();
-    if (this.failure) throw this.failure.error;
-  }
-
-  /** Waits for every write to end, failed or not. */
-  async settle(): Promise<void> {
-    await Promise.all(this.running);
   }
 }
 
