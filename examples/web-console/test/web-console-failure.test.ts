@@ -25,7 +25,9 @@ import {
 // A computer that cannot start, in real headless Chromium: the bot's card
 // turns failed with the provider's reason in place, its screen shows the
 // error with a Retry, and once the provider works again Start bot and
-// Retry bring the card back. The fake provider, refusing on purpose.
+// Retry bring the card back. The fake provider, refusing on purpose, with
+// its live screens off (a provider without a gateway), so Retry settles on
+// the no-live-screen note.
 
 if (missingChromium)
   reportMissingProvider("the web console when the computer cannot start", {
@@ -44,7 +46,7 @@ else {
       const dataDir = await temporaryDataDir();
       const homeStore = new LocalAgentHomeStore({ dataDir });
       const runtime = createComputerRuntime({
-        provider: gatedProvider(createFakeProvider(), async () => {
+        provider: gatedProvider(createFakeProvider({ liveScreens: false }), async () => {
           if (refusing)
             throw new AgentComputerError("UNAVAILABLE", "The provider refused a new machine: quota used up.");
         }),

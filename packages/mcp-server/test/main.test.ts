@@ -54,7 +54,7 @@ describe("the agent-computer-mcp bin", () => {
     [{ SANDBOX_PROVIDER: "kubernetes" }, /needs KUBERNETES_SANDBOX_NAMESPACE/],
     [
       { SANDBOX_PROVIDER: "nowhere" },
-      /"nowhere" is not a provider: use one of docker, kubernetes, e2b, novita, daytona, boat, box, boxd, createos, railway, fake/,
+      /"nowhere" is not a provider: use one of docker, kubernetes, e2b, novita, daytona, boat, box, boxd, createos, railway, host, fake/,
     ],
     [
       { SANDBOX_PROVIDER: "fake", MCP_HTTP_PORT: "0" },
