@@ -7,7 +7,7 @@ import { CdpConnection, cdpJson } from "./cdp-connection.js";
 import { CliError } from "./cli-error.js";
 import { clearStaleXLock, type DesktopState, FIRST_CDP_PORT, FIRST_DISPLAY } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
-import { identify, isAlive, type ProcessIdentity, signal, sleep, waitGone } from "./process-status.js";
+import { descendantsOf, identify, isAlive, type ProcessIdentity, signal, sleep, waitGone } from "./process-status.js";
 import { browserProxyFor, type ProxyCredentials, stopProxyRelay } from "./proxy-relay-process.js";
 import { frameHash, readFramebuffer } from "./screen-frame.js";
 import { closeScreensOfSlot } from "./screen-teardown.js";
@@ -314,8 +314,22 @@ async function teardown(state: DesktopState, record: DisplaySlotRecord): Promise
   });
 }
 
-/** Closes the browser so its profile is consistent on disk; true when it is gone. */
+/**
+ * Closes the browser so its profile is consistent on disk; true when it and
+ * every process it started (zygotes, renderers, the GPU process, the crash
+ * handler) are gone. Those outlive the browser's own exit by a moment, and
+ * some write into the profile; a loaded machine once showed them still
+ * running after a quiesce (docker-lazy-display, clean-clone run E).
+ */
 export async function closeBrowser(record: DisplaySlotRecord): Promise<boolean> {
+  const family = descendantsOf(record.browser);
+  if (!(await closeBrowserProcess(record))) return false;
+  if (await waitGone(family, 5000)) return true;
+  for (const process of family) signal(process, "SIGKILL");
+  return waitGone(family, 3000);
+}
+
+async function closeBrowserProcess(record: DisplaySlotRecord): Promise<boolean> {
   if (!isAlive(record.browser)) return true;
   try {
     const version = await cdpJson<{ webSocketDebuggerUrl: string }>(record.cdpPort, "/json/version");

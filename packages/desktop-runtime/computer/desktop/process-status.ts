@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** A process we started, named by pid and kernel start time so a reused pid is never mistaken for it. */
 export interface ProcessIdentity {
@@ -48,4 +48,33 @@ export async function waitGone(processes: (ProcessIdentity | undefined)[], ms: n
     if (Date.now() >= until) return false;
     await sleep(50);
   }
+}
+
+/**
+ * Every live descendant of `root` (children, their children, ...), each by
+ * its identity, so one that exits and whose pid is reused is not waited on.
+ */
+export function descendantsOf(root: ProcessIdentity | undefined): ProcessIdentity[] {
+  if (!isAlive(root)) return [];
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      // Field 4 (ppid) follows the state, after the command name's closing parenthesis.
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  const found: ProcessIdentity[] = [];
+  const queue = [...(children.get((root as ProcessIdentity).pid) ?? [])];
+  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
+    const identity = identify(pid);
+    if (!identity) continue;
+    found.push(identity);
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return found;
 }
