@@ -1,6 +1,6 @@
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { RfbTestClient, refusalOf, TerminalTestClient } from "@agent-computer/testing/provider-test";
+import { expectRfbScreen, refusalOf, TerminalTestClient } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { boxTestEnvironment } from "./box-test-environment.js";
 
@@ -39,15 +39,7 @@ for (const base of ["boat", "box"] as const) {
       const endpoint = await desktop.screenEndpoint("view");
       expect(new URL(endpoint.url).searchParams.get("_token")).toMatch(/^[0-9a-f]{40}$/);
       const refusedBefore = env.emulator.refusedRoutes.length;
-      const client = await RfbTestClient.open(endpoint);
-      try {
-        const init = await client.handshake();
-        expect(init.banner).toBe("RFB 003.008\n");
-        expect({ width: init.width, height: init.height }).toEqual({ width: 1024, height: 640 });
-        expect(await client.requestUpdate()).toBe(0);
-      } finally {
-        client.close();
-      }
+      await expectRfbScreen(endpoint, { width: 1024, height: 640 });
       // The route's token without the gateway's: the gateway refuses.
       const routed = new URL(endpoint.url);
       expect((await refusalOf(routed.href, { path: `${routed.pathname}${routed.search}` })).status).toBe(401);

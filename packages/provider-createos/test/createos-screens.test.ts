@@ -1,6 +1,6 @@
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { RfbTestClient, refusalOf } from "@agent-computer/testing/provider-test";
+import { expectRfbScreen, refusalOf } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createosTestEnvironment } from "./createos-test-environment.js";
 
@@ -31,15 +31,7 @@ if (!env.missing) {
     it("serves a view capability as RFB over the ingress websocket; without the gateway's token it is refused", async () => {
       const endpoint = await desktop.screenEndpoint("view");
       expect(new URL(endpoint.url).pathname.startsWith(`/${idOf(machine)}-6080/`)).toBe(true);
-      const client = await RfbTestClient.open(endpoint);
-      try {
-        const init = await client.handshake();
-        expect(init.banner).toBe("RFB 003.008\n");
-        expect({ width: init.width, height: init.height }).toEqual({ width: 1024, height: 640 });
-        expect(await client.requestUpdate()).toBe(0);
-      } finally {
-        client.close();
-      }
+      await expectRfbScreen(endpoint, { width: 1024, height: 640 });
       // The ingress lets anyone through; the gateway's own token guards the screen.
       expect((await refusalOf(endpoint.url)).status).toBe(401);
     }, 60_000);

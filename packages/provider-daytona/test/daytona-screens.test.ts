@@ -1,6 +1,6 @@
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { RfbTestClient } from "@agent-computer/testing/provider-test";
+import { expectRfbScreen } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PREVIEW_DOMAIN, parsePreviewHost } from "../src/testing/index.js";
 import { daytonaTestEnvironment } from "./daytona-test-environment.js";
@@ -34,15 +34,7 @@ if (!env.missing) {
       const endpoint = await desktop.screenEndpoint("view");
       const host = env.emulator.previewHostOf(endpoint.url) ?? "";
       expect(host).toMatch(new RegExp(`^6080-[a-z0-9]{16}\\.${PREVIEW_DOMAIN.replaceAll(".", "\\.")}$`));
-      const client = await RfbTestClient.open(endpoint);
-      try {
-        const init = await client.handshake();
-        expect(init.banner).toBe("RFB 003.008\n");
-        expect({ width: init.width, height: init.height }).toEqual({ width: 1024, height: 640 });
-        expect(await client.requestUpdate()).toBe(0);
-      } finally {
-        client.close();
-      }
+      await expectRfbScreen(endpoint, { width: 1024, height: 640 });
     }, 60_000);
 
     it("reaches a port's HTTP server with the URL's token, and refuses without it", async () => {

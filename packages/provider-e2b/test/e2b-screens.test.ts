@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { RfbTestClient, refusalOf } from "@agent-computer/testing/provider-test";
+import { expectRfbScreen, refusalOf } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bTestEnvironment } from "./e2b-test-environment.js";
 
@@ -43,15 +43,7 @@ if (!env.missing) {
       const endpoint = await desktop.screenEndpoint("view");
       const base = new URL(emulator.portUrl(idOf(machine), 6080));
       expect(new URL(endpoint.url).host).toBe(base.host);
-      const client = await RfbTestClient.open(endpoint);
-      try {
-        const init = await client.handshake();
-        expect(init.banner).toBe("RFB 003.008\n");
-        expect({ width: init.width, height: init.height }).toEqual({ width: 1024, height: 640 });
-        expect(await client.requestUpdate()).toBe(0);
-      } finally {
-        client.close();
-      }
+      await expectRfbScreen(endpoint, { width: 1024, height: 640 });
       // The gateway's own token guards it: E2B's traffic token is never what lets a viewer in.
       expect((await refusalOf(endpoint.url)).status).toBe(401);
     }, 60_000);

@@ -1,6 +1,6 @@
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { RfbTestClient, refusalOf } from "@agent-computer/testing/provider-test";
+import { expectRfbScreen, refusalOf } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { railwayTestEnvironment } from "./railway-test-environment.js";
 
@@ -35,15 +35,7 @@ if (!env.missing) {
       const gateway = service?.domains.find((d) => d.targetPort === 6080);
       expect(gateway?.domain).toMatch(/^ac1-[a-z0-9-]+\.up\.railway\.app$/);
       expect(new URL(endpoint.url).host).toBe(new URL(gateway?.url as string).host);
-      const client = await RfbTestClient.open(endpoint);
-      try {
-        const init = await client.handshake();
-        expect(init.banner).toBe("RFB 003.008\n");
-        expect({ width: init.width, height: init.height }).toEqual({ width: 1024, height: 640 });
-        expect(await client.requestUpdate()).toBe(0);
-      } finally {
-        client.close();
-      }
+      await expectRfbScreen(endpoint, { width: 1024, height: 640 });
       expect((await refusalOf(endpoint.url)).status).toBe(401);
       expect(emulator.routed.some((line) => line.startsWith(`${gateway?.domain} `))).toBe(true);
     }, 60_000);
