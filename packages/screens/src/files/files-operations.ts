@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
 import { AgentComputerError, type Machine, normalizeHomePath } from "@agent-computer/core";
-import { type ComputerScope, type Lease, scopeOf } from "@agent-computer/leases";
+import { type ComputerRecord, type ComputerScope, type Lease, scopeOf } from "@agent-computer/leases";
 import { botFolderOf } from "./bot-folder-of.js";
 import type { FilesOperationsParts } from "./files-operations-parts.js";
 import type { FilesPolicy } from "./files-policy.js";
@@ -171,12 +171,6 @@ export class FilesOperations {
       );
   }
 
-  private async scopeOf(policy: FilesPolicy): Promise<ComputerScope> {
-    const record = await this.parts.runtime.leases.getComputer(policy.computerId);
-    if (!record) throw new AgentComputerError("NOT_FOUND", `Computer "${policy.computerId}" does not exist.`);
-    return scopeOf(record);
-  }
-
   private async script(machine: Machine, script: string, args: string[], rel: string, stdin: Uint8Array<ArrayBuffer>) {
     const argv = ["sh", "-c", script, "sh", machine.workspacePath, ...args];
     const result = await machine.exec({ argv, stdin });
@@ -205,10 +199,19 @@ export class FilesOperations {
     );
   }
 
-  private async homeKeyOf(policy: FilesPolicy): Promise<string> {
+  /** The computer's record: its home key and scope. NOT_FOUND for a computer that no longer exists. */
+  private async computerOf(policy: FilesPolicy): Promise<ComputerRecord> {
     const record = await this.parts.runtime.leases.getComputer(policy.computerId);
     if (!record) throw new AgentComputerError("NOT_FOUND", `Computer "${policy.computerId}" does not exist.`);
-    return record.homeKey;
+    return record;
+  }
+
+  private async homeKeyOf(policy: FilesPolicy): Promise<string> {
+    return (await this.computerOf(policy)).homeKey;
+  }
+
+  private async scopeOf(policy: FilesPolicy): Promise<ComputerScope> {
+    return scopeOf(await this.computerOf(policy));
   }
 
   private record(policy: FilesPolicy, summary: string, started: number, error?: AgentComputerError): void {
