@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { LeaseEngine, MemoryStateStore } from "@agent-computer/leases";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Frame, type Page } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
-import { eventually, LeakWatch, startHarness } from "./harness.js";
+import { eventually, type Harness, LeakWatch, startHarness } from "./harness.js";
 
 // The terminal page in real headless Chromium (its CSP, xterm's UMD build
 // and the fit addon as served), through the proxy to the fake gateway's
@@ -19,6 +19,18 @@ interface InPage {
 const stateIs = (want: string) => (globalThis as unknown as InPage).document.documentElement.dataset.state === want;
 const hasText = ([text, all]: [string, boolean]) =>
   (globalThis as unknown as InPage).terminalText(all ? { all } : undefined).includes(text);
+
+/** An app's page embedding the terminal, collecting its state messages in `window.states`; the terminal's frame. */
+async function embedTerminal(page: Page, h: Harness, terminalUrl: string): Promise<Frame> {
+  await page.route(h.url("/app"), (route) =>
+    route.fulfill({
+      contentType: "text/html",
+      body: `<script>window.states=[];addEventListener("message",(e)=>{if(e.data&&e.data.type==="agent-computer-terminal")states.push(e.data.state)})</script><iframe src="${terminalUrl}" style="width:780px;height:460px"></iframe>`,
+    }),
+  );
+  await page.goto(h.url("/app"));
+  return eventually(() => page.frames().find((f) => f.url().includes("/screens/terminal")));
+}
 
 if (!existsSync(CHROMIUM)) {
   const missing = `no Chromium at ${CHROMIUM} (run .ci/chromium-setup.sh)`;
@@ -50,15 +62,7 @@ if (!existsSync(CHROMIUM)) {
         page.on("console", (message) => {
           if (message.type() === "error" || message.type() === "warning") problems.push(message.text());
         });
-        // An app's page embedding the terminal collects its state messages.
-        await page.route(h.url("/app"), (route) =>
-          route.fulfill({
-            contentType: "text/html",
-            body: `<script>window.states=[];addEventListener("message",(e)=>{if(e.data&&e.data.type==="agent-computer-terminal")states.push(e.data.state)})</script><iframe src="${capability.terminalUrl}" style="width:780px;height:460px"></iframe>`,
-          }),
-        );
-        await page.goto(h.url("/app"));
-        const frame = await eventually(() => page.frames().find((f) => f.url().includes("/screens/terminal")));
+        const frame = await embedTerminal(page, h, capability.terminalUrl);
         await frame.waitForFunction(stateIs, "connected");
         await frame.waitForFunction(hasText, ["fake-shell$", false] as [string, boolean]);
         const upstream = h.gateway.connections.at(-1)!;
@@ -106,14 +110,7 @@ if (!existsSync(CHROMIUM)) {
         );
         browser ??= await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
         const page = await browser.newPage({ viewport: { width: 800, height: 480 } });
-        await page.route(h.url("/app"), (route) =>
-          route.fulfill({
-            contentType: "text/html",
-            body: `<script>window.states=[];addEventListener("message",(e)=>{if(e.data&&e.data.type==="agent-computer-terminal")states.push(e.data.state)})</script><iframe src="${capability.terminalUrl}" style="width:780px;height:460px"></iframe>`,
-          }),
-        );
-        await page.goto(h.url("/app"));
-        const frame = await eventually(() => page.frames().find((f) => f.url().includes("/screens/terminal")));
+        const frame = await embedTerminal(page, h, capability.terminalUrl);
         await frame.waitForFunction(stateIs, "connected");
         const first = h.gateway.connections.at(-1)!;
         // The gateway's side drops without a close frame: the proxy closes the page's socket with 1011.
