@@ -19,6 +19,8 @@ export {
   LOOPBACK_PROXY_COMMAND,
   LOOPBACK_PROXY_ENV,
   LOOPBACK_PROXY_PORT,
+  TERMINAL_HOST_ENV,
+  TERMINAL_HOST_PORT,
 } from "./desktop/display-apart-policy.js";
 export { botIdSchema, LinuxDesktopRuntime } from "./desktop/linux-desktop-runtime.js";
 export {

@@ -125,6 +125,13 @@ function fencedDesktop(
       return launch(argv, withLease(ctx));
     };
   }
+  if (session.open) {
+    const open = session.open.bind(session);
+    wrapped.open = async (path, ctx) => {
+      await check();
+      return open(path, withLease(ctx));
+    };
+  }
   if (session.terminalEndpoint) {
     const terminal = session.terminalEndpoint.bind(session);
     wrapped.terminalEndpoint = async (ctx, opts) => {

@@ -4,6 +4,8 @@ import {
   LOOPBACK_PROXY_ENV,
   LOOPBACK_PROXY_PORT,
   SCREEN_GATEWAY_PORT,
+  TERMINAL_HOST_ENV,
+  TERMINAL_HOST_PORT,
 } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
 import { COMPUTER_LABELS, DISPLAY_LABELS } from "./computer-labels.js";
@@ -104,7 +106,12 @@ export async function startDisplayContainer(
           TmpfsOptions: { Mode: 0o1777, SizeBytes: DISPLAY_HOME_BYTES },
         },
       ],
-      env: [`${LOOPBACK_PROXY_ENV}=socks5://${COMPUTER_ALIAS}:${LOOPBACK_PROXY_PORT}`, ...DISPLAY_HOME_ENV],
+      env: [
+        `${LOOPBACK_PROXY_ENV}=socks5://${COMPUTER_ALIAS}:${LOOPBACK_PROXY_PORT}`,
+        // A person's terminals run beside the bot's processes, on the computer's terminal host.
+        `${TERMINAL_HOST_ENV}=${COMPUTER_ALIAS}:${TERMINAL_HOST_PORT}`,
+        ...DISPLAY_HOME_ENV,
+      ],
       home: DISPLAY_HOME,
     });
     try {

@@ -110,8 +110,8 @@ export class DockerMachine extends CommandChannelMachine {
       {
         screenLimit: options.screenLimit ?? 0,
         transport: options.desktopTransport ?? "service",
-        // Beside the display, only its own browser (desktop-runtime README, launchPrograms).
-        launchPrograms: options.display === undefined ? true : ["chromium"],
+        // Beside the display, only the image's desktop applications (desktop-runtime README, launchPrograms).
+        launchPrograms: options.display === undefined ? true : "applications",
       },
     );
     if (!options.display) return runtime;

@@ -58,10 +58,10 @@ export const dockerProviderOptionsSchema = z.object({
    * neither see, signal or trace them, nor reach the display, DevTools, the
    * screen servers or the gateway's control socket, so a person's takeover
    * gets input no bot process can touch (docs/architecture.md §4, "Whose
-   * input a display takes"). On by default. What it costs: `launch`
-   * starts only the browser (the `open_path` tool is UNSUPPORTED), a
-   * person's terminal opens in the display's container, and each computer
-   * takes two containers' limits. `false` runs the display in the bot's
+   * input a display takes"). On by default. `launch` then starts only the
+   * image's desktop applications, `open` shows files in the bot's browser,
+   * and a person's terminal runs beside the bot's processes through the
+   * computer's terminal host; each computer takes two containers' limits. `false` runs the display in the bot's
    * container, where a bot can send input to a display during a person's
    * takeover (README, "The display in its own container").
    */

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { RfbTestClient, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { RfbTestClient, TerminalTestClient, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISPLAY_LABELS } from "../src/computer-labels.js";
 import { displayContainerName, dockerTestEnvironment } from "./docker-test-environment.js";
@@ -198,12 +198,118 @@ if (!env.missing) {
       }
     }, 60_000);
 
+    it("runs a person's terminal beside the bot's processes: their loopback servers, /tmp and processes", async () => {
+      const stamp = Date.now();
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const started = asBot(
+        `echo only-in-the-computer > /tmp/bot-${stamp}; mkdir -p ~/bots/apart-bot
+        setsid nohup sleep 4${stamp % 1000} >/dev/null 2>&1 < /dev/null &
+        cd /tmp && setsid nohup python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &
+        for i in $(seq 1 100); do curl -fs http://127.0.0.1:${port}/ >/dev/null && exit 0; sleep 0.1; done; exit 1`,
+      );
+      expect(started.status).toBe(0);
+      const control = await desktop.screenEndpoint("control");
+      const terminal = await TerminalTestClient.open(
+        await desktop.terminalEndpoint(undefined, { controlId: control.id }),
+      );
+      const ptyServers = (container: string) =>
+        spawnSync("docker", ["exec", container, "sh", "-c", "pgrep -f terminal-pty-serve[r] | wc -l"], {
+          encoding: "utf8",
+        }).stdout.trim();
+      try {
+        const [, file, process, served] = await terminal.run(
+          `printf 'F=%s P=%s S=%s\\n' "$(cat /tmp/bot-${stamp})" "$(pgrep -fc '^sleep 4${stamp % 1000}$')" "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:${port}/)"`,
+          /F=(\S*) P=(\d+) S=(\d+)\n/,
+        );
+        expect({ file, process, served }).toEqual({ file: "only-in-the-computer", process: "1", served: "200" });
+        const [, where, display] = await terminal.run(
+          'printf "W=%s D=%s.\\n" "$PWD" "$DISPLAY"',
+          /W=(\S+) D=(\S*)\.\n/,
+        );
+        // The bot's folder, and no display: the bot's own processes have none either.
+        expect({ where, display }).toEqual({ where: `${machine.workspacePath}/bots/apart-bot`, display: "" });
+        expect(ptyServers(idOf(machine))).toBe("1");
+        expect(ptyServers(await displayContainerId())).toBe("0");
+      } finally {
+        terminal.close();
+        await desktop.revokeEndpoint(control.id);
+        asBot(`pkill -f 'http.server ${port}'; pkill -f 'sleep 4${stamp % 1000}'`);
+      }
+      // The session's last connection closed: its PTY server and shells are gone from the computer.
+      const until = Date.now() + 10_000;
+      while (Date.now() < until && ptyServers(idOf(machine)) !== "0") await sleep(100);
+      expect(ptyServers(idOf(machine))).toBe("0");
+    }, 60_000);
+
+    it("gives a page of the display's browser no shell from the computer's terminal host", async () => {
+      const display = await displayContainerId();
+      // What a page can send (an HTTP request) is refused at its first line: the connection closes, empty.
+      const page = spawnSync(
+        "docker",
+        [
+          "exec",
+          "-u",
+          "1000",
+          display,
+          "curl",
+          "-s",
+          "--max-time",
+          "5",
+          "-X",
+          "POST",
+          "--data",
+          "id",
+          "http://computer:6091/",
+        ],
+        { encoding: "utf8" },
+      );
+      // curl's 52: the server closed the connection without a reply.
+      expect(page.status).toBe(52);
+      expect(page.stdout).toBe("");
+    }, 30_000);
+
+    it("opens a file of the home in the bot's browser on the display, and refuses what it would download", async () => {
+      const stamp = Date.now();
+      asBot(
+        `mkdir -p ~/bots/apart-bot && echo "opened-${stamp}" > ~/bots/apart-bot/notes-${stamp}.txt && echo x > ~/sheet.xlsx`,
+      );
+      const path = `${machine.workspacePath}/bots/apart-bot/notes-${stamp}.txt`;
+      await desktop.open(path);
+      const display = await displayContainerId();
+      // The display's DevTools lists the new tab at the file's URL; the page shows the file.
+      const tabs = () =>
+        spawnSync(
+          "docker",
+          [
+            "exec",
+            "-u",
+            "1000",
+            display,
+            "sh",
+            "-c",
+            "for p in $(seq 9300 9420); do curl -s --max-time 1 http://127.0.0.1:$p/json/list; done",
+          ],
+          { encoding: "utf8" },
+        ).stdout;
+      const until = Date.now() + 10_000;
+      while (Date.now() < until && !tabs().includes(`file://${path}`)) await sleep(250);
+      expect(tabs()).toContain(`"url": "file://${path}"`);
+      await expect(desktop.open(`${machine.workspacePath}/sheet.xlsx`)).rejects.toMatchObject({ code: "UNSUPPORTED" });
+      await expect(desktop.open(`${machine.workspacePath}/missing-${stamp}.txt`)).rejects.toMatchObject({
+        code: "NOT_FOUND",
+      });
+    }, 60_000);
+
     // Last but the lifecycle cases: the new window takes the focus the earlier cases type into.
-    it("starts the display's own browser, and nothing else, on the bot's desktop", async () => {
-      await expect(desktop.launch(["sh", "-c", "touch /tmp/ran"])).rejects.toMatchObject({ code: "UNSUPPORTED" });
-      const windows = async () => {
+    it("starts the image's desktop applications on the bot's desktop, and nothing of the workspace", async () => {
+      // Not a desktop application of the image: a shell, a program in the home, a path outside the image's folders.
+      asBot("printf '#!/bin/sh\\ntouch /tmp/ran\\n' > ~/tool.sh && chmod +x ~/tool.sh");
+      for (const argv of [["sh", "-c", "touch /tmp/ran"], [`${machine.workspacePath}/tool.sh`], ["x11vnc"]]) {
+        await expect(desktop.launch(argv), argv[0]).rejects.toMatchObject({ code: "UNSUPPORTED" });
+      }
+      const windows = async (classname: string) => {
         const display = await displayContainerId();
-        const search = ["xdotool", "search", "--onlyvisible", "--classname", "chromium"];
+        const search = ["xdotool", "search", "--onlyvisible", "--classname", classname];
         const found = spawnSync(
           "docker",
           ["exec", "-u", "1000", "-e", `DISPLAY=${desktop.display}`, display, ...search],
@@ -213,15 +319,29 @@ if (!env.missing) {
         );
         return found.stdout.trim().split("\n").filter(Boolean).length;
       };
-      const before = await windows();
+      const before = await windows("chromium");
       await desktop.launch([
         "chromium",
         `--user-data-dir=${machine.workspacePath}/.browser-profiles/apart-bot`,
         "--new-window",
       ]);
-      const until = Date.now() + 15_000;
-      while (Date.now() < until && (await windows()) <= before) await sleep(250);
-      expect(await windows()).toBeGreaterThan(before);
+      let until = Date.now() + 15_000;
+      while (Date.now() < until && (await windows("chromium")) <= before) await sleep(250);
+      expect(await windows("chromium")).toBeGreaterThan(before);
+      // Another application of the image: ImageMagick's viewer, on the bot's display.
+      expect(asBot("convert -size 64x64 xc:red ~/red.png").status).toBe(0);
+      await desktop.launch(["display", `${machine.workspacePath}/red.png`]);
+      until = Date.now() + 15_000;
+      while (Date.now() < until && (await windows("display")) === 0) await sleep(250);
+      expect(await windows("display")).toBeGreaterThan(0);
+      const ran = spawnSync(
+        "docker",
+        ["exec", await displayContainerId(), "sh", "-c", "test -e /tmp/ran && echo ran || echo none"],
+        {
+          encoding: "utf8",
+        },
+      );
+      expect(ran.stdout.trim()).toBe("none");
     }, 60_000);
 
     it("stops, resumes and destroys both containers together", async () => {

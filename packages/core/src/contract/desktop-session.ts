@@ -24,6 +24,12 @@ export interface DesktopSession {
    */
   launch?(argv: string[], ctx?: OpContext): Promise<void>;
   /**
+   * Opens a file or folder of the computer (an absolute path the caller
+   * resolved inside the home) on this desktop, in what shows it. Where
+   * absent, `launch(["xdg-open", path])` does.
+   */
+  open?(path: string, ctx?: OpContext): Promise<void>;
+  /**
    * A capability for a person to watch or control this desktop, valid for
    * `ttlMs` (the provider's default when absent). View capabilities never
    * carry input.

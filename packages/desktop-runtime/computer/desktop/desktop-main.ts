@@ -10,9 +10,10 @@ import { parseCliOptions } from "./cli-options.js";
 import { handOverServiceKey } from "./desktop-service.js";
 import { DesktopState } from "./desktop-state.js";
 import { runDesktopVerb, USAGE } from "./desktop-verbs.js";
+import { runGateway } from "./gateway-main.js";
 import { runLoopbackProxy } from "./loopback-proxy.js";
 import { RELAY_FIRST_PORT, RELAY_PORT_COUNT, runProxyRelay } from "./proxy-relay.js";
-import { runGateway } from "./screen-gateway.js";
+import { runTerminalHost } from "./terminal-host.js";
 import { errorLine } from "./verb-errors.js";
 
 const stateDir = () => process.env.AGENT_COMPUTER_DESKTOP_STATE ?? "/tmp/agent-computer-desktops";
@@ -30,8 +31,9 @@ async function main(argv: string[]): Promise<void> {
       writeLine({ ok: true, ...(await handOverServiceKey(new DesktopState(stateDir()), readFileSync(0, "utf8"))) });
       return;
     case "loopback-proxy":
-      // Long-lived: the computer's own command when its display has a container of its own (provider-docker).
-      await runLoopbackProxy();
+      // Long-lived: the computer's own command when its display has a container of its own (provider-docker),
+      // with the terminal host beside it: one process serves both ends the display reaches the computer by.
+      await Promise.all([runLoopbackProxy(), runTerminalHost(new DesktopState(stateDir()))]);
       return;
     case "proxy-relay": {
       // Long-lived: started detached by `start` (proxy-relay-process.ts), credentials on stdin.

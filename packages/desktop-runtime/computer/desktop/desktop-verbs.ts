@@ -20,6 +20,7 @@ import {
   stopDesktop,
 } from "./desktop-lifecycle.js";
 import { look } from "./desktop-look.js";
+import { launchApplication, openInBrowser } from "./desktop-open.js";
 import { evaluate, navigate, onFirstPage } from "./desktop-page.js";
 import { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
@@ -43,7 +44,7 @@ export interface VerbIo {
 export const LONG_LIVED_VERBS = new Set(["gateway", "loopback-proxy", "proxy-relay", "service"]);
 
 export const USAGE =
-  "usage: desktop start|stop|observe|act|page|browse --bot ID [options] | desktop list|quiesce|resume | desktop loopback-proxy|proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
+  "usage: desktop start|stop|observe|act|page|browse|open|launch --bot ID [options] | desktop list|quiesce|resume | desktop loopback-proxy|proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
 
 function options(argv: readonly string[]): Map<string, string> {
   return parseCliOptions(argv, USAGE);
@@ -201,6 +202,23 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
         return expression ? evaluate(cdp, expression) : undefined;
       });
       print({ value: value ?? null });
+      return;
+    }
+    case "open": {
+      // A file or folder of the home in a new tab of the bot's browser (desktop-open.ts).
+      print(await openInBrowser(runningRecord(state, botOf(opts)), opts.get("path") ?? ""));
+      return;
+    }
+    case "launch": {
+      // A desktop application of the image, argv as JSON on stdin (desktop-open.ts).
+      const record = runningRecord(state, botOf(opts));
+      let argv: unknown;
+      try {
+        argv = JSON.parse(io.stdin());
+      } catch {
+        throw new CliError("INVALID_ARGUMENT", "launch reads a JSON array of strings on stdin.");
+      }
+      print(launchApplication(record, argv));
       return;
     }
     case "browse": {

@@ -1,14 +1,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { chmodSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import {
-  createServer as createHttpServer,
-  type Server as HttpServer,
-  type IncomingMessage,
-  type ServerResponse,
-  STATUS_CODES,
-} from "node:http";
-import { createConnection, createServer, type Server } from "node:net";
-import { join } from "node:path";
+import { chmodSync, rmSync } from "node:fs";
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import {
   capabilityTokenHash,
@@ -22,18 +15,15 @@ import {
 } from "@agent-computer/core";
 import { WebSocketServer } from "ws";
 import { CliError } from "./cli-error.js";
-import { admitConnections, upgraded } from "./connection-admission.js";
-import { DesktopService } from "./desktop-service.js";
-import type { DesktopState } from "./desktop-state.js";
+import type { DesktopService } from "./desktop-service.js";
+import { type DesktopState, FIRST_DISPLAY } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
-import { type GatewayRequest, serveControl } from "./gateway-control.js";
-import { GatewayFiles, gatewayPort, type ScreenMode, slotRecordNow, slotServes } from "./gateway-files.js";
-import { GatewayLog } from "./gateway-log.js";
-import { identify } from "./process-status.js";
-import { readJson } from "./screen-teardown.js";
+import type { GatewayRequest } from "./gateway-control.js";
+import { type GatewayFiles, type ScreenMode, slotRecordNow, slotServes } from "./gateway-files.js";
+import type { GatewayLog } from "./gateway-log.js";
 import { terminalFrameOf } from "./terminal-frames.js";
-import { TerminalServers } from "./terminal-servers.js";
-import { VncServers } from "./vnc-servers.js";
+import type { TerminalBackend, TerminalSession } from "./terminal-servers.js";
+import type { VncServers } from "./vnc-servers.js";
 import { type Bridge, bridge } from "./websocket-bridge.js";
 
 /** Capability ids: 16 random bytes, base64url. Not secret; they name the websocket path. */
@@ -140,7 +130,7 @@ export class ScreenGateway {
     private readonly files: GatewayFiles,
     private readonly log: GatewayLog,
     private readonly vnc: VncServers,
-    private readonly terminals: TerminalServers,
+    private readonly terminals: TerminalBackend,
     private readonly service: DesktopService,
   ) {
     this.wss.on("headers", (headers, req) => {
@@ -216,12 +206,12 @@ export class ScreenGateway {
    * session's PTY server (which gives the connection a shell of its own).
    */
   private async listenCapability(capability: Capability): Promise<Server> {
-    const target = (): Promise<{ port: number; host: string } | { path: string }> =>
+    const target = (): Promise<Socket> =>
       capability.kind === "terminals"
-        ? this.terminals.socketFor(terminalSessionOf(capability)).then((path) => ({ path }))
+        ? this.terminals.connect(terminalSessionOf(capability))
         : this.vnc
             .ensure(capability.slot, capability.mode, capability.incarnation)
-            .then((port) => ({ port, host: "127.0.0.1" }));
+            .then((port) => createConnection({ port, host: "127.0.0.1" }));
     const server = createServer((local) => {
       local.on("error", () => local.destroy());
       if (capability.ended) {
@@ -229,13 +219,13 @@ export class ScreenGateway {
         return;
       }
       target().then(
-        (where) => {
+        (upstream) => {
+          upstream.on("error", () => upstream.destroy());
           if (local.destroyed || capability.ended) {
+            upstream.destroy();
             local.destroy();
             return;
           }
-          const upstream = createConnection(where);
-          upstream.on("error", () => upstream.destroy());
           upstream.on("close", () => local.destroy());
           local.on("close", () => upstream.destroy());
           local.pipe(upstream);
@@ -300,7 +290,7 @@ export class ScreenGateway {
     // Known before its server starts, so the sweep never takes the server for an idle one.
     this.capabilities.set(id, capability);
     try {
-      await this.terminals.socketFor(terminalSessionOf(capability));
+      await this.terminals.ready(terminalSessionOf(capability));
       const server = await this.listenCapability(capability);
       if (capability.ended) {
         server.close();
@@ -615,12 +605,12 @@ function routeOf(url: string | undefined): { kind: Capability["kind"]; id: strin
   return match ? { kind: match[1] as Capability["kind"], id: match[2] as string } : undefined;
 }
 
-function terminalSessionOf(capability: Capability) {
+function terminalSessionOf(capability: Capability): TerminalSession {
   return {
     controlId: capability.control?.id as string,
     bot: capability.bot,
-    slot: capability.slot,
     home: capability.home as string,
+    display: `:${FIRST_DISPLAY + capability.slot}`,
   };
 }
 
@@ -636,72 +626,4 @@ function refuseUpgrade(socket: Duplex, status: number, message: string): void {
       `\r\n${body}`,
   );
   setTimeout(() => socket.destroy(), 1000).unref();
-}
-
-function listen(server: HttpServer, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-}
-
-/**
- * `desktop gateway`: runs the gateway until SIGTERM. The port is its lock:
- * a second gateway cannot bind it and exits before touching any file.
- */
-export async function runGateway(state: DesktopState): Promise<void> {
-  if (process.getuid?.() === 0) {
-    throw new CliError("UNSUPPORTED", "The screen gateway runs as the computer's user (uid 1000), never as root.");
-  }
-  const files = new GatewayFiles(state);
-  files.prepare();
-  const log = new GatewayLog(files.logFile);
-  const vnc = new VncServers(state, files, log);
-  const terminals = new TerminalServers(files.terminalsDir, log);
-  const gateway = new ScreenGateway(state, files, log, vnc, terminals, new DesktopService(log));
-  const http = createHttpServer((req, res) => gateway.request(req, res));
-  http.headersTimeout = 10_000;
-  http.requestTimeout = 15_000;
-  admitConnections(http, log);
-  http.on("upgrade", (req, socket, head) => {
-    upgraded(socket);
-    gateway.upgrade(req, socket, head);
-  });
-  http.on("clientError", (_error, socket) => socket.destroy());
-  const port = gatewayPort();
-  try {
-    await listen(http, port);
-  } catch (error) {
-    log.write("start-failed", { error: (error as NodeJS.ErrnoException).code ?? (error as Error).message });
-    throw new CliError("UNAVAILABLE", `The screen gateway cannot listen on port ${port}: ${(error as Error).message}`);
-  }
-  writeFileSync(files.identityFile, JSON.stringify(identify(process.pid)), { mode: 0o600 });
-  // Sockets of an earlier gateway are dead: its capabilities died with it.
-  for (const name of readdirSync(files.capsDir)) rmSync(join(files.capsDir, name), { force: true });
-  // So are its PTY servers (their stdin was its pipe): their session folders go.
-  terminals.prepare();
-  rmSync(files.controlSocket, { force: true });
-  const control = await serveControl(files.controlSocket, (request) => gateway.handle(request));
-  chmodSync(files.controlSocket, 0o600);
-  const sweeper = setInterval(() => void gateway.sweep(), 1000);
-  log.write("start", { pid: process.pid, port });
-  await new Promise<void>((resolve) => {
-    process.once("SIGTERM", resolve);
-    process.once("SIGINT", resolve);
-  });
-  clearInterval(sweeper);
-  gateway.shutdown();
-  control.close();
-  http.close();
-  const me = identify(process.pid);
-  const recorded = readJson<{ pid: number; startTime: string }>(files.identityFile);
-  if (recorded && me && recorded.pid === me.pid && recorded.startTime === me.startTime) {
-    rmSync(files.identityFile, { force: true });
-  }
-  log.write("stop", { pid: process.pid });
-  // Open sockets would keep the loop alive; everything worth closing is closed.
-  setTimeout(() => process.exit(0), 600).unref();
 }

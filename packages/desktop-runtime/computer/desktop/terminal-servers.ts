@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, rmSync } from "node:fs";
+import { createConnection, type Socket } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CliError } from "./cli-error.js";
-import { FIRST_DISPLAY } from "./desktop-state.js";
 import type { GatewayLog } from "./gateway-log.js";
 
 /** Beside the bundle in the image: /opt/agent-computer/share. */
@@ -23,8 +23,29 @@ export interface TerminalSession {
   /** The control capability's id: one server per control capability. */
   readonly controlId: string;
   readonly bot: string;
-  readonly slot: number;
   readonly home: string;
+  /** The shells' `DISPLAY` (`:N`); none where the shells run apart from the display (terminal-host.ts). */
+  readonly display?: string;
+}
+
+/**
+ * Where the gateway's terminal connections go: PTY servers beside it
+ * (`TerminalServers`), or the computer's terminal host when the display
+ * runs apart from the bot's processes (`RemoteTerminals`).
+ */
+export interface TerminalBackend {
+  /** At gateway start: forget what an earlier gateway left. */
+  prepare(): void;
+  /** Control ids with a server of their own running or stopping here. */
+  controlIds(): string[];
+  /** Resolves once the session's connections can be served: a grant fails here, not at its first connection. */
+  ready(session: TerminalSession): Promise<void>;
+  /** A connection to a new shell of the session, speaking terminal-pty-server.py's framing. */
+  connect(session: TerminalSession): Promise<Socket>;
+  /** Hangs up the session's shells. Idempotent. */
+  stop(controlId: string): Promise<void>;
+  /** Waits for every stop under way. */
+  settle(): Promise<void>;
 }
 
 interface PtyServer {
@@ -45,7 +66,7 @@ interface PtyServer {
  * stops. Its stdin is a pipe from the gateway, so a gateway that dies takes
  * its servers (and their shells) with it.
  */
-export class TerminalServers {
+export class TerminalServers implements TerminalBackend {
   private readonly servers = new Map<string, PtyServer>();
   private readonly stops = new Set<Promise<void>>();
 
@@ -66,8 +87,16 @@ export class TerminalServers {
     return [...this.servers.keys()];
   }
 
+  async ready(session: TerminalSession): Promise<void> {
+    await this.socketFor(session);
+  }
+
+  async connect(session: TerminalSession): Promise<Socket> {
+    return createConnection({ path: await this.socketFor(session) });
+  }
+
   /** The socket of the session's server, started when none runs (or the last one died). */
-  async socketFor(session: TerminalSession): Promise<string> {
+  private async socketFor(session: TerminalSession): Promise<string> {
     let server = this.servers.get(session.controlId);
     if (server?.stopping) await server.stopping;
     server = this.servers.get(session.controlId);
@@ -132,8 +161,7 @@ export class TerminalServers {
         session.home,
         "--bot",
         session.bot,
-        "--display",
-        `:${FIRST_DISPLAY + session.slot}`,
+        ...(session.display === undefined ? [] : ["--display", session.display]),
         "--user-name",
         TERMINAL_USER_NAME,
       ],

@@ -30,6 +30,20 @@ export const CHROMIUM_MANAGED_POLICY_FILE = "/etc/chromium/policies/managed/agen
 export const LOOPBACK_PROXY_PORT = 6090;
 
 /**
+ * The port of the computer's terminal host (computer/desktop/terminal-host.ts):
+ * a display apart from its computer opens a person's terminals there, so
+ * their shells run beside the bot's processes (issue 46).
+ */
+export const TERMINAL_HOST_PORT = 6091;
+
+/**
+ * The environment variable that tells a display container's gateway where
+ * its computer's terminal host is (`host:port`); without it terminals open
+ * beside the display.
+ */
+export const TERMINAL_HOST_ENV = "AGENT_COMPUTER_TERMINAL_HOST";
+
+/**
  * The environment variable that tells a display container's `desktop`
  * where its computer's loopback proxy is (`socks5://host:port`).
  */
@@ -37,8 +51,9 @@ export const LOOPBACK_PROXY_ENV = "AGENT_COMPUTER_LOOPBACK_PROXY";
 
 /**
  * The main command of a computer whose display runs apart: it keeps the
- * loopback proxy running (a bot that stops it only cuts its own pages off)
- * and lives as long as the container.
+ * loopback proxy and the terminal host running (a bot that stops them only
+ * cuts its own pages and a person's terminals off) and lives as long as
+ * the container.
  */
 export const LOOPBACK_PROXY_COMMAND = Object.freeze([
   "sh",

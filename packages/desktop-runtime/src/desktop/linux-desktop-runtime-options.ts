@@ -23,14 +23,18 @@ export const linuxDesktopRuntimeOptionsSchema = z.object({
   transport: z.enum(["service", "exec"]).default("service"),
   /**
    * What `launch` may start on a desktop: any program (`true`, the
-   * default), nothing (`false`), or only the programs named (by their
-   * argv[0], as given). A provider whose display runs apart from the bot's
-   * processes (`dockerProvider({ displayContainer: true })`) names only the
-   * browser: a program started there from a file the bot wrote (`xdg-open`,
-   * so the `open_path` tool) would run the bot's code beside the display,
-   * while the browser a `launch_app` entry starts is the display's own.
+   * default), nothing (`false`), only the programs named (by their
+   * argv[0], as given), or `"applications"`: the desktop applications of
+   * the image (a `.desktop` entry in /usr/share/applications not run in a
+   * terminal, found in the image's folders, never the home), started by
+   * the in-computer `desktop launch` with the display's own configuration;
+   * `open` then shows files in the bot's browser instead of `xdg-open`. A
+   * provider whose display runs apart from the bot's processes
+   * (`dockerProvider({ displayContainer: true })`) uses `"applications"`:
+   * a program of the workspace, or one `xdg-open` picks for a file the bot
+   * wrote, would run the bot's code beside the display.
    */
-  launchPrograms: z.union([z.boolean(), z.array(z.string().min(1)).max(32)]).default(true),
+  launchPrograms: z.union([z.boolean(), z.literal("applications"), z.array(z.string().min(1)).max(32)]).default(true),
   /** The screen size when `openDesktop` gives none (default 1280x800, a size models handle well). */
   defaultScreen: z
     .object({ width: z.number().int().min(64).max(7680), height: z.number().int().min(64).max(4320) })

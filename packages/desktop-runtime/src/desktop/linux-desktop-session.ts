@@ -30,7 +30,7 @@ export interface LinuxDesktopTarget {
   /** Where the desktop verbs go: the resident service, or exec per call. */
   readonly channel: DesktopChannel;
   /** What `launch` may start (LinuxDesktopRuntimeOptions): any program, none, or only those named. */
-  readonly launchPrograms?: boolean | readonly string[];
+  readonly launchPrograms?: boolean | "applications" | readonly string[];
 }
 
 const OBSERVE_TIMEOUT_MS = 30_000;
@@ -38,6 +38,7 @@ const OBSERVE_TIMEOUT_MS = 30_000;
 const ACT_TIMEOUT_MS = 10 * 60_000;
 const STOP_TIMEOUT_MS = 60_000;
 const PAGE_TIMEOUT_MS = 30_000;
+const LAUNCH_TIMEOUT_MS = 15_000;
 /** A grant may start the gateway and the display's x11vnc. */
 const GRANT_TIMEOUT_MS = 45_000;
 const REVOKE_TIMEOUT_MS = 20_000;
@@ -168,11 +169,19 @@ export class LinuxDesktopSession implements DesktopSession {
   /**
    * Starts a program on this bot's display, detached, with no output kept:
    * `launch(["xdg-open", path])` opens a file in its default application.
+   * Where the runtime's `launchPrograms` is `"applications"`, only the
+   * image's desktop applications start (UNSUPPORTED for anything else).
    */
   async launch(argv: string[], ctx?: OpContext): Promise<void> {
     const program = parseInput(z.array(z.string().min(1)).min(1).max(64), argv, "launch argv");
     const context = this.usable(ctx);
     const allowed = this.target.launchPrograms ?? true;
+    if (allowed === "applications") {
+      await this.run(["launch", "--bot", this.botId], context, LAUNCH_TIMEOUT_MS, {
+        stdin: new TextEncoder().encode(JSON.stringify(program)),
+      });
+      return;
+    }
     if (allowed === false || (Array.isArray(allowed) && !allowed.includes(program[0] as string))) {
       const only = Array.isArray(allowed) && allowed.length > 0 ? ` (it starts only ${allowed.join(", ")})` : "";
       throw new AgentComputerError(
@@ -185,13 +194,26 @@ export class LinuxDesktopSession implements DesktopSession {
       {
         argv: ["sh", "-c", 'exec setsid -f "$@" </dev/null >/dev/null 2>&1', "launch", ...program],
         env: { DISPLAY: this.display },
-        timeoutMs: 15_000,
+        timeoutMs: LAUNCH_TIMEOUT_MS,
       },
       context,
     );
     if (result.exitCode !== 0) {
       throw new AgentComputerError("UNAVAILABLE", `Could not start ${program[0]} on the desktop of ${this.botId}.`);
     }
+  }
+
+  /**
+   * Opens a file or folder of the computer (an absolute path, resolved
+   * inside the home by the caller) on this bot's display: with `xdg-open`
+   * in its default application, or, where `launchPrograms` is
+   * `"applications"`, in a new tab of the bot's browser (a type the
+   * browser would download instead of show is UNSUPPORTED).
+   */
+  async open(path: string, ctx?: OpContext): Promise<void> {
+    const absolute = parseInput(absolutePathSchema, path, "path");
+    if (this.target.launchPrograms !== "applications") return this.launch(["xdg-open", absolute], ctx);
+    await this.run(["open", "--bot", this.botId, `--path=${absolute}`], this.usable(ctx), LAUNCH_TIMEOUT_MS);
   }
 
   /**
@@ -299,6 +321,10 @@ export class LinuxDesktopSession implements DesktopSession {
 }
 
 const urlSchema = z.string().url().max(8192);
+const absolutePathSchema = z
+  .string()
+  .max(4096)
+  .refine((p) => p.startsWith("/") && !p.includes("\0"), "an absolute path");
 const screenModeSchema = z.enum(["view", "control"]);
 const screenEndpointOptionsSchema = z.object({
   /** From 1 s to 24 h; the gateway's default (10 min) when absent. */

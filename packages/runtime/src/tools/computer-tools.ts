@@ -206,8 +206,10 @@ const openPath = computerTool({
         throw new AgentComputerError("NOT_FOUND", `"${input.path}" does not exist; list_files shows what is there.`);
       }
       const desktop = await session.desktop();
-      if (!desktop.launch) throw new AgentComputerError("UNSUPPORTED", "This desktop cannot open files.");
-      await desktop.launch(["xdg-open", await resolvedInsideHome(machine, path, input.path)]);
+      if (!desktop.open && !desktop.launch)
+        throw new AgentComputerError("UNSUPPORTED", "This desktop cannot open files.");
+      const real = await resolvedInsideHome(machine, path, input.path);
+      await (desktop.open ? desktop.open(real) : desktop.launch?.(["xdg-open", real]));
       return { result: textResult(`Opened ${input.path} on your screen; take a screenshot to see it.`) };
     }),
 });

@@ -7,7 +7,7 @@ ends. It listens on a Unix socket in its session folder (0700, made by the
 gateway); each connection to it gets its own shell on its own PTY:
 
   terminal-pty-server.py --socket PATH --session DIR --home DIR --bot ID
-                         --display :N [--user-name NAME]
+                         [--display :N] [--user-name NAME]
 
 Gateway to server, framed: [type: 1 byte][length: 4 bytes, big endian][payload]
   type 0: input bytes for the shell
@@ -17,7 +17,8 @@ connection when its shell has exited and its output is sent.
 
 The shell (`bash --noprofile --norc -l`: no start-up file of the home) starts in <home>/bots/<bot> when that exists (else
 the home) with HOME, USER, LOGNAME, SHELL, TERM=xterm-256color and DISPLAY
-set. When this process's uid has no passwd entry, its shells (only they)
+set (DISPLAY only with --display: a terminal host beside the bot's processes
+runs shells with no display, as the bot's own are). When this process's uid has no passwd entry, its shells (only they)
 get one from nss_wrapper: passwd and group files in the session folder,
 LD_PRELOAD=libnss_wrapper.so; /etc/passwd is never touched.
 
@@ -77,10 +78,10 @@ def parse_args(argv):
     while i < len(argv):
         key = argv[i][2:] if argv[i].startswith("--") else None
         if key not in known or i + 1 >= len(argv):
-            raise SystemExit("usage: terminal-pty-server.py --socket PATH --session DIR --home DIR --bot ID --display :N")
+            raise SystemExit("usage: terminal-pty-server.py --socket PATH --session DIR --home DIR --bot ID [--display :N]")
         out[key] = argv[i + 1]
         i += 2
-    for key in ("socket", "session", "home", "bot", "display"):
+    for key in ("socket", "session", "home", "bot"):
         if key not in out:
             raise SystemExit("terminal-pty-server.py: --%s is required" % key)
     return out
@@ -203,7 +204,6 @@ class Server:
                 "SHELL": PERSON_SHELL,
                 "TERM": "xterm-256color",
                 "COLORTERM": "truecolor",
-                "DISPLAY": self.conf["display"],
                 "PWD": cwd,
                 # Nothing of the shell's start-up comes from the home, which the bot
                 # writes: readline's key bindings from the system's file, the history
@@ -212,6 +212,8 @@ class Server:
                 "HISTFILE": os.path.join(self.conf["session"], "history"),
             }
         )
+        if "display" in self.conf:
+            env["DISPLAY"] = self.conf["display"]
         env.update(self.nss_env)
         return env
 
