@@ -18,20 +18,17 @@ import { CliError } from "./cli-error.js";
 import type { DesktopService } from "./desktop-service.js";
 import { type DesktopState, FIRST_DISPLAY } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
+import { CAPABILITY_ID, type Capability, type EndReason, isValidClaim } from "./gateway-capability.js";
 import type { GatewayRequest } from "./gateway-control.js";
-import { type GatewayFiles, type ScreenMode, slotRecordNow, slotServes } from "./gateway-files.js";
+import { type GatewayFiles, slotRecordNow, slotServes } from "./gateway-files.js";
 import type { GatewayLog } from "./gateway-log.js";
 import { terminalFrameOf } from "./terminal-frames.js";
 import type { TerminalBackend, TerminalSession } from "./terminal-servers.js";
 import type { VncServers } from "./vnc-servers.js";
-import { type Bridge, bridge } from "./websocket-bridge.js";
+import { bridge } from "./websocket-bridge.js";
 
-/** Capability ids: 16 random bytes, base64url. Not secret; they name the websocket path. */
-export const CAPABILITY_ID = /^[A-Za-z0-9_-]{22}$/;
 /** Tokens: 32 random bytes, base64url. Only their SHA-256 is kept. */
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
-export const MIN_TTL_MS = 1000;
-export const MAX_TTL_MS = 24 * 60 * 60_000;
 /** No RFB client message comes near this (noVNC's largest are clipboard texts). */
 const MAX_PAYLOAD = 256 * 1024;
 const MAX_LIVE_CAPABILITIES = 1024;
@@ -40,57 +37,6 @@ const MAX_CONNECTIONS = 256;
 /** Ended capabilities are remembered this long (and at most this many) so they answer 410, not 404. */
 const KEEP_ENDED_MS = 60 * 60_000;
 const MAX_REMEMBERED = 8192;
-
-type EndReason =
-  | "revoked"
-  | "expired"
-  | "desktop-stopped"
-  | "gateway-stopping"
-  /** A terminal's control capability ended. */
-  | "control-ended"
-  /** A terminal whose PTY server did not start. */
-  | "grant-failed";
-
-/**
- * One capability: a route kind (`screens` or `terminals`), the target it
- * reaches (its own Unix socket, bridged to one display's x11vnc in one
- * mode, or to the PTY server of its control capability), the slot claim it
- * is bound to, and its token's hash.
- */
-interface Capability {
-  readonly kind: "screens" | "terminals";
-  readonly id: string;
-  /** Terminals carry input: they are always "control". */
-  readonly mode: ScreenMode;
-  readonly bot: string;
-  readonly slot: number;
-  readonly incarnation: string;
-  readonly tokenHash: Buffer;
-  readonly expiresAt: number;
-  readonly socketPath: string;
-  server?: Server;
-  ended?: EndReason;
-  endedAt?: number;
-  readonly connections: Map<string, Bridge>;
-  /** Terminals: the control capability they live under; `owned` when it was granted for the terminal alone. */
-  readonly control?: { readonly id: string; readonly owned: boolean };
-  /** Terminals: the workspace home their shells start in. */
-  readonly home?: string;
-}
-
-/** What every grant names: a bot's slot claim and a lifetime within bounds. */
-function isValidClaim(request: { bot: unknown; slot: unknown; incarnation: unknown; ttlMs: unknown }): boolean {
-  const { bot, slot, incarnation, ttlMs } = request;
-  return (
-    typeof bot === "string" &&
-    Number.isInteger(slot) &&
-    (slot as number) >= 0 &&
-    typeof incarnation === "string" &&
-    Number.isInteger(ttlMs) &&
-    (ttlMs as number) >= MIN_TTL_MS &&
-    (ttlMs as number) <= MAX_TTL_MS
-  );
-}
 
 const sha256 = capabilityTokenHash;
 /** Challenges for clients that check the gateway (core's gateway-proof.ts): single use, short-lived, bounded. */

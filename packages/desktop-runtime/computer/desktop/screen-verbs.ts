@@ -4,10 +4,10 @@ import { CliError } from "./cli-error.js";
 import { launch } from "./desktop-lifecycle.js";
 import type { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
+import { CAPABILITY_ID, MAX_TTL_MS, MIN_TTL_MS } from "./gateway-capability.js";
 import { controlRequest } from "./gateway-control.js";
 import { GatewayFiles, type ScreenMode } from "./gateway-files.js";
 import { isAlive, signal, sleep, waitGone } from "./process-status.js";
-import { CAPABILITY_ID, MAX_TTL_MS, MIN_TTL_MS } from "./screen-gateway.js";
 import { gatewayIdentity } from "./screen-teardown.js";
 
 export { MAX_TTL_MS, MIN_TTL_MS };

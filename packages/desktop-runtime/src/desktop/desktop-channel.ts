@@ -20,6 +20,20 @@ export type DesktopTransport = "service" | "exec";
 const SERVICE_RETRY_MS = 30_000;
 /** `desktop service` starts the gateway when none runs. */
 const HAND_OVER_TIMEOUT_MS = 45_000;
+/**
+ * The image's `desktop` (bin/desktop) is a shell script that execs the
+ * image's execute-only node: until it does, the shell is dumpable, and a
+ * process of the bot's user can open its stdin through /proc/<pid>/fd/0
+ * and read the service key the host sends there (issue 45, finding 6).
+ * The hand-over runs that node directly instead, non-dumpable from its
+ * first instruction, on every machine of the image (the Dockerfile
+ * installs both paths); a runtime given another `command` (a host without
+ * the image) hands over through that command.
+ */
+export const SERVICE_HAND_OVER_COMMAND = Object.freeze([
+  "/opt/agent-computer/libexec/agent-computer-node",
+  "/opt/agent-computer/lib/desktop.mjs",
+]);
 
 /**
  * Where one machine's desktop calls go (docs/architecture.md §4). Every verb
@@ -47,7 +61,8 @@ export class DesktopChannel {
             SERVICE_PATH,
           ),
         handOver: async (key, ctx) => {
-          await runDesktopCommand(machine, command, ["service"], ctx, {
+          const handOver = command.length === 1 && command[0] === "desktop" ? SERVICE_HAND_OVER_COMMAND : command;
+          await runDesktopCommand(machine, handOver, ["service"], ctx, {
             defaultTimeoutMs: HAND_OVER_TIMEOUT_MS,
             stdin: new TextEncoder().encode(key),
           });
