@@ -23,7 +23,11 @@ import { NamedTemplate } from "./named-template.js";
  * reconnect); the home is a folder inside the VM, copied in and out;
  * sandboxes bill while they run.
  */
-export const CREATEOS_CAPABILITIES: ProviderCapabilities = HOSTED_COMPUTER_CAPABILITIES;
+/** The kit's hosted computer, but its screens are released at the end of every run, as the product documents say. */
+export const CREATEOS_CAPABILITIES: ProviderCapabilities = {
+  ...HOSTED_COMPUTER_CAPABILITIES,
+  keepsScreensBetweenRuns: false,
+};
 
 type Environment = Record<string, string | undefined>;
 

@@ -31,6 +31,14 @@ export const providerCapabilitiesSchema = z.object({
    * app's own host (provider-host). Absent means true.
    */
   recordsRunTime: z.boolean().optional(),
+  /**
+   * A completed run keeps its bot's screen and browser up, idle, for the
+   * bot's next run (views and logged-in sessions intact); a failed one
+   * tears it down. False for a provider whose screens are released at the
+   * end of every run (CreateOS, as the product documents say). Absent
+   * means true.
+   */
+  keepsScreensBetweenRuns: z.boolean().optional(),
 });
 
 export type ProviderCapabilities = z.infer<typeof providerCapabilitiesSchema>;

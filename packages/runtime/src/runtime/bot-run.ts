@@ -165,8 +165,9 @@ export class BotRun {
    * Ends the run: releases the execution lease (every handle of the run,
    * its screen control too, refuses from then on) and saves the home at this
    * boundary. A completed run keeps its bot's screen and browser for its
-   * next run (views and logged-in sessions intact); a failed one frees the
-   * display slot (the profile stays). Idempotent.
+   * next run (views and logged-in sessions intact) where the provider
+   * `keepsScreensBetweenRuns`; a failed one, or any run elsewhere, frees
+   * the display slot (the profile stays). Idempotent.
    */
   async end(outcome: "completed" | "failed"): Promise<void> {
     const parsed = runOutcomeSchema.safeParse(outcome);
@@ -177,8 +178,10 @@ export class BotRun {
     this.ended = true;
     clearInterval(this.heartbeat);
     if (this.desktopSession) {
-      if (parsed.data === "completed") await this.lifecycle.screens.keepScreen(this.slot, this.botId).catch(() => {});
-      else {
+      const keeps = this.lifecycle.provider.capabilities.keepsScreensBetweenRuns !== false;
+      if (parsed.data === "completed" && keeps) {
+        await this.lifecycle.screens.keepScreen(this.slot, this.botId).catch(() => {});
+      } else {
         await this.desktopSession.release().catch(() => {});
         await this.lifecycle.screens.forgetScreen(this.slot, this.botId).catch(() => {});
       }

@@ -10,9 +10,11 @@ import { createComputerRuntime } from "./computer-runtime.js";
 
 const text = (s: string) => new TextEncoder().encode(s);
 
-async function setup(screenLimit: number) {
+async function setup(screenLimit: number, keepsScreensBetweenRuns?: boolean) {
   const dataDir = await mkdtemp(join(tmpdir(), "screens-between-runs-"));
-  const provider = createFakeProvider();
+  const provider = createFakeProvider(
+    keepsScreensBetweenRuns === undefined ? {} : { capabilities: { keepsScreensBetweenRuns } },
+  );
   const runtime = createComputerRuntime({
     provider,
     stateStore: new MemoryStateStore(),
@@ -50,6 +52,15 @@ describe("screens between runs", () => {
     await expect(machine.openDesktop?.("intruder")).rejects.toMatchObject({ code: "MULTI_SCREEN_UNAVAILABLE" });
     // The bot's next run gets the same screen.
     expect(await screenRun("k1", "alpha", "completed")).toBe(desktop.display);
+  });
+
+  it("a provider that releases screens at every run's end (CreateOS) tears a completed run's screen down", async () => {
+    const { raw, screenRun } = await setup(1, false);
+    await screenRun("k5", "alpha", "completed");
+    // The slot is free: at a limit of one, another bot's screen fits.
+    const other = await (await raw("team-k5")).openDesktop?.("other");
+    expect(other?.botId).toBe("other");
+    await other?.release();
   });
 
   it("a failed run tears its screen down", async () => {
