@@ -56,7 +56,12 @@ export class ComputerHomeRecords implements HomeRecords {
     return homeRecordOf(record);
   }
 
-  async advanceRevision(input: { homeKey: string; expectedRevision: number; next: number }): Promise<void> {
+  async advanceRevision(input: {
+    homeKey: string;
+    expectedRevision: number;
+    next: number;
+    attempt?: string;
+  }): Promise<void> {
     const computerId = this.computerIdOf(input.homeKey);
     // Without the caller's lease the store takes one itself, so even this path is fenced. A holder
     // name per call: two racing writers with one name would share a token, and the engine would take
@@ -69,6 +74,7 @@ export class ComputerHomeRecords implements HomeRecords {
         lease,
         expectedRevision: input.expectedRevision,
         next: input.next,
+        ...(input.attempt === undefined ? {} : { attempt: input.attempt }),
       });
     } finally {
       await this.leases.release(lease).catch(() => {});
@@ -88,6 +94,7 @@ function homeRecordOf(record: ComputerRecord): HomeRecord {
     homeKey: record.homeKey,
     storageId: record.storageId,
     revision: record.revision,
+    ...(record.committedAttempt === undefined ? {} : { committedAttempt: record.committedAttempt }),
     ...(record.wrappedDataKey === undefined ? {} : { wrappedDataKey: record.wrappedDataKey }),
     version: record.version,
   };

@@ -16,10 +16,11 @@ export interface HomeRecords {
   setWrappedDataKey(input: { homeKey: string; expectedVersion: number; wrappedDataKey: string }): Promise<HomeRecord>;
   /**
    * Advances the revision from `expectedRevision` to `next` as one
-   * compare-and-set (CONFLICT when it moved). Used only for a checkpoint
-   * without a `commit` hook; with one, the hook is the commit.
+   * compare-and-set (CONFLICT when it moved), recording `attempt` as the
+   * record's `committedAttempt`. Used only for a checkpoint without a
+   * `commit` hook; with one, the hook is the commit.
    */
-  advanceRevision(input: { homeKey: string; expectedRevision: number; next: number }): Promise<void>;
+  advanceRevision(input: { homeKey: string; expectedRevision: number; next: number; attempt?: string }): Promise<void>;
   /** Every live home, for the reconciler: an object whose storage id none of these has is garbage. */
   list(): AsyncIterable<HomeRecord>;
 }

@@ -39,7 +39,12 @@ export class MemoryHomeRecords implements HomeRecords {
     return this.write({ ...current, wrappedDataKey: input.wrappedDataKey });
   }
 
-  async advanceRevision(input: { homeKey: string; expectedRevision: number; next: number }): Promise<void> {
+  async advanceRevision(input: {
+    homeKey: string;
+    expectedRevision: number;
+    next: number;
+    attempt?: string;
+  }): Promise<void> {
     const current = this.expect(input.homeKey);
     if (current.revision !== input.expectedRevision)
       throw new AgentComputerError(
@@ -47,7 +52,12 @@ export class MemoryHomeRecords implements HomeRecords {
         `Home "${input.homeKey}" is at revision ${current.revision}, not ${input.expectedRevision}; another writer committed first.`,
         { details: { homeKey: input.homeKey, expectedRevision: input.expectedRevision, revision: current.revision } },
       );
-    this.write({ ...current, revision: input.next });
+    const { committedAttempt: _previous, ...rest } = current;
+    this.write({
+      ...rest,
+      revision: input.next,
+      ...(input.attempt === undefined ? {} : { committedAttempt: input.attempt }),
+    });
   }
 
   async *list(): AsyncIterable<HomeRecord> {

@@ -386,24 +386,12 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
         },
       ],
       [
-        "the committed pointer flipped to a losing attempt of the same revision",
+        "the winning attempt and its pointer deleted, a losing attempt of the same revision left (issue 45, finding 9: it restored the loser)",
         async (c) => {
           const loser = randomBytes(12).toString("hex");
           const empty = { format: 2, storageId: c.storageId, revision: 1, entries: [] } as const;
           await putBytes(`homes/${c.storageId}/1/${loser}`, sealManifest(c.keys, empty).sealed);
-          await putBytes(`homes/${c.storageId}/1/committed`, Buffer.from(loser));
-        },
-      ],
-      [
-        "revision 1's pointer replayed at revision 2, edited to name a losing attempt",
-        async (c) => {
-          const pointer = (await bytesOf(`homes/${c.storageId}/1/committed`)).toString();
-          writeFileSync(join(c.source, "notes/n0.txt"), "newer\n");
-          await c.writer.checkpoint({ homeKey: c.keys.storageId.slice(3), source: { dir: c.source } });
-          const loser = randomBytes(12).toString("hex");
-          const empty = { format: 2, storageId: c.storageId, revision: 2, entries: [] } as const;
-          await putBytes(`homes/${c.storageId}/2/${loser}`, sealManifest(c.keys, empty).sealed);
-          await putBytes(`homes/${c.storageId}/2/committed`, Buffer.from(pointer.replace(/^[0-9a-f]{24}/, loser)));
+          await deleteKeys([c.manifestKey, `homes/${c.storageId}/1/committed`]);
         },
       ],
       ["a flipped manifest byte", async (c) => flip(c.manifestKey, (n) => n >> 1)],
@@ -432,6 +420,46 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
         const error = await rejection(storeWith(ctx.records).restore({ homeKey, target: { dir: target } }));
         expect(error.code).toBe("CHECKPOINT_CORRUPT");
         expect(readdirSync(target)).toEqual(["kept.txt"]);
+      });
+    }
+
+    // The computer record names the commit's winner (issue 45, finding 9): a pointer that names another
+    // attempt is not believed, and the winner restores as it was.
+    const redirections: [string, Attack][] = [
+      [
+        "the committed pointer flipped to a losing attempt of the same revision",
+        async (c) => {
+          const loser = randomBytes(12).toString("hex");
+          const empty = { format: 2, storageId: c.storageId, revision: 1, entries: [] } as const;
+          await putBytes(`homes/${c.storageId}/1/${loser}`, sealManifest(c.keys, empty).sealed);
+          await putBytes(`homes/${c.storageId}/1/committed`, Buffer.from(loser));
+        },
+      ],
+      [
+        "revision 1's pointer replayed at revision 2, edited to name a losing attempt",
+        async (c) => {
+          const pointer = (await bytesOf(`homes/${c.storageId}/1/committed`)).toString();
+          writeFileSync(join(c.source, "notes/n0.txt"), "newer\n");
+          await c.writer.checkpoint({ homeKey: c.keys.storageId.slice(3), source: { dir: c.source } });
+          const loser = randomBytes(12).toString("hex");
+          const empty = { format: 2, storageId: c.storageId, revision: 2, entries: [] } as const;
+          await putBytes(`homes/${c.storageId}/2/${loser}`, sealManifest(c.keys, empty).sealed);
+          await putBytes(`homes/${c.storageId}/2/committed`, Buffer.from(pointer.replace(/^[0-9a-f]{24}/, loser)));
+        },
+      ],
+    ];
+    for (const [what, redirect] of redirections) {
+      it(`restores the attempt the record names despite ${what}`, async () => {
+        const homeKey = `redirect-${redirections.findIndex((a) => a[0] === what)}`;
+        const ctx = await homeWithCheckpoint(homeKey);
+        const chunkKeys = await s3.keys(`homes/${ctx.storageId}/chunks/`);
+        const manifestKey = await manifestKeyOf(ctx.storageId, 1);
+        await redirect({ ...ctx, manifestKey, chunkKeys });
+        const target = fresh("target");
+        await storeWith(ctx.records).restore({ homeKey, target: { dir: target } });
+        expect(readFileSync(join(target, "notes/n0.txt"), "utf8")).toBe(
+          readFileSync(join(ctx.source, "notes/n0.txt"), "utf8"),
+        );
       });
     }
 

@@ -18,6 +18,13 @@ export interface ComputerRecord {
   /** The home's checkpoint revision; advances only through `commitRevision`. */
   readonly revision: number;
   /**
+   * The attempt (a store's name for one upload of a revision) that won
+   * `revision`'s fenced commit, when the store named one: a store that keeps
+   * several attempts of a revision restores this one and no other (issue
+   * 45, finding 9). Absent for revisions committed without one.
+   */
+  readonly committedAttempt?: string;
+  /**
    * Team or private (and then whose). Optional so records written before it
    * existed still parse: read it with `scopeOf`, which says what they mean.
    */

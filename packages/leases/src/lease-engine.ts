@@ -112,6 +112,10 @@ export class LeaseEngine {
       lease: this.leaseSchema,
       expectedRevision: z.number().int().nonnegative(),
       next: z.number().int().positive(),
+      attempt: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]{1,64}$/)
+        .optional(),
     })
     .refine((v) => v.lease.kind === "checkpoint" && v.lease.computerId === v.computerId, {
       message: "expected the checkpoint lease of this computer",
@@ -465,8 +469,10 @@ export class LeaseEngine {
     lease: Lease;
     expectedRevision: number;
     next: number;
+    /** The store's name for the upload that wins `next` (the record's `committedAttempt`). */
+    attempt?: string;
   }): Promise<ComputerRecord> {
-    const { computerId, lease, expectedRevision, next } = parseInput(
+    const { computerId, lease, expectedRevision, next, attempt } = parseInput(
       this.commitRevisionSchema,
       input,
       "commitRevision input",
@@ -494,9 +500,10 @@ export class LeaseEngine {
           { details: { computerId, expectedRevision, revision: live.revision } },
         );
       }
+      const { committedAttempt: _previous, ...fields } = computer.fields as Omit<ComputerRecord, "version">;
       const value: ComputerValue = {
         ...computer,
-        fields: { ...computer.fields, revision: next } as Omit<ComputerRecord, "version">,
+        fields: { ...fields, revision: next, ...(attempt === undefined ? {} : { committedAttempt: attempt }) },
         lastCommit: { token: lease.token, from: expectedRevision, to: next },
       };
       const record = bump(records.get(computerKey), computerKey, value);

@@ -8,12 +8,15 @@ export interface HomeCheckpointRequest {
   readonly source: HomeSource;
   /**
    * Called at the commit point, after the new copy is complete and before it
-   * replaces the previous one, with the revision it will have. The runtime
-   * passes a hook that calls the lease engine's fenced `commitRevision`; if
-   * it throws (FENCED_OUT, CONFLICT, ...) nothing advances and the previous
-   * copy stays. Without it revisions advance locally.
+   * replaces the previous one, with the revision it will have and, from a
+   * store that may hold several uploads of one revision (the S3 store), the
+   * name of this one (`attempt`), for the record to name the winner. The
+   * runtime passes a hook that calls the lease engine's fenced
+   * `commitRevision`; if it throws (FENCED_OUT, CONFLICT, ...) nothing
+   * advances and the previous copy stays. Without it revisions advance
+   * locally.
    */
-  readonly commit?: (nextRevision: number) => Promise<void>;
+  readonly commit?: (nextRevision: number, attempt?: string) => Promise<void>;
   /**
    * The revision the caller's record holds as committed (the runtime passes
    * its computer record's). A store that keeps its own copy (the local

@@ -107,8 +107,8 @@ export async function takeArchiveCheckpoint(store: StoreContext, job: Checkpoint
   try {
     throwIfDone(ctx, "checkpoint");
     await store.emit({ stage: "committing", homeKey, revision: next });
-    if (commit) await commit(next);
-    else await keys.records.advanceRevision({ homeKey, expectedRevision: record.revision, next });
+    if (commit) await commit(next, attempt);
+    else await keys.records.advanceRevision({ homeKey, expectedRevision: record.revision, next, attempt });
   } catch (error) {
     // The fence said no (or the caller gave up): this attempt's object is nobody's.
     await staged?.discard();

@@ -70,8 +70,8 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
     });
     throwIfDone(ctx, "checkpoint");
     await store.emit({ stage: "committing", homeKey, revision: next });
-    if (commit) await commit(next);
-    else await store.keys.records.advanceRevision({ homeKey, expectedRevision: record.revision, next });
+    if (commit) await commit(next, attempt);
+    else await store.keys.records.advanceRevision({ homeKey, expectedRevision: record.revision, next, attempt });
   } catch (error) {
     await staged.discard();
     await bucket.deleteKeys([objectKey]).catch(() => {});
@@ -190,12 +190,16 @@ async function storedChunks(
 ): Promise<Map<string, ChunkLocation>> {
   const { keys, record } = job;
   if (record.revision > 0) {
-    const object = await currentObject(store.bucket, keys.storageId, record.revision, job.dataKey).catch(
-      (error: unknown) => {
-        if (AgentComputerError.is(error, "CHECKPOINT_CORRUPT")) return undefined;
-        throw error;
-      },
-    );
+    const object = await currentObject(
+      store.bucket,
+      keys.storageId,
+      record.revision,
+      job.dataKey,
+      record.committedAttempt,
+    ).catch((error: unknown) => {
+      if (AgentComputerError.is(error, "CHECKPOINT_CORRUPT")) return undefined;
+      throw error;
+    });
     if (object !== undefined && isManifest(await store.bucket.getBytes(object.key, "bytes=0-7"))) {
       const sealed = await store.bucket.getBytes(object.key);
       try {

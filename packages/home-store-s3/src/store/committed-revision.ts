@@ -4,27 +4,42 @@ import { missingRevision } from "../stored-revision-errors.js";
 import { COMMITTED, type StoreBucket, type StoredObject } from "./store-bucket.js";
 
 /**
- * The committed revision's object: the attempt a signed pointer names, else
- * (no pointer, or an unsigned one from before pointers were signed) the
- * only candidate. Undefined only when `delete` said, under the home's key,
- * that the copy is gone. A committed revision whose objects are missing,
- * or whose pointer names a missing attempt or does not authenticate, is
- * CHECKPOINT_CORRUPT: answering "no checkpoint" there made the runtime
- * start an empty home and commit it (issue 45, finding 5).
+ * The committed revision's object: the attempt the computer record names
+ * as the commit's winner (`committedAttempt`), else the one a signed
+ * pointer names, else (no pointer, or an unsigned one from before pointers
+ * were signed) the only candidate. Undefined only when `delete` said,
+ * under the home's key, that the copy is gone. A committed revision whose
+ * objects are missing, or whose record or pointer names a missing attempt,
+ * or whose pointer does not authenticate, is CHECKPOINT_CORRUPT: answering
+ * "no checkpoint" there made the runtime start an empty home and commit it
+ * (issue 45, finding 5); the record's name is in the state store, which
+ * whoever rewrites the bucket cannot reach, so neither a pointer flipped
+ * to a losing attempt nor a winner deleted with its pointer restores the
+ * loser (finding 9).
  */
 export async function currentObject(
   bucket: StoreBucket,
   storageId: string,
   revision: number,
   dataKey: Uint8Array,
+  committedAttempt?: string,
 ): Promise<StoredObject | undefined> {
   const candidates = await bucket.listObjects(`${bucket.homesPrefix()}${storageId}/${revision}/`);
   const attempts = candidates.filter((o) => o.name !== COMMITTED && o.revision === revision);
   const pointer = candidates.find((o) => o.name === COMMITTED);
   const text = pointer === undefined ? undefined : await bucket.readPointer(pointer.key);
   const reading = text === undefined ? undefined : verifyPointer(dataKey, storageId, revision, text);
-  if (reading !== undefined && "forged" in reading) throw forgedPointerError(storageId, revision);
   if (reading !== undefined && "deleted" in reading && attempts.length === 0) return undefined;
+  if (committedAttempt !== undefined) {
+    const found = attempts.find((o) => o.name === committedAttempt);
+    if (found) return found;
+    throw missingRevision(
+      storageId,
+      revision,
+      `the attempt its computer record names (${committedAttempt}) is missing`,
+    );
+  }
+  if (reading !== undefined && "forged" in reading) throw forgedPointerError(storageId, revision);
   if (reading !== undefined && "attempt" in reading) {
     const found = attempts.find((o) => o.name === reading.attempt);
     if (found) return found;

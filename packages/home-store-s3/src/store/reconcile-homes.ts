@@ -56,7 +56,11 @@ export async function reconcileHomes(store: StoreContext, dryRun: boolean): Prom
   return { dryRun, examined: objects.length + chunked.length, removed: [...chunkRemoved, ...removed], kept };
 }
 
-/** The winning attempt of each owned home's committed revision, where its pointer names one that authenticates. */
+/**
+ * The winning attempt of each owned home's committed revision: the one its
+ * computer record names, else the one its pointer names where that
+ * authenticates.
+ */
 async function winnersOf(
   store: StoreContext,
   owners: ReadonlyMap<string, HomeRecord>,
@@ -64,7 +68,14 @@ async function winnersOf(
 ): Promise<Map<string, string>> {
   const winners = new Map<string, string>();
   const listed = new Set(objects.map((o) => o.key));
+  for (const [storageId, owner] of owners) {
+    const named = owner.committedAttempt;
+    // The record names the winner: every other candidate of its revision is a loser, whatever a pointer says.
+    if (named !== undefined && listed.has(store.bucket.objectKey(storageId, owner.revision, named)))
+      winners.set(storageId, named);
+  }
   for (const o of objects) {
+    if (winners.has(o.storageId)) continue;
     const owner = owners.get(o.storageId);
     if (owner !== undefined && o.revision === owner.revision && o.name === COMMITTED) {
       const attempt = await signedWinner(store, owner, o);

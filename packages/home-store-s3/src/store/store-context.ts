@@ -32,6 +32,6 @@ export interface StoreContext {
 export interface CheckpointJob {
   readonly homeKey: string;
   readonly source: HomeSource;
-  readonly commit: ((next: number) => Promise<void>) | undefined;
+  readonly commit: ((next: number, attempt?: string) => Promise<void>) | undefined;
   readonly ctx: OpContext;
 }

@@ -80,7 +80,7 @@ export class StoredHomeBrowser {
     const remembered = this.remembered.get(storageId);
     if (remembered?.manifest.revision === record.revision) return remembered;
     const dataKey = await homeKeys.dataKeyOf(record);
-    const object = await currentObject(bucket, storageId, record.revision, dataKey);
+    const object = await currentObject(bucket, storageId, record.revision, dataKey, record.committedAttempt);
     if (object === undefined) throw new AgentComputerError("NOT_FOUND", `Home "${homeKey}" has no checkpoint yet.`);
     if (!isManifest(await bucket.getBytes(object.key, "bytes=0-7")))
       return { archive: { objectKey: object.key, dataKey, storageId, revision: record.revision } };

@@ -31,7 +31,7 @@ export async function syncCache(
   const marker = await cache.readMarker(homeKey);
   if (marker?.storageId === storageId && marker.revision === record.revision) return marker;
   const dataKey = await keys.dataKeyOf(record);
-  const object = await currentObject(bucket, storageId, record.revision, dataKey);
+  const object = await currentObject(bucket, storageId, record.revision, dataKey, record.committedAttempt);
   if (object === undefined) return undefined;
   await store.emit({ stage: "downloading", homeKey, revision: record.revision, objectKey: object.key });
   const signal = signalOf(ctx, "restore");

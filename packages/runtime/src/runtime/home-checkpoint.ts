@@ -37,8 +37,14 @@ export async function checkpointHome(
         homeKey: record.homeKey,
         source: mountedHome ? { mounted: true } : { machine },
         committedRevision: record.revision,
-        commit: async (next) => {
-          await leases.commitRevision({ computerId, lease: held.lease, expectedRevision: record.revision, next });
+        commit: async (next, attempt) => {
+          await leases.commitRevision({
+            computerId,
+            lease: held.lease,
+            expectedRevision: record.revision,
+            next,
+            ...(attempt === undefined ? {} : { attempt }),
+          });
         },
       });
     } finally {
