@@ -81,4 +81,30 @@ describe("runtime settings from the environment", () => {
     now += 3_600_000;
     expect(await optioned.suspendIdle()).toEqual([]);
   });
+
+  it("gives a runtime made without options the screen limit and the active cap of the environment", async () => {
+    vi.stubEnv("SANDBOX_TEAM_SCREEN_LIMIT", "1");
+    vi.stubEnv("SANDBOX_IDLE_MS", "0");
+    vi.stubEnv("COMPUTER_MAX_ACTIVE_MS", "60000");
+    let now = 1_000_000;
+    const runtime = createComputerRuntime({
+      provider: createFakeProvider({ capabilities: { billsWhileRunning: true } }),
+      stateStore: new MemoryStateStore(),
+      homeStore: new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "settings-")) }),
+      clock: () => now,
+    });
+    // One desktop per Team computer: the second bot's is refused.
+    const alpha = runtime.startRun({ workspaceId: "caps", botId: "alpha" });
+    const beta = runtime.startRun({ workspaceId: "caps", botId: "beta" });
+    await alpha.desktop();
+    await expect(beta.desktop()).rejects.toMatchObject({ code: "MULTI_SCREEN_UNAVAILABLE" });
+    await alpha.end("completed");
+    await beta.end("completed");
+    // Never idle (0), but a billing computer stops a minute after it started.
+    now += 59_000;
+    expect(await runtime.suspendIdle()).toEqual([]);
+    now += 2_000;
+    expect(await runtime.suspendIdle()).toEqual(["team-caps"]);
+    expect((await runtime.leases.getComputer("team-caps"))?.runs.at(-1)?.endReason).toBe("active_limit");
+  });
 });
