@@ -22,3 +22,19 @@ export async function giveHomeToComputer(dir: string, recursive: boolean): Promi
     else await lchown(path, COMPUTER_UID, COMPUTER_GID);
   }
 }
+
+/**
+ * Readies the home a new container mounts: the top folder is given to the
+ * computer's user, and the whole tree too when the top folder was not yet
+ * the computer's. That is how a home this host wrote looks: a new one, or
+ * one the local home store swapped in whole from a checkpoint of a machine
+ * of another provider kind, or of a folder (its files owned by this
+ * process; the bot could not change its own files in it). A home a
+ * computer already had keeps its top folder's owner, so replacing a
+ * Docker computer does not walk its home.
+ */
+export async function readyHomeForComputer(dir: string): Promise<void> {
+  if (process.getuid?.() === COMPUTER_UID) return;
+  const top = await lstat(dir);
+  await giveHomeToComputer(dir, top.uid !== COMPUTER_UID || top.gid !== COMPUTER_GID);
+}

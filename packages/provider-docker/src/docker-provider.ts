@@ -17,7 +17,7 @@ import {
   SCREEN_GATEWAY_PORT,
 } from "@agent-computer/desktop-runtime";
 import Docker from "dockerode";
-import { COMPUTER_GID, COMPUTER_UID, giveHomeToComputer } from "./computer-home-owner.js";
+import { COMPUTER_GID, COMPUTER_UID, readyHomeForComputer } from "./computer-home-owner.js";
 import { COMPUTER_LABELS, DISPLAY_LABELS } from "./computer-labels.js";
 import { networkPreparer } from "./computer-network.js";
 import {
@@ -127,7 +127,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
     async provision({ spec: resolved, image, context, signal }) {
       const homeDir = join(dataDir, "homes", resolved.homeKey);
       await mkdir(homeDir, { recursive: true });
-      await giveHomeToComputer(homeDir, false).catch((error: Error) => {
+      await readyHomeForComputer(homeDir).catch((error: Error) => {
         throw new AgentComputerError(
           "UNAVAILABLE",
           `Cannot give ${homeDir} to uid ${COMPUTER_UID}, which the computer runs as: ${error.message}. Run this process as root or as uid ${COMPUTER_UID}.`,
