@@ -193,6 +193,31 @@ describe("computer tools", () => {
     expect(textOf(await call("launch_app", { name: "solitaire" }))).toMatch(/^INVALID_ARGUMENT: .*"name"/);
   });
 
+  it("tells a model without vision, in request_takeover's description, to ask a person where the page tools cannot operate", async () => {
+    const described = (tools: { name: string; description: string }[], name: string) =>
+      tools.find((t) => t.name === name)?.description ?? "";
+    const blind = await setup({ vision: false });
+    expect(described(blind.tools, "request_takeover")).toMatch(
+      /You cannot see the screen, so also call this whenever the page tools cannot operate: an element browser_snapshot marks for request_takeover, .* or a browser_act that keeps failing\./,
+    );
+    // Nothing it is offered points it at the screen tools it does not have.
+    for (const tool of blind.tools)
+      expect(tool.description).not.toMatch(/computer_observe|computer_act|take a screenshot/);
+    // A model with vision works the window itself, so its description stays as it was.
+    expect(described((await setup()).tools, "request_takeover")).not.toMatch(/page tools|cannot see/);
+
+    // After opening something on the screen it cannot see: read it as a page, or ask a person.
+    await blind.call("write_file", { path: "report.pdf", content: "%PDF-1.4" });
+    const opened = textOf(await blind.call("open_path", { path: "report.pdf" }));
+    expect(opened).toMatch(
+      /^Opened report.pdf on your screen; you cannot see the screen: browser_snapshot .* request_takeover/,
+    );
+    expect(opened).not.toMatch(/screenshot/);
+    expect(textOf(await blind.call("launch_app", { name: "browser" }))).toMatch(
+      /^Started browser; you cannot see the screen: browser_snapshot/,
+    );
+  });
+
   it("open_path refuses a link the bot planted to a file outside its home, and opens a link inside it by its real path", async () => {
     const { call } = await setup();
     await call("shell", { command: "ln -s /etc/passwd passwd; echo hi > notes.txt; ln -s notes.txt inside" });

@@ -210,7 +210,7 @@ const openPath = computerTool({
         throw new AgentComputerError("UNSUPPORTED", "This desktop cannot open files.");
       const real = await resolvedInsideHome(machine, path, input.path);
       await (desktop.open ? desktop.open(real) : desktop.launch?.(["xdg-open", real]));
-      return { result: textResult(`Opened ${input.path} on your screen; take a screenshot to see it.`) };
+      return { result: textResult(`Opened ${input.path} on your screen; ${howToSee(session)}.`) };
     }),
 });
 
@@ -254,28 +254,56 @@ function launchApp(apps: Readonly<Record<string, readonly string[]>>): ComputerT
         const fill = (part: string) =>
           part.replaceAll("{home}", machine.workspacePath).replaceAll("{bot}", session.run.botId);
         await desktop.launch((apps[input.name] as readonly string[]).map(fill));
-        return { result: textResult(`Started ${input.name}; take a screenshot to see it.`) };
+        return { result: textResult(`Started ${input.name}; ${howToSee(session)}.`) };
       }),
   });
 }
 
-const requestTakeover = computerTool({
-  name: "request_takeover",
-  description:
-    "Ask a person to take over your screen for something you must not or cannot do yourself: a login, a password, a 2FA code, a CAPTCHA, a payment, or a judgment call. Say exactly what you need. This call waits until the person has finished and released control; then continue where you left off.",
-  inputSchema: z.object({
-    reason: z.string().min(1).max(2000).describe("What the person should do, in one or two sentences."),
-  }),
-  mutating: true,
-  handler: (input, session, signal) =>
-    recorded(session, "request_takeover", `asked a person: ${input.reason}`, async () => {
-      await session.run.requestTakeover(input.reason, signal);
-      session.lastFrameHash = undefined;
-      session.lastAct = undefined;
-      const look = session.vision ? "Take a screenshot" : "Read the page again (browser_snapshot)";
-      return { result: textResult(`The person has finished and released the screen. ${look} before you continue.`) };
+/** What a tool that put something on the screen tells the model to do next. */
+function howToSee(session: ComputerToolSession): string {
+  if (session.vision) return "take a screenshot to see it";
+  const ask = "call request_takeover and say what a person should do with it";
+  return session.capabilities.pageBrowser
+    ? `you cannot see the screen: browser_snapshot reads it if it opened in your browser; otherwise ${ask}`
+    : `you cannot see the screen: ${ask}`;
+}
+
+const TAKEOVER_DESCRIPTION =
+  "Ask a person to take over your screen for something you must not or cannot do yourself: a login, a password, a 2FA code, a CAPTCHA, a payment, or a judgment call. Say exactly what you need. This call waits until the person has finished and released control; then continue where you left off.";
+
+/**
+ * A model without vision has no screen tools: where the page tools cannot
+ * operate, a person must (docs/architecture.md §10). Its request_takeover
+ * says so before it meets such a page; the snapshot or error that shows one
+ * says it again (browser-tools.ts).
+ */
+function takeoverDescription(session: ComputerToolSession): string {
+  if (session.vision) return TAKEOVER_DESCRIPTION;
+  if (!session.capabilities.pageBrowser)
+    return `${TAKEOVER_DESCRIPTION} You cannot see the screen: call this for anything that must be done on it.`;
+  return `${TAKEOVER_DESCRIPTION} You cannot see the screen, so also call this whenever the page tools cannot operate: an element browser_snapshot marks for request_takeover, a control the snapshot does not list (a canvas, a drag, a plugin), or a browser_act that keeps failing.`;
+}
+
+function requestTakeover(offeredTo: ComputerToolSession): ComputerTool {
+  return computerTool({
+    name: "request_takeover",
+    description: takeoverDescription(offeredTo),
+    inputSchema: z.object({
+      reason: z.string().min(1).max(2000).describe("What the person should do, in one or two sentences."),
     }),
-});
+    mutating: true,
+    handler: (input, session, signal) =>
+      recorded(session, "request_takeover", `asked a person: ${input.reason}`, async () => {
+        await session.run.requestTakeover(input.reason, signal);
+        session.lastFrameHash = undefined;
+        session.lastAct = undefined;
+        const done = "The person has finished and released the screen.";
+        if (!session.vision && !session.capabilities.pageBrowser) return { result: textResult(`${done} Continue.`) };
+        const look = session.vision ? "Take a screenshot" : "Read the page again (browser_snapshot)";
+        return { result: textResult(`${done} ${look} before you continue.`) };
+      }),
+  });
+}
 
 /**
  * The tools one bot gets on its computer, offered only where they can work:
@@ -292,6 +320,6 @@ export function computerTools(session: ComputerToolSession): ComputerTool[] {
   const held = session.run.screenHeldByPerson;
   if (session.vision) tools.push(observe, ...(held ? [] : [act]));
   if (!held) tools.push(openPath, launchApp(session.apps));
-  tools.push(requestTakeover, ...browserTools(session, { screenHeld: held }));
+  tools.push(requestTakeover(session), ...browserTools(session, { screenHeld: held }));
   return tools;
 }
