@@ -31,7 +31,9 @@ export async function giveHomeToComputer(dir: string, recursive: boolean): Promi
  * of another provider kind, or of a folder (its files owned by this
  * process; the bot could not change its own files in it). A home a
  * computer already had keeps its top folder's owner, so replacing a
- * Docker computer does not walk its home.
+ * Docker computer does not walk its home. The walk follows no link, and a
+ * folder the store swapped in is a new one that no running container has
+ * mounted, so no bot can swap a folder for a link while it walks.
  */
 export async function readyHomeForComputer(dir: string): Promise<void> {
   if (process.getuid?.() === COMPUTER_UID) return;
