@@ -204,7 +204,7 @@ export class ComputerLifecycle {
     throw new AgentComputerError(
       "LEASE_HELD",
       reserved.status === "interrupted"
-        ? `Cannot ${what} computer "${computerId}": it stays reserved for an interrupted ${reserved.purpose} until its owner releases it (releaseInterrupted with workersStopped: true).`
+        ? `Cannot ${what} computer "${computerId}": it stays reserved for an interrupted ${reserved.purpose} until its worker's provider calls settle, or its owner releases it (releaseInterrupted with workersStopped: true).`
         : `Cannot ${what} computer "${computerId}": it is reserved for ${reserved.purpose}; retry when that finishes.`,
       { details: { computerId, purpose: reserved.purpose, status: reserved.status, id: reserved.id } },
     );

@@ -32,6 +32,14 @@ export interface ComputerOperation {
   readonly error?: { readonly code: ErrorCode; readonly message: string };
   /** Set once the owner released an interrupted operation, asserting its workers stopped. */
   readonly released?: { readonly at: number; readonly by: string };
+  /**
+   * Set by its own worker once every provider call it made had returned
+   * after it was interrupted (a paused or cut-off worker that came back):
+   * its reservation is released with it, so recovery is available without
+   * `releaseInterrupted`. An interrupted operation without it may still
+   * have provider calls in flight: the stage it shows `running`.
+   */
+  readonly settled?: { readonly at: number };
   /** The store record's version, for compare-and-set. */
   readonly version: number;
 }

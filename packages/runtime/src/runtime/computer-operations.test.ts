@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
 import type { ComputerSpec, Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
-import { AgentComputerError } from "@agent-computer/core";
+import { AgentComputerError, COMPUTER_LABELS } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { createFakeProvider } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
@@ -21,7 +21,8 @@ function controllableProvider() {
   const fake = createFakeProvider();
   const control = {
     mode: "ok" as "ok" | "fail" | "hang",
-    hung: [] as ((error: Error) => void)[],
+    /** Provisioning calls left hanging: each can still answer (with a machine) or fail. */
+    hung: [] as { answer(): void; fail(error: Error): void }[],
   };
   const provider: SandboxProvider = {
     specificationVersion: "v1",
@@ -32,7 +33,10 @@ function controllableProvider() {
     provision: (spec: ComputerSpec, ctx) => {
       if (control.mode === "fail")
         return Promise.reject(new AgentComputerError("NOT_FOUND", "The image bad:image is not on the engine."));
-      if (control.mode === "hang") return new Promise<Machine>((_resolve, reject) => control.hung.push(reject));
+      if (control.mode === "hang")
+        return new Promise<Machine>((resolve, reject) =>
+          control.hung.push({ answer: () => resolve(fake.provision(spec, ctx)), fail: reject }),
+        );
       return fake.provision(spec, ctx);
     },
   };
@@ -206,11 +210,69 @@ describe("computer operations on the fake provider", () => {
       "live work",
     );
     // The stuck call finally returns: the old worker must not overwrite what happened since.
-    for (const reject of control.hung) reject(new Error("the engine finally answered"));
+    for (const call of control.hung) call.fail(new Error("the engine finally answered"));
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await other.operations.get(op.id)).toMatchObject({ status: "interrupted", released: { by: "owner-1" } });
+    expect((await other.operations.get(op.id))?.settled).toBeUndefined();
     expect((await other.leases.getComputer(computerId))?.providerRef).toBe(
       ((await machineOf(computerId)) as Machine).ref,
+    );
+  });
+
+  it("an interrupted operation stays reserved while its provider call hangs; once the call returns, recovery is available without a release", async () => {
+    const { runtime, make, computerWithWork, control, time, machineOf, provider } = await setup();
+    const { computerId, record } = await computerWithWork("settle1");
+    control.mode = "hang";
+    const op = await runtime.operations.requestUpdate({ computerId, owner: "owner-1" });
+    await until(
+      async () => ((await runtime.operations.get(op.id))?.stages.at(-1)?.name === "provisioning" ? true : undefined),
+      "the provisioning stage",
+    );
+    time.now += 11 * MINUTE;
+    control.mode = "ok";
+    const other = make();
+    expect((await other.reconcile()).interrupted).toEqual([op.id]);
+    // A stale heartbeat alone frees nothing, however long it has been stale.
+    time.now += 60 * MINUTE;
+    await other.reconcile();
+    expect(await other.operations.canRecover(computerId)).toBe(false);
+    expect((await other.leases.getReservation(computerId))?.status).toBe("interrupted");
+    await expect(other.operations.requestRecovery({ computerId, owner: "owner-1" })).rejects.toMatchObject({
+      code: "LEASE_HELD",
+      message: expect.stringMatching(/until its provider calls settle/),
+    });
+    expect((await other.operations.get(op.id))?.settled).toBeUndefined();
+
+    // The stuck call finally answers, with a machine: the worker starts nothing more, removes that machine and frees the computer.
+    expect(control.hung).toHaveLength(1);
+    control.hung[0]?.answer();
+    const settled = await until(async () => {
+      const current = await other.operations.get(op.id);
+      return current?.settled ? current : undefined;
+    }, "the settled mark");
+    expect(settled).toMatchObject({ status: "interrupted", worker: runtime.operations.workerId });
+    expect(settled.released).toBeUndefined();
+    expect(stageNames(settled)).toEqual(["checkpointing:done", "provisioning:failed"]);
+    expect(settled.warnings.join(" ")).toMatch(/provider calls settled after it was interrupted/);
+    await until(async () => ((await other.leases.getReservation(computerId)) ? undefined : true), "the release");
+    expect(await other.operations.canRecover(computerId)).toBe(true);
+    expect((await other.operations.list({ computerId })).map((o) => o.id)).toEqual([op.id]);
+    // The record still names the old machine, and the late one is gone.
+    expect((await other.leases.getComputer(computerId))?.providerRef).toBe(record.providerRef);
+    const machines = await provider.list({ labels: { [COMPUTER_LABELS.computerId]: computerId } });
+    expect(machines).toEqual([record.providerRef]);
+    // Nothing to release any more: the owner's release says so without touching anything.
+    expect(
+      await other.operations.releaseInterrupted({ id: op.id, owner: "owner-1", workersStopped: true }),
+    ).toMatchObject({ settled: { at: settled.settled?.at } });
+
+    const recovery = await other.operations.waitFor(
+      (await other.operations.requestRecovery({ computerId, owner: "owner-1" })).id,
+    );
+    expect(recovery.status).toBe("succeeded");
+    // The update had saved the live work before its call hung.
+    expect(text(await ((await machineOf(computerId)) as Machine).files.read("bots/alpha/unsaved.txt"))).toBe(
+      "live work",
     );
   });
 

@@ -1,24 +1,18 @@
 import { randomUUID } from "node:crypto";
-import type { ErrorCode, Machine } from "@agent-computer/core";
 import { AgentComputerError, type Logger, parseInput, silentLogger } from "@agent-computer/core";
-import type { ComputerRecord, Reservation } from "@agent-computer/leases";
 import { z } from "zod";
 import type { ComputerLifecycle } from "./computer-lifecycle.js";
 import type { ComputerOperation } from "./computer-operation.js";
 import type { ComputerOperationsOptions } from "./computer-operations-options.js";
-import type { ComputerSlot } from "./computer-slot.js";
 import type { DeploymentLedger } from "./deployment-ledger.js";
 import { InProcessOperationQueue } from "./in-process-operation-queue.js";
+import { fieldsOf, UNSAVED_WORK } from "./operation-fields.js";
 import type { OperationKind } from "./operation-kind.js";
 import type { OperationQueue } from "./operation-queue.js";
-import type { OperationStage } from "./operation-stage.js";
-import type { StageRunner } from "./stage-runner.js";
+import { OperationRun } from "./operation-run.js";
 
 /** The same timeout the lease engine gives reservations: both turn `interrupted` together. */
 export const OPERATION_INTERRUPT_AFTER_MS = 10 * 60_000;
-
-const UNSAVED_WORK =
-  "Recovery replaces the machine from the last saved workspace; work not saved since then may be lost.";
 
 const requestSchema = z.object({
   computerId: z.string().min(1).max(256),
@@ -57,7 +51,9 @@ const optionsSchema = z.object({
  * it by compare-and-set (so it never runs twice), reserves the whole
  * computer, and records each real step as a stage while it heartbeats. A
  * worker that stops heartbeating leaves its operation `interrupted` and
- * the computer reserved until the owner calls `releaseInterrupted` and
+ * the computer reserved until its provider calls settle (the worker comes
+ * back, marks the operation `settled` and releases the reservation) or,
+ * for a worker gone for good, the owner calls `releaseInterrupted` and
  * asserts the workers stopped: a stale heartbeat alone never frees it.
  */
 export class ComputerOperations {
@@ -151,7 +147,8 @@ export class ComputerOperations {
         },
       );
     }
-    if (operation.released) return operation;
+    // Settled: its worker came back and freed the computer itself; nothing is left to release.
+    if (operation.released || operation.settled) return operation;
     if (operation.status === "running") {
       throw new AgentComputerError(
         "LEASE_HELD",
@@ -171,14 +168,34 @@ export class ComputerOperations {
     if (operation.reservationId)
       await this.lifecycle.leases.releaseInterrupted({ id: operation.reservationId, workersStopped: true });
     const now = await this.ledger.now();
-    const released = await this.ledger.updateOperation(id, operation.version, (current) => ({
-      ...fieldsOf(current),
-      status: "interrupted",
-      released: { at: now, by: owner },
-      warnings: [...current.warnings, `Released by its owner, who asserted its workers stopped. ${UNSAVED_WORK}`],
-    }));
-    this.logger.warn("interrupted computer operation released", { id, computerId: released.computerId });
-    return released;
+    try {
+      const released = await this.ledger.updateOperation(id, operation.version, (current) => ({
+        ...fieldsOf(current),
+        status: "interrupted",
+        released: { at: now, by: owner },
+        warnings: [...current.warnings, `Released by its owner, who asserted its workers stopped. ${UNSAVED_WORK}`],
+      }));
+      this.logger.warn("interrupted computer operation released", { id, computerId: released.computerId });
+      return released;
+    } catch (error) {
+      // Its worker settled it in between (or a second release landed first): the computer is free either way.
+      const current = AgentComputerError.is(error, "CONFLICT") ? await this.get(id) : undefined;
+      if (current?.settled || current?.released) return current;
+      throw error;
+    }
+  }
+
+  /**
+   * Whether recovery can be requested now: the computer exists, nothing
+   * reserves it and no operation is open on it. False while an interrupted
+   * operation's provider calls have not settled (and its owner has not
+   * released it): a stale heartbeat alone never makes it true.
+   */
+  async canRecover(computerId: string): Promise<boolean> {
+    const id = parseInput(requestSchema.shape.computerId, computerId, "computerId");
+    if (!(await this.lifecycle.leases.getComputer(id))) return false;
+    if (await this.lifecycle.leases.getReservation(id)) return false;
+    return (await this.ledger.operationIds(id)).open.length === 0;
   }
 
   /** Resolves once the operation leaves queued and running (or rejects with TIMEOUT). */
@@ -281,12 +298,21 @@ export class ComputerOperations {
         `Computer "${computerId}" runs on "${record.providerKind}", not this runtime's "${this.lifecycle.providerKind}"; an update rebuilds on the same provider. Use recovery to replace it.`,
       );
     }
+    await this.refuseWhileBusy(computerId, kind === "update" ? "update" : "recover");
+    return this.store({ computerId, kind, owner, warnings: kind === "recovery" ? [UNSAVED_WORK] : [] });
+  }
+
+  /**
+   * LEASE_HELD while a reservation holds the computer; BOT_BUSY while runs
+   * use it, of this process or (by their execution leases) of any other.
+   */
+  private async refuseWhileBusy(computerId: string, what: string): Promise<void> {
     const reserved = await this.lifecycle.leases.getReservation(computerId);
     if (reserved) {
       throw new AgentComputerError(
         "LEASE_HELD",
         reserved.status === "interrupted"
-          ? `Computer "${computerId}" stays reserved for an interrupted ${reserved.purpose}; its owner must release it first.`
+          ? `Computer "${computerId}" stays reserved for an interrupted ${reserved.purpose} until its provider calls settle or its owner releases it.`
           : `Computer "${computerId}" is reserved for ${reserved.purpose}; retry when it finishes.`,
         { details: { computerId, purpose: reserved.purpose, status: reserved.status } },
       );
@@ -294,17 +320,19 @@ export class ComputerOperations {
     const runs = this.lifecycle.activeRuns(computerId);
     if (runs > 0)
       throw new AgentComputerError("BOT_BUSY", `Stop the bots first: ${runs} run(s) use computer "${computerId}".`);
-    // Runs of other workers too: their execution leases are in the store.
-    await this.lifecycle.refuseWhileBotsRun(computerId, kind === "update" ? "update" : "recover");
+    await this.lifecycle.refuseWhileBotsRun(computerId, what);
+  }
+
+  /** Stores the queued operation (LEASE_HELD when one of its computers has an open one) and publishes it. */
+  private async store(
+    fields: Pick<ComputerOperation, "computerId" | "kind" | "owner" | "warnings">,
+  ): Promise<ComputerOperation> {
     const operation = await this.ledger.createOperation({
+      ...fields,
       id: `op-${randomUUID()}`,
-      computerId,
-      kind,
       status: "queued",
-      owner,
       requestedAt: await this.ledger.now(),
       stages: [],
-      warnings: kind === "recovery" ? [UNSAVED_WORK] : [],
     });
     try {
       await this.queue.publish(operation.id);
@@ -323,249 +351,4 @@ export class ComputerOperations {
       return { ...operation, status: "interrupted" };
     return operation;
   }
-}
-
-/**
- * One claimed operation on its worker: reserves the computer, heartbeats,
- * records stages, and writes the outcome before releasing the reservation
- * (so a crash in between leaves it reserved, never half-free).
- */
-class OperationRun {
-  private version: number;
-  private operation: ComputerOperation;
-  private writes: Promise<unknown> = Promise.resolve();
-  /** Set when this worker lost the operation (released, interrupted) or its reservation. */
-  private lost: AgentComputerError | undefined;
-  private reservation: Reservation | undefined;
-
-  constructor(
-    private readonly lifecycle: ComputerLifecycle,
-    private readonly ledger: DeploymentLedger,
-    claimed: ComputerOperation,
-    private readonly heartbeatMs: number,
-    private readonly logger: Logger,
-  ) {
-    this.operation = claimed;
-    this.version = claimed.version;
-  }
-
-  async run(): Promise<void> {
-    const { id, computerId, kind, worker } = this.operation;
-    try {
-      this.reservation = await this.lifecycle.leases.reserve({
-        computerId,
-        holder: `operation:${id}:${worker}`,
-        purpose: kind,
-      });
-    } catch (error) {
-      await this.finish("failed", error, []).catch(() => {});
-      return;
-    }
-    const reservationId = this.reservation.id;
-    await this.change((c) => ({ ...c, reservationId }));
-    const heartbeat = setInterval(() => void this.heartbeat(), this.heartbeatMs);
-    heartbeat.unref?.();
-    let outcome: { status: "succeeded" | "failed"; error?: unknown; warnings: string[] };
-    try {
-      const warnings = await this.lifecycle.underOperation(computerId, (slot) =>
-        kind === "update" ? this.update(slot) : this.recover(slot),
-      );
-      outcome = { status: "succeeded", warnings };
-    } catch (error) {
-      outcome = { status: "failed", error, warnings: await this.failureWarnings(error) };
-    } finally {
-      clearInterval(heartbeat);
-    }
-    if (this.lost) {
-      // Someone released the computer after this worker was declared gone: it no longer owns anything.
-      this.logger.warn("a computer operation lost its claim and stopped", { id, error: this.lost.message });
-      return;
-    }
-    try {
-      await this.finish(outcome.status, outcome.error, outcome.warnings);
-      await this.lifecycle.leases.release(this.reservation);
-    } catch (error) {
-      this.logger.warn("finishing a computer operation failed; it turns interrupted", { id, error: String(error) });
-    }
-  }
-
-  private async update(slot: ComputerSlot): Promise<string[]> {
-    const warnings: string[] = [];
-    let record = await this.record();
-    const old = await this.lifecycle.currentMachine(slot, record);
-    await this.stage("checkpointing", async () => {
-      if (!old) {
-        warnings.push(
-          `The previous machine was gone; the update continues from the last saved workspace (revision ${record.revision}).`,
-        );
-        return { skipped: true, revision: record.revision };
-      }
-      return { revision: await this.lifecycle.checkpointLive(slot, old, "update") };
-    });
-    record = await this.record();
-    const next = await this.lifecycle.replaceMachine(slot, record, this.stageRunner());
-    await this.removeOld(old, next, warnings);
-    return warnings;
-  }
-
-  private async recover(slot: ComputerSlot): Promise<string[]> {
-    const warnings: string[] = [];
-    const record = await this.record();
-    // The old machine is not trusted: nothing is read from or saved out of it.
-    const next = await this.lifecycle.replaceMachine(slot, record, this.stageRunner());
-    const old =
-      record.providerRef && record.providerRef !== next.ref
-        ? await this.lifecycle.currentMachine(slot, record).catch(() => undefined)
-        : undefined;
-    await this.removeOld(old, next, warnings);
-    return warnings;
-  }
-
-  private async removeOld(old: Machine | undefined, next: Machine, warnings: string[]): Promise<void> {
-    if (!old || old.ref === next.ref) {
-      await this.stage("removing-old", async () => ({ skipped: true }));
-      return;
-    }
-    try {
-      await this.stage("removing-old", async () => {
-        await old.destroy();
-        return {};
-      });
-    } catch (error) {
-      if (this.lost) throw error;
-      // The computer already runs on the new machine; the reconciler removes the orphan.
-      warnings.push(
-        `The previous machine could not be removed (${errorText(error)}); the reconciler removes it later.`,
-      );
-    }
-  }
-
-  private async failureWarnings(error: unknown): Promise<string[]> {
-    const record = await this.lifecycle.leases.getComputer(this.operation.computerId).catch(() => undefined);
-    const revision = record?.revision ?? 0;
-    const saved = `The workspace saved at revision ${revision} stays restorable.`;
-    const failedStage = this.operation.stages.find((s) => s.status === "failed")?.name;
-    if (this.operation.kind === "update" && failedStage === "checkpointing") {
-      return [
-        `The live work could not be saved (${errorText(error)}), so the machine was not replaced. ${saved} ${UNSAVED_WORK}`,
-      ];
-    }
-    return [`The computer keeps its previous machine. ${saved} ${UNSAVED_WORK}`];
-  }
-
-  private async record(): Promise<ComputerRecord> {
-    const record = await this.lifecycle.leases.getComputer(this.operation.computerId);
-    if (!record) throw new AgentComputerError("NOT_FOUND", `Computer "${this.operation.computerId}" was deleted.`);
-    return record;
-  }
-
-  private stageRunner(): StageRunner {
-    return (name, work) => this.stage(name, work);
-  }
-
-  /** Records a stage around `work`; a result object with `skipped: true` marks it skipped. */
-  private async stage<T>(name: OperationStage["name"], work: () => Promise<T>): Promise<T> {
-    if (this.lost) throw this.lost;
-    const startedAt = await this.ledger.now();
-    await this.change((c) => ({ ...c, stages: [...c.stages, { name, status: "running", startedAt }] }));
-    let status: OperationStage["status"] = "done";
-    let detail: OperationStage["detail"];
-    try {
-      const result = await work();
-      if (isDetail(result)) {
-        detail = result;
-        if (result.skipped === true) status = "skipped";
-      }
-      return result;
-    } catch (error) {
-      status = "failed";
-      detail = { error: errorText(error) };
-      throw error;
-    } finally {
-      const endedAt = await this.ledger.now();
-      await this.change((c) => ({
-        ...c,
-        stages: c.stages.map((s, i) =>
-          i === c.stages.length - 1 ? { ...s, status, endedAt, ...(detail ? { detail } : {}) } : s,
-        ),
-      })).catch(() => {});
-    }
-  }
-
-  private async heartbeat(): Promise<void> {
-    if (!this.reservation || this.lost) return;
-    try {
-      this.reservation = await this.lifecycle.leases.renew(this.reservation);
-      const at = await this.ledger.now();
-      await this.change((c) => ({ ...c, heartbeatAt: at }));
-    } catch (error) {
-      if (AgentComputerError.is(error, "LEASE_LOST", "FENCED_OUT")) this.lost = error;
-    }
-  }
-
-  private async finish(status: "succeeded" | "failed", error: unknown, warnings: string[]): Promise<void> {
-    const finishedAt = await this.ledger.now();
-    const failure = error === undefined ? undefined : { code: codeOf(error), message: errorText(error) };
-    await this.change((c) => ({
-      ...c,
-      status,
-      finishedAt,
-      warnings: [...c.warnings, ...warnings],
-      ...(failure ? { error: failure } : {}),
-    }));
-  }
-
-  /**
-   * Writes one change of this worker's operation, one at a time. Refuses
-   * (and marks this worker as having lost it) once the operation is no
-   * longer running under this worker.
-   */
-  private change(apply: (current: Omit<ComputerOperation, "version">) => Omit<ComputerOperation, "version">) {
-    const write = this.writes.then(async () => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          this.operation = await this.ledger.updateOperation(this.operation.id, this.version, (current) => {
-            if (current.status !== "running" || current.worker !== this.operation.worker) {
-              this.lost ??= new AgentComputerError(
-                "LEASE_LOST",
-                `Operation "${current.id}" is ${current.status}${current.released ? " and released" : ""}; this worker must stop.`,
-              );
-              throw this.lost;
-            }
-            return apply(fieldsOf(current));
-          });
-          this.version = this.operation.version;
-          return;
-        } catch (error) {
-          if (!AgentComputerError.is(error, "CONFLICT") || attempt >= 5) throw error;
-          const current = await this.ledger.getOperation(this.operation.id);
-          if (current) this.version = current.version;
-        }
-      }
-    });
-    this.writes = write.catch(() => {});
-    return write;
-  }
-}
-
-function fieldsOf(operation: ComputerOperation): Omit<ComputerOperation, "version"> {
-  const { version: _version, ...fields } = operation;
-  return fields;
-}
-
-function isDetail(value: unknown): value is Record<string, string | number | boolean> {
-  return (
-    typeof value === "object" &&
-    value !== null &&
-    !("ref" in value) &&
-    Object.getPrototypeOf(value) === Object.prototype
-  );
-}
-
-function codeOf(error: unknown): ErrorCode {
-  return AgentComputerError.is(error) ? error.code : "UNAVAILABLE";
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

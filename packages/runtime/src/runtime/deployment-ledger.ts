@@ -15,7 +15,7 @@ interface ComputerIndex {
 }
 interface OperationIndex {
   readonly type: "operation-index";
-  /** Queued, running or interrupted and not yet released: at most one per computer. */
+  /** Queued, running or interrupted and neither released nor settled: at most one per computer. */
   readonly open: OperationEntry[];
   /** Finished ones, newest last, so an app can show failures after a restart. */
   readonly recent: OperationEntry[];
@@ -214,11 +214,11 @@ export class DeploymentLedger {
 }
 
 /** Open: the computer is (or may still be) held by this operation. */
-export function isOpen(operation: Pick<ComputerOperation, "status" | "released">): boolean {
+export function isOpen(operation: Pick<ComputerOperation, "status" | "released" | "settled">): boolean {
   return (
     operation.status === "queued" ||
     operation.status === "running" ||
-    (operation.status === "interrupted" && !operation.released)
+    (operation.status === "interrupted" && !operation.released && !operation.settled)
   );
 }
 
