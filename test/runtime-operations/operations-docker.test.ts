@@ -124,6 +124,66 @@ if (!env.missing) {
       expect(await exists(final?.providerRef)).toBe(false);
     }, 300_000);
 
+    it("a mode change moves a bot's folder into a Private container's whole home, and back", async () => {
+      const dataDir = await temporaryDataDir();
+      const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+      const runtime = createComputerRuntime({
+        provider,
+        stateStore: new MemoryStateStore(),
+        homeStore: new LocalAgentHomeStore({ dataDir }),
+        idleMs: 0,
+        deployment,
+      });
+      const workspaceId = `mode-${Date.now().toString(36)}`;
+      const bot = { workspaceId, botId: "alpha" };
+      const team = runtime.startRun(bot);
+      const teamMachine = await team.machine();
+      await teamMachine.exec({
+        shell: "mkdir -p sub && echo mine > sub/notes.txt && ln -s sub/notes.txt link",
+        cwd: team.workdir,
+      });
+      await teamMachine.exec({
+        shell:
+          "mkdir -p .browser-profiles/alpha bots/beta && echo '{}' > .browser-profiles/alpha/Prefs && echo b > bots/beta/b.txt",
+      });
+      await team.end("completed");
+
+      const toPrivate = await runtime.operations.waitFor(
+        (await runtime.operations.requestModeChange({ ...bot, to: "private", owner: "operator" })).id,
+        { timeoutMs: 180_000 },
+      );
+      expect(toPrivate.status).toBe("succeeded");
+      expect(await runtime.botMode(bot)).toBe("private");
+      const own = runtime.startRun({ ...bot, private: true });
+      const ownMachine = await own.machine();
+      // The bot's shell starts where its files are: the root of the Private home.
+      const listed = await ownMachine.exec({
+        shell: "cat sub/notes.txt link .browser-profiles/alpha/Prefs && ls -A",
+        cwd: own.workdir,
+      });
+      expect(text(listed.stdout)).toBe("mine\nmine\n{}\n.browser-profiles\nlink\nsub\n");
+      await ownMachine.exec({ shell: "echo later > later.txt", cwd: own.workdir });
+      await own.end("completed");
+      const left = await (await runtime.runningMachine(`team-${workspaceId}`))?.exec({
+        shell: "ls -A bots .browser-profiles",
+      });
+      expect(text(left?.stdout ?? new Uint8Array())).toBe(".browser-profiles:\n\nbots:\nbeta\n");
+
+      const privateRef = (await runtime.leases.getComputer(own.computerId))?.providerRef;
+      const toTeam = await runtime.operations.waitFor(
+        (await runtime.operations.requestModeChange({ ...bot, to: "team", owner: "operator" })).id,
+        { timeoutMs: 180_000 },
+      );
+      expect(toTeam.status).toBe("succeeded");
+      expect(await exists(privateRef)).toBe(false);
+      const back = runtime.startRun(bot);
+      const backMachine = await back.machine();
+      const found = await backMachine.exec({ shell: "cat later.txt link && ls -A", cwd: back.workdir });
+      expect(text(found.stdout)).toBe("later\nmine\nlater.txt\nlink\nsub\n");
+      await back.end("completed");
+      expect(await runtime.deleteComputer(`team-${workspaceId}`)).toBe(true);
+    }, 300_000);
+
     it("the reconciler removes orphans of its deployment only and closes runs of vanished containers", async () => {
       const dataDir = await temporaryDataDir();
       const provider = dockerProvider({ docker: env.docker, image: env.image, dataDir });

@@ -122,9 +122,7 @@ export class ComputerLifecycle {
   }
 
   /** The runtime's clock. */
-  now(): number {
-    return this.parts.clock();
-  }
+  now = (): number => this.parts.clock();
 
   /**
    * A run or a person just used the computer: that counts as activity, for
@@ -381,35 +379,39 @@ export class ComputerLifecycle {
    * record, its home and its place in the deployment's index.
    */
   async remove(slot: ComputerSlot, record: ComputerRecord): Promise<void> {
-    const id = slot.computerId;
     // "stop" is the closest purpose the lease engine has: deletion stops the computer for good.
-    const reservation = await this.leases.reserve({
-      computerId: id,
-      holder: `deletion-${randomUUID()}`,
-      purpose: "stop",
-    });
+    const holder = `deletion-${randomUUID()}`;
+    const reservation = await this.leases.reserve({ computerId: slot.computerId, holder, purpose: "stop" });
     try {
-      await slot.lifecycle.add(async () => {
-        const current = (await this.leases.getComputer(id)) ?? record;
-        await (await this.currentMachine(slot, current))?.destroy();
-        slot.machine = undefined;
-        await this.stretches.close(id, "deleted");
-        // The history stays; whom it was attributed to goes with the computer.
-        await this.stretches.records?.clearOwner({ computerId: id });
-        const last = await this.leases.getComputer(id);
-        if (last) await this.leases.deleteComputer({ computerId: id, expectedVersion: last.version });
-        // After the record: a crash here leaves a home no record owns (object stores' reconciler removes those).
-        await this.parts.homeStore.delete(current.homeKey);
-        await this.ledger.removeComputer(id);
-        this.indexed.delete(id);
-      });
+      await slot.lifecycle.add(() => this.removeUnderOperation(slot, record));
     } finally {
       await this.leases.release(reservation).catch(() => {});
     }
+  }
+
+  /** `remove`'s steps, for an operation that holds the computer's reservation and its queue (`underOperation`). */
+  async removeUnderOperation(slot: ComputerSlot, record: ComputerRecord): Promise<void> {
+    const id = slot.computerId;
+    const current = (await this.leases.getComputer(id)) ?? record;
+    await (await this.currentMachine(slot, current))?.destroy();
+    slot.machine = undefined;
+    await this.stretches.close(id, "deleted");
+    // The history stays; whom it was attributed to goes with the computer.
+    await this.stretches.records?.clearOwner({ computerId: id });
+    const last = await this.leases.getComputer(id);
+    if (last) await this.leases.deleteComputer({ computerId: id, expectedVersion: last.version });
+    // After the record: a crash here leaves a home no record owns (object stores' reconciler removes those).
+    await this.parts.homeStore.delete(current.homeKey);
+    await this.ledger.removeComputer(id);
+    this.indexed.delete(id);
     this.slots.delete(id);
   }
 
-  /** The reconciler found the record's machine gone: forgets its ref and closes the stretch as `reconciled`. */
+  /** For an operation holding the reservation and queue: reconnect, or provision and restore, as stages. */
+  machineUnderOperation(slot: ComputerSlot, stage: StageRunner): Promise<Machine> {
+    return this.bringUp(slot, stage);
+  }
+
   /** Whether the record shows the running stretch of its machine, in the record and in the run records. */
   async startIsRecorded(record: ComputerRecord): Promise<boolean> {
     return this.stretches.isRecorded(record);
@@ -420,6 +422,7 @@ export class ComputerLifecycle {
     await this.stretches.openNoticed(record, noticedAt);
   }
 
+  /** The reconciler found the record's machine gone: forgets its ref and closes the stretch as `reconciled`. */
   async forgetGoneMachine(record: ComputerRecord): Promise<void> {
     await this.stretches.forgetMachine(record);
     const slot = this.slots.get(record.computerId);
@@ -446,15 +449,15 @@ export class ComputerLifecycle {
   }
 
   /** Reconnects by the record's ref, or provisions a replacement and restores the home into it first. */
-  private async bringUp(slot: ComputerSlot): Promise<Machine> {
+  private async bringUp(slot: ComputerSlot, stage: StageRunner = noStages): Promise<Machine> {
     const record = await this.recordOf(slot);
-    if (record.providerRef === null) return this.replace(slot, record, undefined, noStages);
-    if (record.providerKind !== this.providerKind) return this.replace(slot, record, "replaced", noStages);
+    if (record.providerRef === null) return this.replace(slot, record, undefined, stage);
+    if (record.providerKind !== this.providerKind) return this.replace(slot, record, "replaced", stage);
     const started = performance.now();
     const found = await this.provider.reconnect(record.providerRef as ProviderRef);
     if (found === "gone") {
       slot.machine = undefined;
-      return this.replace(slot, record, "gone", noStages);
+      return this.replace(slot, record, "gone", stage);
     }
     await this.stretches.open(record, { providerKind: this.providerKind, ref: found.ref }, undefined);
     if (slot.machine?.ref !== found.ref) return this.ready(slot, found, started, "reconnected");

@@ -1,10 +1,11 @@
 import type { ErrorCode } from "@agent-computer/core";
+import type { ModeChange } from "./bot-mode.js";
 import type { OperationKind } from "./operation-kind.js";
 import type { OperationStage } from "./operation-stage.js";
 import type { OperationStatus } from "./operation-status.js";
 
 /**
- * The durable record of one update or recovery, kept in the state store
+ * The durable record of one update, recovery or mode change, kept in the state store
  * apart from the computer record (whose version is the provisioning fence),
  * so progress writes never race a ref switch or a revision commit.
  * Reopening an app reads these to show active operations and failures.
@@ -21,6 +22,10 @@ export interface ComputerOperation {
   readonly worker?: string;
   /** The computer-wide reservation it holds while it runs. */
   readonly reservationId?: string;
+  /** A mode change's bot and target computer (`computerId` is the computer the bot leaves). */
+  readonly modeChange?: ModeChange;
+  /** A mode change's reservation of its target computer: it holds both. */
+  readonly targetReservationId?: string;
   /** Times by the state store's clock (milliseconds since the epoch). */
   readonly requestedAt: number;
   readonly startedAt?: number;

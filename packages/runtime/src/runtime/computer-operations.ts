@@ -1,6 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { AgentComputerError, type Logger, parseInput, silentLogger } from "@agent-computer/core";
+import {
+  AgentComputerError,
+  botIdSchema,
+  type Logger,
+  parseInput,
+  silentLogger,
+  workspaceIdSchema,
+} from "@agent-computer/core";
 import { z } from "zod";
+import type { BotMode } from "./bot-mode.js";
+import { computerIdFor } from "./computer-id-for.js";
 import type { ComputerLifecycle } from "./computer-lifecycle.js";
 import type { ComputerOperation } from "./computer-operation.js";
 import type { ComputerOperationsOptions } from "./computer-operations-options.js";
@@ -26,6 +35,12 @@ const releaseSchema = z.object({
     message: "must be true: assert that the operation's workers and their provider calls have stopped",
   }),
 });
+const modeChangeSchema = z.object({
+  workspaceId: workspaceIdSchema,
+  botId: botIdSchema,
+  to: z.enum(["team", "private"]),
+  owner: requestSchema.shape.owner,
+});
 const waitSchema = z.object({ timeoutMs: z.number().int().positive().max(3_600_000).default(600_000) });
 const optionsSchema = z.object({
   queue: z
@@ -46,7 +61,7 @@ const optionsSchema = z.object({
 });
 
 /**
- * Update and recovery as durable background operations (docs/architecture.md §6). A
+ * Update, recovery and mode changes as durable background operations (docs/architecture.md §6). A
  * request stores a queued operation and publishes its id; a worker claims
  * it by compare-and-set (so it never runs twice), reserves the whole
  * computer, and records each real step as a stage while it heartbeats. A
@@ -108,6 +123,44 @@ export class ComputerOperations {
     return this.request("recovery", parseInput(requestSchema, input, "requestRecovery input"));
   }
 
+  /**
+   * Queues a mode change: moves a bot from its workspace's Team computer to
+   * a Private computer of its own (`to: "private"`), or back (`"team"`),
+   * with its files (OPERATIONS.md, "Mode changes"). It reserves both
+   * computers while it runs. NOT_FOUND when there is nothing to move (no
+   * Team computer; no Private computer to leave); CONFLICT when the bot
+   * already has a Private computer; LEASE_HELD while either computer is
+   * reserved or has an open operation; BOT_BUSY while bots run on either.
+   */
+  async requestModeChange(input: {
+    workspaceId: string;
+    botId: string;
+    to: BotMode;
+    owner: string;
+  }): Promise<ComputerOperation> {
+    const { workspaceId, botId, to, owner } = parseInput(modeChangeSchema, input, "requestModeChange input");
+    const teamId = computerIdFor(workspaceId, botId, "team");
+    const privateId = computerIdFor(workspaceId, botId, "private");
+    const [from, target] = to === "private" ? [teamId, privateId] : [privateId, teamId];
+    if (!(await this.lifecycle.leases.getComputer(from))) {
+      throw new AgentComputerError(
+        "NOT_FOUND",
+        `Bot "${botId}" has no ${to === "private" ? "Team" : "Private"} computer "${from}" to move from.`,
+      );
+    }
+    if (to === "private" && (await this.lifecycle.leases.getComputer(privateId))) {
+      throw new AgentComputerError(
+        "CONFLICT",
+        `Bot "${botId}" already has a Private computer "${privateId}"; move it back to the Team computer or delete it first.`,
+        { details: { computerId: privateId } },
+      );
+    }
+    await this.refuseWhileBusy(from, "change the mode on");
+    await this.refuseWhileBusy(target, "change the mode on");
+    const modeChange = { workspaceId, botId, to, targetComputerId: target };
+    return this.store({ computerId: from, kind: "mode-change", owner, warnings: [], modeChange });
+  }
+
   /** The operation, or undefined. A running one past its heartbeat timeout reads `interrupted`. */
   async get(id: string): Promise<ComputerOperation | undefined> {
     const operation = await this.ledger.getOperation(parseInput(z.string().min(1).max(256), id, "operation id"));
@@ -165,8 +218,8 @@ export class ComputerOperations {
         },
       );
     }
-    if (operation.reservationId)
-      await this.lifecycle.leases.releaseInterrupted({ id: operation.reservationId, workersStopped: true });
+    for (const reservationId of [operation.reservationId, operation.targetReservationId])
+      if (reservationId) await this.lifecycle.leases.releaseInterrupted({ id: reservationId, workersStopped: true });
     const now = await this.ledger.now();
     try {
       const released = await this.ledger.updateOperation(id, operation.version, (current) => ({
@@ -260,6 +313,7 @@ export class ComputerOperations {
     for (const id of (await this.ledger.operationIds()).open) {
       const operation = await this.ledger.getOperation(id);
       if (operation) out.add(operation.computerId);
+      if (operation?.modeChange) out.add(operation.modeChange.targetComputerId);
     }
     return out;
   }
@@ -325,7 +379,7 @@ export class ComputerOperations {
 
   /** Stores the queued operation (LEASE_HELD when one of its computers has an open one) and publishes it. */
   private async store(
-    fields: Pick<ComputerOperation, "computerId" | "kind" | "owner" | "warnings">,
+    fields: Pick<ComputerOperation, "computerId" | "kind" | "owner" | "warnings" | "modeChange">,
   ): Promise<ComputerOperation> {
     const operation = await this.ledger.createOperation({
       ...fields,

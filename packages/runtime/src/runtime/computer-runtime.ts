@@ -13,10 +13,12 @@ import {
 import type { ComputerScope, Lease } from "@agent-computer/leases";
 import { LeaseEngine } from "@agent-computer/leases";
 import { z } from "zod";
+import type { BotMode } from "./bot-mode.js";
 import { BotRun } from "./bot-run.js";
 import { ComputerActivities } from "./computer-activity.js";
 import type { ComputerEvent } from "./computer-event.js";
 import { ComputerEvents } from "./computer-events.js";
+import { computerIdFor } from "./computer-id-for.js";
 import { ComputerLifecycle } from "./computer-lifecycle.js";
 import { ComputerOperations } from "./computer-operations.js";
 import type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
@@ -53,7 +55,7 @@ const forgetOwnerSchema = z.union([
   z.object({ userId: z.string().min(1).max(256) }).strict(),
   z.object({ spaceId: z.string().min(1).max(256) }).strict(),
 ]);
-const deleteBotSchema = z.object({ workspaceId: workspaceIdSchema, botId: botIdSchema });
+const botAddressSchema = z.object({ workspaceId: workspaceIdSchema, botId: botIdSchema });
 const desktopForSchema = z.object({ computerId: computerIdSchema, botId: botIdSchema }).strict();
 const takeoverSchema = z.object({
   computerId: computerIdSchema,
@@ -130,18 +132,23 @@ export class ComputerRuntime {
   }
 
   /**
-   * The computer id a bot of a workspace works on. Only a name: what the
-   * computer is (team or private, whose) lives in its record. A Private
-   * computer's id joins the two ids with one `-` and doubles every `-` in
-   * them, so no two (workspace, bot) pairs share a computer: joined plainly,
-   * `a-b` with bot `c` and `a` with bot `b-c` were both `private-a-b-c`, one
-   * computer and one home for two tenants. Ids without a `-` read as before.
+   * The computer id a bot of a workspace works on (`team-<workspace>`, or
+   * `private-<workspace>-<bot>` with every `-` inside the ids doubled, so no
+   * two pairs share one). Only a name: what the computer is lives in its record.
    */
   computerIdFor(input: { workspaceId: string; botId: string; private?: boolean }): string {
     const { workspaceId, botId, private: own } = parseInput(computerAddressSchema, input, "computer address");
-    // Unambiguous because a bot id never starts with "-": the first dash not of a pair is the join.
-    const escaped = (id: string) => id.replaceAll("-", "--");
-    return own ? `private-${escaped(workspaceId)}-${escaped(botId)}` : `team-${workspaceId}`;
+    return computerIdFor(workspaceId, botId, own ? "private" : "team");
+  }
+
+  /**
+   * Where the bot works now: `private` while it has a Private computer (a
+   * run with `private: true` or a mode change made one), else `team`. What
+   * an app passes as `startRun`'s `private` after a mode change.
+   */
+  async botMode(input: { workspaceId: string; botId: string }): Promise<BotMode> {
+    const { workspaceId, botId } = parseInput(botAddressSchema, input, "botMode input");
+    return (await this.leases.getComputer(computerIdFor(workspaceId, botId, "private"))) ? "private" : "team";
   }
 
   /**
@@ -260,7 +267,7 @@ export class ComputerRuntime {
    * the app's: keep it and clear the bot there.
    */
   async deleteBot(input: { workspaceId: string; botId: string }): Promise<{ privateComputerDeleted: boolean }> {
-    const { workspaceId, botId } = parseInput(deleteBotSchema, input, "deleteBot input");
+    const { workspaceId, botId } = parseInput(botAddressSchema, input, "deleteBot input");
     const teamId = this.computerIdFor({ workspaceId, botId });
     if (await this.leases.getComputer(teamId)) await this.removeBotFiles(teamId, botId);
     const privateId = this.computerIdFor({ workspaceId, botId, private: true });

@@ -8,6 +8,8 @@ const RECENT_OPERATIONS = 100;
 interface OperationEntry {
   readonly id: string;
   readonly computerId: string;
+  /** A mode change's second computer: it is held by the operation too. */
+  readonly targetComputerId?: string;
 }
 interface ComputerIndex {
   readonly type: "computer-index";
@@ -82,24 +84,24 @@ export class DeploymentLedger {
 
   /**
    * Stores a new queued operation and indexes it in one commit. LEASE_HELD
-   * when the computer already has an open one: one operation per computer.
+   * when one of its computers (a mode change has two) already has an open
+   * one: one operation per computer.
    */
   async createOperation(operation: Omit<ComputerOperation, "version">): Promise<ComputerOperation> {
     const key = operationKey(operation.id);
+    const entry = entryOf(operation);
     return this.transact([this.operationsKey, key], (records) => {
       const index = indexOf(records.get(this.operationsKey));
-      const open = index.open.find((e) => e.computerId === operation.computerId);
-      if (open) {
+      for (const computerId of computersOf(entry)) {
+        const open = index.open.find((e) => computersOf(e).includes(computerId));
+        if (!open) continue;
         throw new AgentComputerError(
           "LEASE_HELD",
-          `Computer "${operation.computerId}" already has operation "${open.id}" open; wait for it, or release it if it is interrupted.`,
-          { details: { computerId: operation.computerId, operationId: open.id } },
+          `Computer "${computerId}" already has operation "${open.id}" open; wait for it, or release it if it is interrupted.`,
+          { details: { computerId, operationId: open.id } },
         );
       }
-      const nextIndex: OperationIndex = {
-        ...index,
-        open: [...index.open, { id: operation.id, computerId: operation.computerId }],
-      };
+      const nextIndex: OperationIndex = { ...index, open: [...index.open, entry] };
       const stored: StoredOperation = { type: "operation", ...operation };
       const record = bump(records, key, stored);
       return {
@@ -140,7 +142,7 @@ export class DeploymentLedger {
       const write = [record];
       if (!isOpen(next)) {
         const index = indexOf(records.get(this.operationsKey));
-        const entry = { id, computerId: next.computerId };
+        const entry = entryOf(next);
         write.push(
           bump(records, this.operationsKey, {
             type: "operation-index",
@@ -157,7 +159,7 @@ export class DeploymentLedger {
   async operationIds(computerId?: string): Promise<{ open: string[]; recent: string[] }> {
     const index = indexOf((await this.store.read([this.operationsKey])).get(this.operationsKey));
     const pick = (entries: OperationEntry[]) =>
-      entries.filter((e) => computerId === undefined || e.computerId === computerId).map((e) => e.id);
+      entries.filter((e) => computerId === undefined || computersOf(e).includes(computerId)).map((e) => e.id);
     return { open: pick(index.open), recent: pick(index.recent) };
   }
 
@@ -220,6 +222,15 @@ export function isOpen(operation: Pick<ComputerOperation, "status" | "released" 
     operation.status === "running" ||
     (operation.status === "interrupted" && !operation.released && !operation.settled)
   );
+}
+
+function entryOf(operation: Pick<ComputerOperation, "id" | "computerId" | "modeChange">): OperationEntry {
+  const target = operation.modeChange?.targetComputerId;
+  return { id: operation.id, computerId: operation.computerId, ...(target ? { targetComputerId: target } : {}) };
+}
+
+function computersOf(entry: OperationEntry): string[] {
+  return entry.targetComputerId ? [entry.computerId, entry.targetComputerId] : [entry.computerId];
 }
 
 function operationKey(id: string): string {

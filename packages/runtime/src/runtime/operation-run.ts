@@ -1,6 +1,7 @@
 import type { Machine } from "@agent-computer/core";
 import { AgentComputerError, type Logger } from "@agent-computer/core";
 import type { ComputerRecord, Reservation } from "@agent-computer/leases";
+import { moveBot } from "./bot-move.js";
 import type { ComputerLifecycle } from "./computer-lifecycle.js";
 import type { ComputerOperation } from "./computer-operation.js";
 import type { ComputerSlot } from "./computer-slot.js";
@@ -21,6 +22,8 @@ export class OperationRun {
   /** Set when this worker lost the operation (released, interrupted) or its reservation. */
   private lost: AgentComputerError | undefined;
   private reservation: Reservation | undefined;
+  /** A mode change's second reservation, of the computer the bot moves to. */
+  private targetReservation: Reservation | undefined;
 
   constructor(
     private readonly lifecycle: ComputerLifecycle,
@@ -34,23 +37,29 @@ export class OperationRun {
   }
 
   async run(): Promise<void> {
-    const { id, computerId, kind, worker } = this.operation;
+    const { id, computerId, kind, worker, modeChange } = this.operation;
     const holder = `operation:${id}:${worker}`;
     try {
       this.reservation = await this.lifecycle.leases.reserve({ computerId, holder, purpose: kind });
+      const target = modeChange?.targetComputerId;
+      if (target)
+        this.targetReservation = await this.lifecycle.leases.reserve({ computerId: target, holder, purpose: kind });
     } catch (error) {
       await this.finish("failed", error, []).catch(() => {});
+      await this.releaseReservations();
       return;
     }
-    const reservationId = this.reservation.id;
-    await this.change((c) => ({ ...c, reservationId }));
+    const ids = { reservationId: this.reservation.id, targetReservationId: this.targetReservation?.id };
+    await this.change((c) => ({ ...c, ...definedOf(ids) }));
     const heartbeat = setInterval(() => void this.heartbeat(), this.heartbeatMs);
     heartbeat.unref?.();
     let outcome: { status: "succeeded" | "failed"; error?: unknown; warnings: string[] };
     try {
-      const warnings = await this.lifecycle.underOperation(computerId, (slot) =>
-        kind === "update" ? this.update(slot) : this.recover(slot),
-      );
+      const warnings = modeChange
+        ? await moveBot(this.lifecycle, this.stageRunner(), computerId, modeChange)
+        : await this.lifecycle.underOperation(computerId, (slot) =>
+            kind === "update" ? this.update(slot) : this.recover(slot),
+          );
       outcome = { status: "succeeded", warnings };
     } catch (error) {
       outcome = { status: "failed", error, warnings: await this.failureWarnings(error) };
@@ -118,7 +127,8 @@ export class OperationRun {
 
   /** Releases what this worker reserved; harmless when a release or a newer holder came first. */
   private async releaseReservations(): Promise<void> {
-    if (this.reservation) await this.lifecycle.leases.release(this.reservation);
+    for (const reservation of [this.reservation, this.targetReservation])
+      if (reservation) await this.lifecycle.leases.release(reservation);
   }
 
   private async update(slot: ComputerSlot): Promise<string[]> {
@@ -176,6 +186,9 @@ export class OperationRun {
     const record = await this.lifecycle.leases.getComputer(this.operation.computerId).catch(() => undefined);
     const revision = record?.revision ?? 0;
     const saved = `The workspace saved at revision ${revision} stays restorable.`;
+    if (this.operation.modeChange) {
+      return [`Bot "${this.operation.modeChange.botId}" stays on "${this.operation.computerId}" with its files.`];
+    }
     const failedStage = this.operation.stages.find((s) => s.status === "failed")?.name;
     if (this.operation.kind === "update" && failedStage === "checkpointing") {
       return [
@@ -238,6 +251,7 @@ export class OperationRun {
     if (!this.reservation || this.lost) return;
     try {
       this.reservation = await this.lifecycle.leases.renew(this.reservation);
+      if (this.targetReservation) this.targetReservation = await this.lifecycle.leases.renew(this.targetReservation);
       const at = await this.ledger.now();
       await this.change((c) => ({ ...c, heartbeatAt: at }));
     } catch (error) {
@@ -288,4 +302,9 @@ export class OperationRun {
     this.writes = write.catch(() => {});
     return write;
   }
+}
+
+/** The fields whose value is defined, for a record that must not store `undefined`. */
+function definedOf<T extends Record<string, unknown>>(fields: T): Partial<T> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
