@@ -5,6 +5,12 @@ import { AgentComputerError } from "@agent-computer/core";
 
 /** Where a copy's archive waits in the target home while it is unpacked (the runtime's own folder there). */
 const STAGING_DIR = ".agent-computer";
+/**
+ * Longest one side of a copy may take. `tar` runs inside computers whose
+ * bots may have changed them; one that never ends must not hold a mode
+ * change (and both its computers' reservations, which heartbeat) forever.
+ */
+const COPY_STEP_TIMEOUT_MS = 30 * 60_000;
 
 /**
  * Copies the folder `fromDir` of one machine's home into `toDir` of another
@@ -34,6 +40,7 @@ export async function copyFolder(
         argv: ["tar", "-cf", "-", ...exclude.map((name) => `--exclude=./${name}`), "-C", fromDir, "."],
         // The archive goes to the stream as it arrives; the result keeps only a byte of it.
         maxOutputBytes: 1,
+        timeoutMs: COPY_STEP_TIMEOUT_MS,
         onOutput: (name, chunk) => {
           if (name === "stdout") stream.write(chunk);
         },
@@ -42,12 +49,13 @@ export async function copyFolder(
       stream.end();
     }
     await written;
-    if (packed.exitCode !== 0) throw failed("pack", fromDir, packed.stderr);
+    if (packed.exitCode !== 0 || packed.timedOut) throw failed("pack", fromDir, packed.stderr);
     const unpacked = await to.exec({
+      timeoutMs: COPY_STEP_TIMEOUT_MS,
       // --no-overwrite-dir: the target folder (a home's root) keeps its own owner and mode.
       argv: ["sh", "-c", 'mkdir -p -- "$1" && tar -xf "$2" --no-overwrite-dir -C "$1"', "copy-folder", toDir, archive],
     });
-    if (unpacked.exitCode !== 0) throw failed("unpack", toDir, unpacked.stderr);
+    if (unpacked.exitCode !== 0 || unpacked.timedOut) throw failed("unpack", toDir, unpacked.stderr);
   } finally {
     // The staging folder goes too when nothing else is in it: a Private home starts clean.
     const cleanUp = 'rm -f -- "$1"; rmdir -- "$2" 2>/dev/null; true';
