@@ -253,6 +253,25 @@ describe("a bot's mode change between the Team computer and a Private computer",
     expect(again.status).toBe("succeeded");
   });
 
+  it("moves a stopped Private computer's bot to a Team computer its workspace never had", async () => {
+    const { runtime, machineOf } = await setup();
+    const own = runtime.startRun({ workspaceId: "mc5", botId: "solo", private: true });
+    await (await own.machine()).files.write("plan.md", bytes("the plan"));
+    await own.end("completed");
+    await runtime.stopComputer("private-mc5-solo");
+    expect(await runtime.leases.getComputer("team-mc5")).toBeUndefined();
+
+    const moved = await runtime.operations.waitFor(
+      (await runtime.operations.requestModeChange({ workspaceId: "mc5", botId: "solo", to: "team", owner: "o" })).id,
+    );
+    expect(moved.status).toBe("succeeded");
+    expect(stageNames(moved).slice(-3)).toEqual(["copying:done", "checkpointing-target:done", "removing-source:done"]);
+    expect((await runtime.leases.getComputer("team-mc5"))?.scope).toEqual({ kind: "team" });
+    expect((await runtime.leases.getComputer("team-mc5"))?.owner).toMatchObject({ spaceId: "mc5" });
+    expect(text(await (await machineOf("team-mc5")).files.read("bots/solo/plan.md"))).toBe("the plan");
+    expect(await runtime.botMode({ workspaceId: "mc5", botId: "solo" })).toBe("team");
+  });
+
   it("refuses what it cannot move, and a failed move leaves the bot where it was", async () => {
     const { runtime, machineOf } = await setup();
     const request = (to: "team" | "private", botId = "alpha") =>
