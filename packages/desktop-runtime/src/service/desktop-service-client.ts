@@ -46,8 +46,8 @@ export interface ServiceEndpoint {
 const CONNECT_TIMEOUT_MS = 15_000;
 /**
  * How long a connection with no call in flight stays open. A machine object
- * has no end of life (a runtime reconnects a new one for each run and drops
- * the old), so a connection it opened must close by itself or it stays for
+ * has no end of life (a runtime drops it when its machine stops or is
+ * replaced), so a connection it opened must close by itself or it stays for
  * the life of the process: the 10-minute soak held ~20 more sockets per
  * minute until this. Opening again costs one handshake, no exec (the key
  * stays handed over).

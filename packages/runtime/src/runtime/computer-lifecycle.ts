@@ -13,9 +13,9 @@ import { createRecord, withScope } from "./computer-record-of.js";
 import type { ComputerRuntimeOptions } from "./computer-runtime-options.js";
 import type { ComputerSlot } from "./computer-slot.js";
 import { computerSpecFor, type MachineDefaults } from "./computer-spec-for.js";
-import { ComputerStretches, type StretchEnd } from "./computer-stretches.js";
+import { ComputerStretches, openStretchId, type StretchEnd } from "./computer-stretches.js";
 import type { DeploymentLedger } from "./deployment-ledger.js";
-import { checkpointHome, type HomeCheckpointParts } from "./home-checkpoint.js";
+import { checkpointHome, type HomeCheckpointParts, restoreLatestHome } from "./home-checkpoint.js";
 import { KeptScreens } from "./kept-screens.js";
 import type { RunRecords } from "./run-records.js";
 import type { RuntimeSettings } from "./runtime-settings.js";
@@ -171,7 +171,9 @@ export class ComputerLifecycle {
 
   /**
    * The computer's machine, started, reconnected or replaced. A machine seen
-   * alive within the last second is handed out as it is, unless `verify`.
+   * alive within the last second is handed out as it is, unless `verify`;
+   * after that the provider is asked again, and the object is kept while it
+   * answers the same machine in the same stretch (`bringUp`).
    * LEASE_HELD while an operation or a stop holds the computer.
    */
   async ensure(slot: ComputerSlot, options: { verify?: boolean } = {}): Promise<Machine> {
@@ -244,7 +246,7 @@ export class ComputerLifecycle {
 
   /** Saves `machine`'s live home now (an operation already holds the queue); returns the saved revision. */
   async checkpointLive(slot: ComputerSlot, machine: Machine, reason: string): Promise<number> {
-    slot.machine = machine;
+    this.hold(slot, machine);
     await this.checkpointNow(slot, reason);
     return (await this.leases.getComputer(slot.computerId))?.revision ?? 0;
   }
@@ -308,7 +310,7 @@ export class ComputerLifecycle {
         const record = await this.leases.getComputer(slot.computerId);
         const machine = record ? await this.currentMachine(slot, record) : undefined;
         if (!machine || !record || !isRunning(record)) return false;
-        slot.machine = machine;
+        this.hold(slot, machine);
         const scan = reason === "idle" ? await backgroundWorkOf(machine, this.parts.settings) : undefined;
         const jobs = jobsHolding(scan);
         if (jobs) {
@@ -435,6 +437,7 @@ export class ComputerLifecycle {
       scope: undefined,
       owner: undefined,
       machine: undefined,
+      machineStretch: undefined,
       checkedAt: 0,
       lifecycle: new PQueue({ concurrency: 1 }),
       runs: new Set(),
@@ -442,7 +445,6 @@ export class ComputerLifecycle {
       lastActivityAt: 0,
       activityWrittenAt: Number.NEGATIVE_INFINITY,
       knownBots: new Set(),
-      stretchStartedAt: undefined,
     };
     this.slots.set(computerId, slot);
     return slot;
@@ -459,11 +461,14 @@ export class ComputerLifecycle {
       slot.machine = undefined;
       return this.replace(slot, record, "gone", stage);
     }
-    await this.stretches.open(record, { providerKind: this.providerKind, ref: found.ref }, undefined);
-    if (slot.machine?.ref !== found.ref) return this.ready(slot, found, started, "reconnected");
-    slot.machine = found;
+    const current = await this.stretches.open(record, { providerKind: this.providerKind, ref: found.ref }, undefined);
+    const stretch = openStretchId(current);
+    if (slot.machine?.ref !== found.ref) return this.ready(slot, found, started, "reconnected", stretch);
+    // The object is kept while ref and stretch stay (a stop through any worker closes the stretch): it keeps
+    // its desktop service key, where a new object hands its own over through an exec, ~1 s a grant (issue 48).
+    if (stretch === undefined || slot.machineStretch !== stretch) this.hold(slot, found, stretch);
     slot.checkedAt = performance.now();
-    return found;
+    return slot.machine as Machine;
   }
 
   /**
@@ -482,10 +487,17 @@ export class ComputerLifecycle {
       this.provider.provision(computerSpecFor(record, this.machineDefaults())),
     );
     this.events.emit("provisioning", slot.computerId, started, { providerKind: this.providerKind });
+    let stretch: string | undefined;
     try {
-      await this.restoreHome(record, machine, stage);
+      const restoring = performance.now();
+      const restored = await stage("restoring", () => restoreLatestHome(this.checkpointParts(), record, machine));
+      if (restored.revision > 0)
+        this.events.emit("restoring", record.computerId, restoring, { revision: restored.revision });
       await stage("switching", async () => {
-        await this.stretches.open(record, { providerKind: this.providerKind, ref: machine.ref }, previousEnd);
+        const ref = machine.ref;
+        stretch = openStretchId(
+          await this.stretches.open(record, { providerKind: this.providerKind, ref }, previousEnd),
+        );
         return { fromKind: record.providerKind, toKind: this.providerKind };
       });
     } catch (error) {
@@ -496,36 +508,27 @@ export class ComputerLifecycle {
     // A new machine has no screens yet, whatever the old one kept.
     await this.activities.update(slot.computerId, (a) => ({ ...a, screens: {} }));
     if (previousEnd) this.events.emit("replaced", slot.computerId, started, { reason: previousEnd });
-    return this.ready(slot, machine, started, previousEnd ? "replaced" : "provisioned");
+    return this.ready(slot, machine, started, previousEnd ? "replaced" : "provisioned", stretch);
   }
 
-  /** Puts the record's latest checkpoint into `machine` (or into the mounted home). */
-  private async restoreHome(record: ComputerRecord, machine: Machine, stage: StageRunner): Promise<void> {
-    const started = performance.now();
-    const restored = await stage("restoring", async () => {
-      const latest = await this.parts.homeStore.restore({
-        homeKey: record.homeKey,
-        target: this.provider.capabilities.mountedHome ? { mounted: true } : { machine },
-        committedRevision: record.revision,
-      });
-      return { revision: latest?.revision ?? 0 };
-    });
-    if (restored.revision > 0)
-      this.events.emit("restoring", record.computerId, started, { revision: restored.revision });
-  }
-
-  private async ready(slot: ComputerSlot, machine: Machine, started: number, how: string): Promise<Machine> {
-    slot.machine = machine;
+  private async ready(slot: ComputerSlot, machine: Machine, started: number, how: string, stretch?: string) {
+    this.hold(slot, machine, stretch);
     slot.checkedAt = performance.now();
-    slot.stretchStartedAt ??= this.parts.clock();
     await this.touch(slot);
     this.events.emit("ready", slot.computerId, started, { how });
     return machine;
   }
 
+  /** `machine` becomes the slot's; `stretch` is the record's stretch it was found running in, where known. */
+  private hold(slot: ComputerSlot, machine: Machine, stretch?: string): void {
+    if (slot.machine === machine && stretch === undefined) return;
+    slot.machine = machine;
+    slot.machineStretch = stretch;
+  }
+
   private machineStopped(slot: ComputerSlot): void {
     slot.machine = undefined;
-    slot.stretchStartedAt = undefined;
+    slot.machineStretch = undefined;
   }
 
   /** The computer's record, made on first use with the slot's scope, or given that scope when it has none. */
@@ -546,7 +549,7 @@ export class ComputerLifecycle {
     const record = slot.machine ? undefined : await this.leases.getComputer(slot.computerId);
     const machine = slot.machine ?? (record && isRunning(record) ? await this.currentMachine(slot, record) : undefined);
     if (!machine) return;
-    slot.machine = machine;
+    this.hold(slot, machine);
     const started = performance.now();
     const saved = await checkpointHome(this.checkpointParts(), slot.computerId, machine);
     await this.activities.update(slot.computerId, (a) => ({ ...a, checkpointPending: false }));

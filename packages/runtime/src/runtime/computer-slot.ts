@@ -16,6 +16,13 @@ export interface ComputerSlot {
   owner: ComputerOwner | undefined;
   /** The machine while the computer runs; undefined when suspended or not started yet. */
   machine: Machine | undefined;
+  /**
+   * The record's stretch (`runs[].runId`) in which `machine` was found
+   * running; undefined when not known. The same ref in the same stretch is
+   * the same machine, not stopped since: a liveness check keeps its object
+   * (computer-lifecycle.ts, `bringUp`).
+   */
+  machineStretch: string | undefined;
   /** performance.now() when the machine was last found alive. */
   checkedAt: number;
   /** Lifecycle steps (ensure, checkpoint, suspend) of this computer, one at a time. */
@@ -30,6 +37,4 @@ export interface ComputerSlot {
   activityWrittenAt: number;
   /** Bots this process knows are in the computer's shared activity record (a fenced write proved it). */
   readonly knownBots: Set<string>;
-  /** By the runtime's clock: when the current stretch of running began. */
-  stretchStartedAt: number | undefined;
 }

@@ -127,6 +127,11 @@ function runRecordOf(
   };
 }
 
+/** The id of the record's open stretch (`runs[].runId`); undefined when none is open. */
+export function openStretchId(record: ComputerRecord): string | undefined {
+  return isOpenStretch(record) ? record.runs.at(-1)?.runId : undefined;
+}
+
 /** The record's last stretch has not ended. */
 function isOpenStretch(record: ComputerRecord): boolean {
   return record.runs.length > 0 && record.runs.at(-1)?.endedAt === undefined;

@@ -1,7 +1,7 @@
 import type { AgentHomeStore, HomeCheckpoint } from "@agent-computer/checkpoint";
 import type { Machine } from "@agent-computer/core";
 import { AgentComputerError } from "@agent-computer/core";
-import type { Lease, LeaseEngine } from "@agent-computer/leases";
+import type { ComputerRecord, Lease, LeaseEngine } from "@agent-computer/leases";
 
 /** What saving a home needs: the leases, the home store, and who holds the checkpoint lease. */
 export interface HomeCheckpointParts {
@@ -53,6 +53,20 @@ export async function checkpointHome(
   } finally {
     await held.release();
   }
+}
+
+/** Puts the record's latest checkpoint into `machine` (or into the mounted home); revision 0 when it has none. */
+export async function restoreLatestHome(
+  { homeStore, mountedHome }: HomeCheckpointParts,
+  record: ComputerRecord,
+  machine: Machine,
+): Promise<{ revision: number }> {
+  const latest = await homeStore.restore({
+    homeKey: record.homeKey,
+    target: mountedHome ? { mounted: true } : { machine },
+    committedRevision: record.revision,
+  });
+  return { revision: latest?.revision ?? 0 };
 }
 
 /** The computer's checkpoint lease, renewed until released. */
