@@ -15,7 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // in the same stretch. Here on the default Docker computer (the display in
 // its own container): the object is kept across checks (one handover for
 // many grants); a kept object whose containers were restarted behind the
-// runtime's back hands its key over again and works; after a stop and
+// runtime's back hands its key over again and works, and one whose display
+// container was removed makes it again; after a stop and
 // resume, by this worker or another, and after another worker replaced the
 // machine, the desktop observes, acts and grants a screen.
 const env = await chooseTestProvider(
@@ -174,6 +175,18 @@ if (!env.missing) {
       await expectWorkingDesktop(runtime, computerId, 140);
       expect(await runtime.runningMachine(computerId)).toBe(machine);
       expect(await handovers.settled(display)).toBe(handedOver + 1);
+    }, 240_000);
+
+    it("a kept object whose display container was removed behind the runtime's back makes it again", async () => {
+      const { runtime } = worker(await temporaryDataDir(), new MemoryStateStore());
+      const { computerId, display } = await computerWithDesktop(runtime, `display-${Date.now().toString(36)}`);
+      await expectWorkingDesktop(runtime, computerId, 100);
+      const machine = (await runtime.runningMachine(computerId)) as Machine;
+      await env.docker?.getContainer(display).remove({ force: true });
+      await sleep(PAST_LIVENESS_MS);
+      await expectWorkingDesktop(runtime, computerId, 190);
+      expect(await runtime.runningMachine(computerId)).toBe(machine);
+      expect(await displayOf(runtime, computerId)).not.toBe(display);
     }, 240_000);
 
     it("after a stop and resume, by this worker or another, the desktop observes, acts and grants a screen", async () => {

@@ -106,7 +106,7 @@ export class DockerMachine extends CommandChannelMachine {
    */
   private desktopsOf(workspacePath: string, options: DockerMachineOptions): MachineDesktops {
     const runtime = new LinuxDesktopRuntime(
-      forwardingTo(workspacePath, (ctx) => this.desktopMachine(ctx)),
+      forwardingTo(workspacePath, (ctx, work) => this.onDesktopMachine(ctx, work)),
       {
         screenLimit: options.screenLimit ?? 0,
         transport: options.desktopTransport ?? "service",
@@ -119,6 +119,24 @@ export class DockerMachine extends CommandChannelMachine {
       openDesktop: (botId, ctx, opts) => runtime.openDesktop(botId, ctx, opts),
       quiesceDesktops: async (ctx) => ((await this.displayRuns(ctx)) ? runtime.quiesceDesktops(ctx) : async () => {}),
     };
+  }
+
+  /**
+   * Runs `work` on the machine desktop calls go to. A display container
+   * removed behind this object's back (by hand, a prune) answers
+   * PROVIDER_GONE: the next call makes it again, as a new object would (a
+   * runtime keeps this one while the computer runs on).
+   */
+  private async onDesktopMachine<T>(ctx: OpContext | undefined, work: (machine: Machine) => Promise<T>): Promise<T> {
+    const machine = await this.desktopMachine(ctx);
+    const start = this.displayStart;
+    try {
+      return await work(machine);
+    } catch (error) {
+      if (machine !== this && this.displayStart === start && AgentComputerError.is(error, "PROVIDER_GONE"))
+        this.displayStart = undefined;
+      throw error;
+    }
   }
 
   /** The machine desktop calls go to: the display's, started first when this object has not yet seen it run. */
@@ -283,21 +301,21 @@ const unlessGone = (error: unknown) => {
 };
 
 /**
- * A target whose calls go to the machine `pick` gives when they are made:
+ * A target whose calls go to the machine `on` gives when they are made:
  * the display's, once its container runs. Both containers mount the home
  * at `workspacePath`.
  */
 function forwardingTo(
   workspacePath: string,
-  pick: (ctx: OpContext | undefined) => Promise<Machine>,
+  on: <T>(ctx: OpContext | undefined, work: (machine: Machine) => Promise<T>) => Promise<T>,
 ): Pick<Machine, "exec" | "workspacePath" | "portUrl"> {
   return {
-    exec: async (request, ctx) => (await pick(ctx)).exec(request, ctx),
+    exec: (request, ctx) => on(ctx, (machine) => machine.exec(request, ctx)),
     workspacePath,
-    portUrl: async (port, options, ctx) => {
-      const machine = await pick(ctx);
-      if (!machine.portUrl) throw new AgentComputerError("UNSUPPORTED", `${machine.ref} publishes no ports.`);
-      return machine.portUrl(port, options, ctx);
-    },
+    portUrl: (port, options, ctx) =>
+      on(ctx, async (machine) => {
+        if (!machine.portUrl) throw new AgentComputerError("UNSUPPORTED", `${machine.ref} publishes no ports.`);
+        return machine.portUrl(port, options, ctx);
+      }),
   };
 }
