@@ -30,7 +30,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Key handovers into a display container: each is one `desktop service`
- * exec, which the engine reports as an `exec_create` event. Counted from the
+ * exec (the image's node on the `desktop` bundle), which the engine reports as an `exec_create` event. Counted from the
  * engine's event stream; `settled` runs a marker exec and waits for its
  * event, so every earlier event has arrived.
  */
@@ -61,7 +61,9 @@ class Handovers {
     const marker = `handover-marker-${Math.random().toString(36).slice(2)}`;
     expect(spawnSync("docker", ["exec", container, "true", marker]).status).toBe(0);
     await expect.poll(() => this.seen.some((e) => e.command === `true ${marker}`), { timeout: 30_000 }).toBe(true);
-    return this.seen.filter((e) => e.container === container && e.command === "desktop service").length;
+    // The hand-over runs the image's node on the bundle (desktop-channel.ts, SERVICE_HAND_OVER_COMMAND).
+    return this.seen.filter((e) => e.container === container && /(^|\/)desktop(\.mjs)? service$/.test(e.command))
+      .length;
   }
 
   stop(): void {
