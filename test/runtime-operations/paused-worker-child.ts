@@ -7,10 +7,10 @@
 
 import { existsSync } from "node:fs";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
-import type { Machine, SandboxProvider } from "@agent-computer/core";
+import type { Machine } from "@agent-computer/core";
 import type { StateStore } from "@agent-computer/leases";
 import { createComputerRuntime } from "@agent-computer/runtime";
-import { createFakeProvider } from "@agent-computer/testing";
+import { createFakeProvider, withProvision } from "@agent-computer/testing";
 import { openPausedWorkerStore, type PausedWorkerStore } from "./paused-worker-store.js";
 
 interface ChildConfig extends PausedWorkerStore {
@@ -23,23 +23,16 @@ interface ChildConfig extends PausedWorkerStore {
 
 const config = JSON.parse(process.argv[2] as string) as ChildConfig;
 const fake = createFakeProvider({ root: config.root });
-const provider: SandboxProvider = {
-  specificationVersion: "v1",
-  kind: fake.kind,
-  capabilities: fake.capabilities,
-  reconnect: (ref, ctx) => fake.reconnect(ref, ctx),
-  list: (filter, ctx) => fake.list(filter, ctx),
-  provision: (spec, ctx) => {
-    process.stdout.write("provisioning\n");
-    return new Promise<Machine>((resolve, reject) => {
-      const poll = setInterval(() => {
-        if (!existsSync(config.answerFile)) return;
-        clearInterval(poll);
-        fake.provision(spec, ctx).then(resolve, reject);
-      }, 20);
-    });
-  },
-};
+const provider = withProvision(fake, (_spec, _ctx, next) => {
+  process.stdout.write("provisioning\n");
+  return new Promise<Machine>((resolve, reject) => {
+    const poll = setInterval(() => {
+      if (!existsSync(config.answerFile)) return;
+      clearInterval(poll);
+      next().then(resolve, reject);
+    }, 20);
+  });
+});
 const { store: shared } = await openPausedWorkerStore(config);
 
 // SIGUSR2 pauses this process (SIGSTOP, by itself) at a moment when none of

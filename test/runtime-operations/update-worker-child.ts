@@ -4,24 +4,17 @@
 // process (SIGKILL) while it hangs there, heartbeating.
 
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
-import type { SandboxProvider } from "@agent-computer/core";
 import { createComputerRuntime } from "@agent-computer/runtime";
 import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
-import { createFakeProvider } from "@agent-computer/testing";
+import { createFakeProvider, withProvision } from "@agent-computer/testing";
 
 const [root, dataDir, stateFile, computerId] = process.argv.slice(2) as [string, string, string, string];
 const fake = createFakeProvider({ root });
-const provider: SandboxProvider = {
-  specificationVersion: "v1",
-  kind: fake.kind,
-  capabilities: fake.capabilities,
-  reconnect: (ref, ctx) => fake.reconnect(ref, ctx),
-  list: (filter, ctx) => fake.list(filter, ctx),
-  provision: () => {
-    process.stdout.write("provisioning\n");
-    return new Promise(() => {});
-  },
-};
+// Provisioning never answers: the parent kills this worker mid-operation.
+const provider = withProvision(fake, () => {
+  process.stdout.write("provisioning\n");
+  return new Promise(() => {});
+});
 const runtime = createComputerRuntime({
   provider,
   stateStore: SqliteStateStore.open({ path: stateFile }),

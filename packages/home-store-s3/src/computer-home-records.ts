@@ -4,7 +4,7 @@ import type { ComputerRecord, LeaseEngine } from "@agent-computer/leases";
 import { z } from "zod";
 import type { ComputerHomeRecordsOptions } from "./computer-home-records-options.js";
 import type { HomeRecord } from "./home-record.js";
-import type { HomeRecords } from "./home-records.js";
+import type { AdvanceRevisionInput, HomeRecords } from "./home-records.js";
 
 const optionsSchema = z
   .object({
@@ -56,12 +56,7 @@ export class ComputerHomeRecords implements HomeRecords {
     return homeRecordOf(record);
   }
 
-  async advanceRevision(input: {
-    homeKey: string;
-    expectedRevision: number;
-    next: number;
-    attempt?: string;
-  }): Promise<void> {
+  async advanceRevision(input: AdvanceRevisionInput): Promise<void> {
     const computerId = this.computerIdOf(input.homeKey);
     // Without the caller's lease the store takes one itself, so even this path is fenced. A holder
     // name per call: two racing writers with one name would share a token, and the engine would take

@@ -5,6 +5,14 @@ import type { HomeRecord } from "./home-record.js";
  * facts it keeps with the computer record. `ComputerHomeRecords` backs it
  * with the lease engine; an app with its own computer table can implement it.
  */
+/** What `HomeRecords.advanceRevision` moves: the home, the revision it expects, the next one and its winning attempt. */
+export interface AdvanceRevisionInput {
+  readonly homeKey: string;
+  readonly expectedRevision: number;
+  readonly next: number;
+  readonly attempt?: string;
+}
+
 export interface HomeRecords {
   /** The home's record, or undefined when no live computer owns the home (never made, or deleted). */
   read(homeKey: string): Promise<HomeRecord | undefined>;
@@ -20,7 +28,7 @@ export interface HomeRecords {
    * record's `committedAttempt`. Used only for a checkpoint without a
    * `commit` hook; with one, the hook is the commit.
    */
-  advanceRevision(input: { homeKey: string; expectedRevision: number; next: number; attempt?: string }): Promise<void>;
+  advanceRevision(input: AdvanceRevisionInput): Promise<void>;
   /** Every live home, for the reconciler: an object whose storage id none of these has is garbage. */
   list(): AsyncIterable<HomeRecord>;
 }

@@ -7,7 +7,7 @@ export { ContentKeyring } from "./content-keyring.js";
 export type { HomeKeyring } from "./home-keyring.js";
 export type { HomeReconcileResult } from "./home-reconcile-result.js";
 export type { HomeRecord } from "./home-record.js";
-export type { HomeRecords } from "./home-records.js";
+export type { AdvanceRevisionInput, HomeRecords } from "./home-records.js";
 export type { HomeStoreStage } from "./home-store-stage.js";
 export { MemoryHomeRecords } from "./memory-home-records.js";
 export { ObjectAgentHomeStore } from "./object-agent-home-store.js";

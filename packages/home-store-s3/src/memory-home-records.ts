@@ -1,6 +1,6 @@
 import { AgentComputerError } from "@agent-computer/core";
 import type { HomeRecord } from "./home-record.js";
-import type { HomeRecords } from "./home-records.js";
+import type { AdvanceRevisionInput, HomeRecords } from "./home-records.js";
 
 /**
  * `HomeRecords` in one process's memory, with the same compare-and-set
@@ -39,12 +39,7 @@ export class MemoryHomeRecords implements HomeRecords {
     return this.write({ ...current, wrappedDataKey: input.wrappedDataKey });
   }
 
-  async advanceRevision(input: {
-    homeKey: string;
-    expectedRevision: number;
-    next: number;
-    attempt?: string;
-  }): Promise<void> {
+  async advanceRevision(input: AdvanceRevisionInput): Promise<void> {
     const current = this.expect(input.homeKey);
     if (current.revision !== input.expectedRevision)
       throw new AgentComputerError(

@@ -3,6 +3,7 @@
 // `/bench`.
 export { createFakeProvider, FAKE_DEFAULT_CAPABILITIES, type FakeProviderOptions } from "./fake/fake-provider.js";
 export { encodePng } from "./fake/png.js";
+export { withProvision } from "./fake/with-provision.js";
 export { checkFencingHistory } from "./leases/check-fencing-history.js";
 export type { FencingEvent } from "./leases/fencing-event.js";
 export type { FencingViolation } from "./leases/fencing-violation.js";

@@ -2,10 +2,10 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
-import type { ComputerSpec, Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
+import type { Machine, ProviderRef } from "@agent-computer/core";
 import { AgentComputerError, COMPUTER_LABELS } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { createFakeProvider } from "@agent-computer/testing";
+import { createFakeProvider, withProvision } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
 import type { ComputerOperation } from "./computer-operation.js";
 import { createComputerRuntime } from "./computer-runtime.js";
@@ -24,22 +24,15 @@ function controllableProvider() {
     /** Provisioning calls left hanging: each can still answer (with a machine) or fail. */
     hung: [] as { answer(): void; fail(error: Error): void }[],
   };
-  const provider: SandboxProvider = {
-    specificationVersion: "v1",
-    kind: fake.kind,
-    capabilities: fake.capabilities,
-    reconnect: (ref, ctx) => fake.reconnect(ref, ctx),
-    list: (filter, ctx) => fake.list(filter, ctx),
-    provision: (spec: ComputerSpec, ctx) => {
-      if (control.mode === "fail")
-        return Promise.reject(new AgentComputerError("NOT_FOUND", "The image bad:image is not on the engine."));
-      if (control.mode === "hang")
-        return new Promise<Machine>((resolve, reject) =>
-          control.hung.push({ answer: () => resolve(fake.provision(spec, ctx)), fail: reject }),
-        );
-      return fake.provision(spec, ctx);
-    },
-  };
+  const provider = withProvision(fake, (_spec, _ctx, next) => {
+    if (control.mode === "fail")
+      return Promise.reject(new AgentComputerError("NOT_FOUND", "The image bad:image is not on the engine."));
+    if (control.mode === "hang")
+      return new Promise<Machine>((resolve, reject) =>
+        control.hung.push({ answer: () => resolve(next()), fail: reject }),
+      );
+    return next();
+  });
   return { provider, control };
 }
 

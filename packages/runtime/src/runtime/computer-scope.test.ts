@@ -2,11 +2,11 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
-import type { ComputerSpec, SandboxProvider } from "@agent-computer/core";
+import type { ComputerSpec } from "@agent-computer/core";
 import { COMPUTER_LABELS } from "@agent-computer/core";
 import type { ComputerScope } from "@agent-computer/leases";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { createFakeProvider } from "@agent-computer/testing";
+import { createFakeProvider, withProvision } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
 import { ComputerToolSession } from "../tools/computer-tool-session.js";
 import { computerTools } from "../tools/computer-tools.js";
@@ -20,17 +20,10 @@ const SCREEN_LIMIT = 3;
 async function setup() {
   const fake = createFakeProvider();
   const provisioned: ComputerSpec[] = [];
-  const provider: SandboxProvider = {
-    specificationVersion: "v1",
-    kind: fake.kind,
-    capabilities: fake.capabilities,
-    reconnect: (ref, ctx) => fake.reconnect(ref, ctx),
-    list: (filter, ctx) => fake.list(filter, ctx),
-    provision: (spec, ctx) => {
-      provisioned.push(spec);
-      return fake.provision(spec, ctx);
-    },
-  };
+  const provider = withProvision(fake, (spec, _ctx, next) => {
+    provisioned.push(spec);
+    return next();
+  });
   const runtime = createComputerRuntime({
     provider,
     stateStore: new MemoryStateStore(),

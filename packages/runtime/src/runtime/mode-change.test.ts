@@ -2,9 +2,9 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
-import type { ComputerSpec, Machine, ProviderRef, SandboxProvider } from "@agent-computer/core";
+import type { Machine, ProviderRef } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
-import { createFakeProvider } from "@agent-computer/testing";
+import { createFakeProvider, withProvision } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
 import type { ComputerOperation } from "./computer-operation.js";
 import { createComputerRuntime } from "./computer-runtime.js";
@@ -17,17 +17,10 @@ const MINUTE = 60_000;
 async function setup() {
   const fake = createFakeProvider();
   const control = { hold: false, held: [] as (() => void)[] };
-  const provider: SandboxProvider = {
-    specificationVersion: "v1",
-    kind: fake.kind,
-    capabilities: fake.capabilities,
-    reconnect: (ref, ctx) => fake.reconnect(ref, ctx),
-    list: (filter, ctx) => fake.list(filter, ctx),
-    provision: (spec: ComputerSpec, ctx) => {
-      if (!control.hold) return fake.provision(spec, ctx);
-      return new Promise<Machine>((resolve) => control.held.push(() => resolve(fake.provision(spec, ctx))));
-    },
-  };
+  const provider = withProvision(fake, (_spec, _ctx, next) => {
+    if (!control.hold) return next();
+    return new Promise<Machine>((resolve) => control.held.push(() => resolve(next())));
+  });
   const time = { now: 1_800_000_000_000 };
   const stateStore = new MemoryStateStore({ clock: () => time.now });
   const homeStore = new LocalAgentHomeStore({ dataDir: await mkdtemp(join(tmpdir(), "mode-change-test-")) });
