@@ -15,8 +15,10 @@ import { type ComputerValue, computerValueOf, liveComputer } from "./computer-va
 import { fenced } from "./fenced-machine.js";
 import type { Lease } from "./lease.js";
 import type { LeaseEngineOptions } from "./lease-engine-options.js";
+import * as schemas from "./lease-engine-schemas.js";
 import type { LeaseKind } from "./lease-kind.js";
 import { derivedKey, isHeld, type LeaseRecord, leaseRecordOf, leaseStoreKey } from "./lease-record.js";
+import { bump, classifyLease, held, lost, reservationId, withoutUndefined } from "./lease-refusals.js";
 import { type IssuedLease, issuedLease, registerLease } from "./lease-registry.js";
 import type { Reservation } from "./reservation.js";
 import type { ReservationPurpose } from "./reservation-purpose.js";
@@ -24,51 +26,6 @@ import type { ReservationState } from "./reservation-state.js";
 import type { RunState } from "./run-state.js";
 import type { StateStore } from "./state-store.js";
 import type { VersionedRecord } from "./versioned-record.js";
-
-const MAX_TTL_MS = 30 * 24 * 60 * 60 * 1000;
-const idSchema = z.string().min(1).max(256);
-const holderSchema = z.string().min(1).max(256);
-const ttlSchema = z.number().positive().max(MAX_TTL_MS);
-const purposeSchema = z.enum(["update", "recovery", "idle-suspension", "stop", "mode-change"]);
-const RESERVATION_ID = /^reservation:([^:]+):([1-9][0-9]*)$/;
-
-// Built once: constructing a zod schema costs far more than parsing with it.
-const acquireSchema = z.object({ key: z.string().min(1).max(512), holder: holderSchema, ttlMs: ttlSchema });
-const acquireExecutionSchema = z.object({
-  computerId: computerIdSchema,
-  botId: idSchema,
-  holder: holderSchema,
-  ttlMs: ttlSchema,
-});
-const takeoverSchema = z.object({
-  computerId: computerIdSchema,
-  botId: idSchema,
-  holder: holderSchema,
-  ttlMs: ttlSchema,
-  run: z.enum(["idle", "active", "waiting_takeover"]).optional(),
-});
-const acquireCheckpointSchema = z.object({ computerId: computerIdSchema, holder: holderSchema, ttlMs: ttlSchema });
-const reserveSchema = z.object({ computerId: computerIdSchema, holder: holderSchema, purpose: purposeSchema });
-const releaseInterruptedSchema = z.object({
-  id: z.string().regex(RESERVATION_ID, "expected a reservation id"),
-  workersStopped: z.literal(true),
-});
-
-const assertOptionsSchema = z.object({ desktop: idSchema.optional() });
-
-const optionsSchema = z.object({
-  monotonicNow: z.custom<() => number>((v) => typeof v === "function", "expected a function").optional(),
-  interruptAfterMs: ttlSchema.optional(),
-  maxAttempts: z.number().int().min(1).max(10_000).optional(),
-});
-
-const storeSchema = z.custom<StateStore>(
-  (v) =>
-    typeof v === "object" &&
-    v !== null &&
-    ["read", "commit", "now"].every((m) => typeof (v as Record<string, unknown>)[m] === "function"),
-  "expected a StateStore with read, commit and now",
-);
 
 /** A decision taken on one consistent read: what to return, and what to write first (if anything). */
 interface Plan<T> {
@@ -127,8 +84,8 @@ export class LeaseEngine {
     });
 
   constructor(store: StateStore, options: LeaseEngineOptions = {}) {
-    this.store = parseInput(storeSchema, store, "LeaseEngine store");
-    const parsed = parseInput(optionsSchema, options, "LeaseEngineOptions");
+    this.store = parseInput(schemas.storeSchema, store, "LeaseEngine store");
+    const parsed = parseInput(schemas.optionsSchema, options, "LeaseEngineOptions");
     this.monotonic = parsed.monotonicNow ?? (() => performance.now());
     this.interruptAfterMs = parsed.interruptAfterMs ?? 10 * 60 * 1000;
     this.maxAttempts = parsed.maxAttempts ?? 64;
@@ -141,7 +98,7 @@ export class LeaseEngine {
    * fresh TTL: that is what makes a retry after a lost response safe.
    */
   async acquire(input: { key: string; holder: string; ttlMs: number }): Promise<Lease> {
-    const { key, holder, ttlMs } = parseInput(acquireSchema, input, "acquire input");
+    const { key, holder, ttlMs } = parseInput(schemas.acquireSchema, input, "acquire input");
     return this.grant({ kind: "custom", key, holder, ttlMs });
   }
 
@@ -151,7 +108,11 @@ export class LeaseEngine {
    * runs on the computer (an already granted lease keeps renewing).
    */
   async acquireExecution(input: { computerId: string; botId: string; holder: string; ttlMs: number }): Promise<Lease> {
-    const { computerId, botId, holder, ttlMs } = parseInput(acquireExecutionSchema, input, "acquireExecution input");
+    const { computerId, botId, holder, ttlMs } = parseInput(
+      schemas.acquireExecutionSchema,
+      input,
+      "acquireExecution input",
+    );
     const reservationKey = leaseStoreKey("reservation", derivedKey.reservation(computerId));
     return this.grant(
       { kind: "execution", key: derivedKey.execution(computerId, botId), holder, ttlMs, computerId, botId },
@@ -175,7 +136,7 @@ export class LeaseEngine {
     ttlMs: number;
     run?: RunState;
   }): Promise<Lease> {
-    const { computerId, botId, holder, ttlMs, run } = parseInput(takeoverSchema, input, "takeover input");
+    const { computerId, botId, holder, ttlMs, run } = parseInput(schemas.takeoverSchema, input, "takeover input");
     const executionKey = leaseStoreKey("execution", derivedKey.execution(computerId, botId));
     const reservationKey = leaseStoreKey("reservation", derivedKey.reservation(computerId));
     return this.grant(
@@ -198,7 +159,7 @@ export class LeaseEngine {
 
   /** The per-computer checkpoint lease, held from export to `commitRevision`. */
   async acquireCheckpoint(input: { computerId: string; holder: string; ttlMs: number }): Promise<Lease> {
-    const { computerId, holder, ttlMs } = parseInput(acquireCheckpointSchema, input, "acquireCheckpoint input");
+    const { computerId, holder, ttlMs } = parseInput(schemas.acquireCheckpointSchema, input, "acquireCheckpoint input");
     return this.grant({ kind: "checkpoint", key: derivedKey.checkpoint(computerId), holder, ttlMs, computerId });
   }
 
@@ -210,7 +171,7 @@ export class LeaseEngine {
    * `renew` at least every `interruptAfterMs` (ten minutes).
    */
   async reserve(input: { computerId: string; holder: string; purpose: ReservationPurpose }): Promise<Reservation> {
-    const { computerId, holder, purpose } = parseInput(reserveSchema, input, "reserve input");
+    const { computerId, holder, purpose } = parseInput(schemas.reserveSchema, input, "reserve input");
     const key = derivedKey.reservation(computerId);
     return (await this.grant({
       kind: "reservation",
@@ -232,7 +193,7 @@ export class LeaseEngine {
     const meta = this.own(lease, "renew");
     if (this.monotonic() >= meta.localDeadline) throw lost(lease, "its client-side deadline passed");
     return this.transact([meta.storeKey], (now, records, startedAt) => {
-      const current = this.classify(lease, leaseRecordOf(records.get(meta.storeKey)), now);
+      const current = classifyLease(lease, leaseRecordOf(records.get(meta.storeKey)), now);
       const next: LeaseRecord = { ...current, expiresAt: now + current.ttlMs };
       // A released grant stays released: a renewal that raced the release
       // must not bring it back.
@@ -271,8 +232,8 @@ export class LeaseEngine {
    * already released.
    */
   async releaseInterrupted(input: { id: string; workersStopped: true }): Promise<boolean> {
-    const { id } = parseInput(releaseInterruptedSchema, input, "releaseInterrupted input");
-    const [, encodedComputer = "", tokenText = ""] = RESERVATION_ID.exec(id) ?? [];
+    const { id } = parseInput(schemas.releaseInterruptedSchema, input, "releaseInterrupted input");
+    const [, encodedComputer = "", tokenText = ""] = schemas.RESERVATION_ID.exec(id) ?? [];
     const token = Number(tokenText);
     const storeKey = leaseStoreKey("reservation", encodedComputer);
     return this.transact([storeKey], (now, records) => {
@@ -301,7 +262,7 @@ export class LeaseEngine {
    */
   async botHolds(computerId: string, botIds: readonly string[]): Promise<BotHolds> {
     const id = parseInput(computerIdSchema, computerId, "computerId");
-    const bots = parseInput(z.array(idSchema).max(10_000), botIds, "botIds");
+    const bots = parseInput(z.array(schemas.idSchema).max(10_000), botIds, "botIds");
     const keyOf = (kind: "execution" | "user-control", botId: string) =>
       leaseStoreKey(kind, kind === "execution" ? derivedKey.execution(id, botId) : derivedKey.userControl(id, botId));
     const now = await this.store.now();
@@ -344,7 +305,7 @@ export class LeaseEngine {
    */
   async assertCurrent(lease: Lease, options: { desktop?: string } = {}): Promise<void> {
     const meta = this.own(lease, "assertCurrent");
-    const { desktop } = parseInput(assertOptionsSchema, options, "assertCurrent options");
+    const { desktop } = parseInput(schemas.assertOptionsSchema, options, "assertCurrent options");
     const botId = desktop ?? (lease.kind === "execution" ? lease.botId : undefined);
     const screenKey =
       botId !== undefined && lease.computerId !== undefined && lease.kind !== "user-control"
@@ -352,7 +313,7 @@ export class LeaseEngine {
         : undefined;
     const now = await this.store.now();
     const records = await this.store.read(screenKey ? [meta.storeKey, screenKey] : [meta.storeKey]);
-    this.classify(lease, leaseRecordOf(records.get(meta.storeKey)), now);
+    classifyLease(lease, leaseRecordOf(records.get(meta.storeKey)), now);
     if (this.monotonic() >= meta.localDeadline) throw lost(lease, "its client-side deadline passed");
     if (screenKey && isHeld(leaseRecordOf(records.get(screenKey)), now)) {
       throw new AgentComputerError(
@@ -492,7 +453,7 @@ export class LeaseEngine {
         live.revision === next
       )
         return { result: live };
-      this.classify(lease, leaseRecordOf(records.get(meta.storeKey)), now);
+      classifyLease(lease, leaseRecordOf(records.get(meta.storeKey)), now);
       if (live.revision !== expectedRevision) {
         throw new AgentComputerError(
           "CONFLICT",
@@ -601,23 +562,6 @@ export class LeaseEngine {
     return issuedLease(lease) as IssuedLease;
   }
 
-  /** The store's record when `lease` is still its live holder; FENCED_OUT or LEASE_LOST otherwise. */
-  private classify(lease: Lease, current: LeaseRecord | undefined, now: number): LeaseRecord {
-    if (current && current.token > lease.token) {
-      throw new AgentComputerError(
-        "FENCED_OUT",
-        `A newer holder (token ${current.token}) has the ${lease.kind} lease "${lease.key}"; this holder (token ${lease.token}) must stop: every handle bound to its lease refuses to act (for a bot: end this run and start a new one).`,
-        { details: { kind: lease.kind, key: lease.key, token: lease.token, currentToken: current.token } },
-      );
-    }
-    if (!current || current.token < lease.token)
-      throw lost(lease, "the store no longer knows it (was the store reset?)");
-    if (current.released) throw lost(lease, "it was released");
-    if (now >= current.expiresAt)
-      throw lost(lease, current.kind === "reservation" ? "it was interrupted (no heartbeat)" : "it expired");
-    return current;
-  }
-
   private refuseIfReserved(record: VersionedRecord | undefined, what: string): void {
     const reservation = leaseRecordOf(record);
     if (reservation && !reservation.released) {
@@ -648,51 +592,4 @@ export class LeaseEngine {
     }
     return { fields: value.fields, value };
   }
-}
-
-function bump(previous: VersionedRecord | undefined, key: string, value: object): VersionedRecord {
-  return { key, version: (previous?.version ?? 0) + 1, value: value as Record<string, unknown> };
-}
-
-function reservationId(record: LeaseRecord): string {
-  return `reservation:${record.key}:${record.token}`;
-}
-
-function held(current: LeaseRecord, now: number, interrupted: boolean): AgentComputerError {
-  if (interrupted) {
-    return new AgentComputerError(
-      "LEASE_HELD",
-      `Computer "${current.computerId}" stays reserved for an interrupted ${current.purpose}; once its workers are stopped, call releaseInterrupted({ id: "${reservationId(current)}", workersStopped: true }).`,
-      { details: { id: reservationId(current), status: "interrupted" } },
-    );
-  }
-  const until =
-    current.kind === "reservation"
-      ? "it is released"
-      : `it is released or expires (in ${Math.ceil(current.expiresAt - now)} ms)`;
-  return new AgentComputerError(
-    "LEASE_HELD",
-    `The ${current.kind} lease "${current.key}" is held by another holder; retry when ${until}.`,
-    {
-      details: {
-        kind: current.kind,
-        key: current.key,
-        ...(current.kind === "reservation" ? {} : { expiresInMs: current.expiresAt - now }),
-      },
-    },
-  );
-}
-
-function lost(lease: Lease, why: string): AgentComputerError {
-  return new AgentComputerError(
-    "LEASE_LOST",
-    `The ${lease.kind} lease "${lease.key}" (token ${lease.token}) is lost: ${why}. Every handle bound to it now refuses to act: acquire the lease again (for a bot: end this run and start a new one).`,
-    {
-      details: { kind: lease.kind, key: lease.key, token: lease.token },
-    },
-  );
-}
-
-function withoutUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }
