@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseCliOptions } from "../computer/desktop/cli-options.js";
+import { integerOption, parseCliOptions } from "../computer/desktop/cli-options.js";
 
 describe("the desktop command's flags", () => {
   it("keeps a value that starts with -- when it comes as --name=value", () => {
@@ -20,5 +20,15 @@ describe("the desktop command's flags", () => {
 
   it("refuses a stray argument with INVALID_ARGUMENT", () => {
     expect(() => parseCliOptions(["b1"], "usage")).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
+  });
+
+  it("reads an integer option strictly: the screen limit from the environment is checked like the flag", () => {
+    expect(integerOption(undefined, "--screen-limit", 0, 0, 1000)).toBe(0);
+    expect(integerOption("3", "--screen-limit", 0, 0, 1000)).toBe(3);
+    for (const bad of ["abc", "-5", "2.5", "", " ", "1001", "1e9"]) {
+      expect(() => integerOption(bad, "SANDBOX_TEAM_SCREEN_LIMIT", 0, 0, 1000), bad).toThrow(
+        /SANDBOX_TEAM_SCREEN_LIMIT must be an integer from 0 to 1000/,
+      );
+    }
   });
 });

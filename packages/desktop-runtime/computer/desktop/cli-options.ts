@@ -28,3 +28,23 @@ export function parseCliOptions(argv: readonly string[], usage: string): Map<str
   }
   return out;
 }
+
+/**
+ * An integer option from its text: `fallback` when absent, INVALID_ARGUMENT
+ * naming it (`what`) when not a whole number from `min` to `max` (a
+ * `Number(...) || 0` would take "-5" or "2.5" as a limit, and "abc" as none).
+ */
+export function integerOption(
+  raw: string | undefined,
+  what: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (raw === undefined) return fallback;
+  const n = raw.trim() === "" ? Number.NaN : Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new CliError("INVALID_ARGUMENT", `${what} must be an integer from ${min} to ${max}.`);
+  }
+  return n;
+}

@@ -9,7 +9,7 @@ import { AgentComputerError, desktopActionBatchSchema, isBotId } from "@agent-co
 import { PageSession } from "@agent-computer/page-browser";
 import { CdpPageEngine } from "./cdp-page-engine.js";
 import { CliError } from "./cli-error.js";
-import { parseCliOptions } from "./cli-options.js";
+import { integerOption, parseCliOptions } from "./cli-options.js";
 import { runActions } from "./desktop-actions.js";
 import {
   displayOf,
@@ -51,13 +51,7 @@ function options(argv: readonly string[]): Map<string, string> {
 }
 
 function int(opts: Map<string, string>, name: string, fallback: number, min: number, max: number): number {
-  const raw = opts.get(name);
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new CliError("INVALID_ARGUMENT", `--${name} must be an integer from ${min} to ${max}.`);
-  }
-  return n;
+  return integerOption(opts.get(name), `--${name}`, fallback, min, max);
 }
 
 function botOf(opts: Map<string, string>): string {
@@ -115,7 +109,14 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
         home,
         width: int(opts, "width", 1280, 64, 7680),
         height: int(opts, "height", 800, 64, 4320),
-        screenLimit: int(opts, "screen-limit", Number(process.env.SANDBOX_TEAM_SCREEN_LIMIT ?? 0) || 0, 0, 1000),
+        // The host always passes --screen-limit; a direct call may take the operator's variable, checked alike.
+        screenLimit: integerOption(
+          opts.get("screen-limit") ?? process.env.SANDBOX_TEAM_SCREEN_LIMIT,
+          "--screen-limit (or SANDBOX_TEAM_SCREEN_LIMIT)",
+          0,
+          0,
+          1000,
+        ),
         ...(proxyServer ? { proxyServer } : {}),
         ...(opts.get("proxy-credentials") === "stdin"
           ? { proxyCredentials: proxyCredentialsOf(proxyServer, io.stdin()) }
