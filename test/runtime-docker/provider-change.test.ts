@@ -56,10 +56,15 @@ if (!env.missing) {
       // 2. The same deployment on Docker: a new container with the fake's file in it.
       events.length = 0;
       reconnects.length = 0;
-      const onDocker = runtimeOn(dockerProvider({ docker: env.docker, image: env.image, dataDir }));
+      const docker = dockerProvider({ docker: env.docker, image: env.image, dataDir });
+      const onDocker = runtimeOn(docker);
       const second = onDocker.startRun({ workspaceId, botId: "alpha" });
       const dockerMachine = await second.machine();
-      cleanup.push(() => dockerMachine.destroy());
+      // The run's machine refuses calls once the run ends: the container goes through the provider's own.
+      cleanup.push(async () => {
+        const machine = await docker.reconnect(dockerMachine.ref);
+        if (machine !== "gone") await machine.destroy();
+      });
       expect(dockerMachine.ref).toMatch(/^docker:/);
       expect(reconnects).toEqual([]);
       expect(events.map((e) => e.type)).toEqual(["provisioning", "restoring", "replaced", "ready"]);

@@ -387,6 +387,8 @@ if (!env.missing) {
       } finally {
         await next?.destroy();
         await kept.destroy();
+        // Removed by hand above, or left by a failure before: gone either way, with its display.
+        await first.destroy().catch(() => {});
         await env.docker
           .getContainer(leftDisplay)
           .remove({ force: true })
