@@ -11,7 +11,7 @@ export {
 } from "@agent-computer/core";
 // Desktops over any machine's exec (docs/architecture.md §3, §4).
 export { type BrowserProxy, browserProxyOf } from "./desktop/browser-proxy.js";
-export type { DesktopTransport } from "./desktop/desktop-channel.js";
+export { type DesktopTransport, SERVICE_HAND_OVER_COMMAND } from "./desktop/desktop-channel.js";
 export type { DesktopCommandLine, DesktopCommandRun } from "./desktop/desktop-command.js";
 export {
   CHROMIUM_MANAGED_POLICY_FILE,

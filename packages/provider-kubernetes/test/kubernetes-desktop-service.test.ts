@@ -1,5 +1,5 @@
 import type { Machine } from "@agent-computer/core";
-import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { type LinuxDesktopSession, SERVICE_HAND_OVER_COMMAND } from "@agent-computer/desktop-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kubernetesTestEnvironment } from "./kubernetes-test-environment.js";
 
@@ -17,7 +17,7 @@ if (!env.missing) {
       machine = await provider.provision({ computerId: "service", homeKey: `service-${Date.now()}` });
       const realExec = machine.exec.bind(machine);
       machine.exec = (request, ctx) => {
-        execs.push((request.argv ?? []).slice(0, 2).join(" "));
+        execs.push((request.argv ?? []).slice(0, 3).join(" "));
         return realExec(request, ctx);
       };
     }, 120_000);
@@ -27,7 +27,8 @@ if (!env.missing) {
 
     it("starts the service with one exec, then observes, acts and grants over its connection", async () => {
       const desktop = (await machine.openDesktop?.("pod-bot")) as LinuxDesktopSession;
-      expect(execs).toEqual(["desktop service"]);
+      // The hand-over runs the image's execute-only node on the bundle (desktop-channel.ts).
+      expect(execs).toEqual([[...SERVICE_HAND_OVER_COMMAND, "service"].join(" ")]);
       expect((await desktop.act([{ type: "move", x: 21, y: 22 }])).ok).toBe(true);
       expect((await desktop.observe(undefined, { includeImage: false })).cursor).toEqual({ x: 21, y: 22 });
       const look = await desktop.observe(undefined, { format: "webp", maxWidth: 320 });
@@ -35,7 +36,7 @@ if (!env.missing) {
       const endpoint = await desktop.screenEndpoint("view");
       expect(endpoint.url).toMatch(/^ws:\/\/.+:6080\/screens\//);
       await desktop.release();
-      expect(execs).toEqual(["desktop service"]);
+      expect(execs).toEqual([[...SERVICE_HAND_OVER_COMMAND, "service"].join(" ")]);
     }, 90_000);
   });
 }
