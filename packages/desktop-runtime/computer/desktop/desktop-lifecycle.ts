@@ -220,13 +220,19 @@ export async function launchBrowser(
     { DISPLAY: display, CDP_PORT: String(record.cdpPort), XDG_CONFIG_HOME: join(dir, "config") },
   );
   state.save(record);
+  const seen = { page: false, window: false };
   await until(
     async () => {
       const targets = await cdpJson<{ type: string }[]>(record.cdpPort, "/json/list").catch(() => []);
-      return targets.some((t) => t.type === "page") && browserWindowShown(display);
+      seen.page = targets.some((t) => t.type === "page");
+      seen.window = seen.page && browserWindowShown(display);
+      return seen.window;
     },
     BROWSER_START_MS,
     () => stillRunning(record.browser, dir, "browser"),
+    // A start that never came up says how far it got, and what the browser said.
+    () =>
+      `${seen.page ? "DevTools listed a page, but no browser window became visible" : "DevTools listed no page"}. ${logTail(dir, "browser")}`,
   );
   await settled(framebufferOf(state, record.slot), 8000);
 }
@@ -429,27 +435,37 @@ export function launch(
 
 function stillRunning(p: ProcessIdentity | undefined, dir: string, name: string): void {
   if (isAlive(p)) return;
-  let tail = "";
-  try {
-    tail = readFileSync(join(dir, `${name}.log`), "utf8")
-      .split("\n")
-      .slice(-8)
-      .join("\n");
-  } catch {
-    // No log: say what we know.
-  }
-  throw new CliError(
-    "UNAVAILABLE",
-    `The desktop's ${name} exited during start.${tail ? ` Its last output:\n${tail}` : ""}`,
-  );
+  throw new CliError("UNAVAILABLE", `The desktop's ${name} exited during start. ${logTail(dir, name)}`);
 }
 
-async function until(check: () => boolean | Promise<boolean>, ms: number, alive: () => void): Promise<void> {
+/** The last lines a desktop process wrote to its log, for an error that says why a start failed. */
+function logTail(dir: string, name: string): string {
+  try {
+    const tail = readFileSync(join(dir, `${name}.log`), "utf8")
+      .split("\n")
+      .slice(-8)
+      .join("\n")
+      .trim();
+    return tail ? `Its last output:\n${tail}` : "It wrote nothing.";
+  } catch {
+    return "It has no log.";
+  }
+}
+
+async function until(
+  check: () => boolean | Promise<boolean>,
+  ms: number,
+  alive: () => void,
+  why: () => string = () => "",
+): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
     if (await check()) return;
     alive();
-    if (Date.now() > deadline) throw new CliError("TIMEOUT", `The desktop did not come up within ${ms / 1000} s.`);
+    if (Date.now() > deadline) {
+      const detail = why();
+      throw new CliError("TIMEOUT", `The desktop did not come up within ${ms / 1000} s.${detail ? ` ${detail}` : ""}`);
+    }
     await sleep(100);
   }
 }
