@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import { setTimeout as delay } from "node:timers/promises";
 import { AgentComputerError, type ExecResult } from "@agent-computer/core";
 import { type MachineCommand, RunningCommand } from "@agent-computer/core/provider-utils";
 import type { ProcessEvent, ProcessRpc } from "./envd-process.js";
@@ -17,6 +18,8 @@ export interface EnvdCommandHost {
 const STDIN_CHUNK = 1024 * 1024;
 /** How long the kill of a command's tree may take before it is given up on. */
 const KILL_TIMEOUT_MS = 10_000;
+/** How long a start envd may still be making after its stream was cut, before the marker is killed again. */
+const START_LANDS_MS = 1500;
 
 /** The environment of a RunningCommand as envd's map. */
 function envMap(env: string[]): Record<string, string> {
@@ -117,9 +120,22 @@ export async function runEnvdCommand(
     }
     const failure = await host.failure(error, what);
     // A stream cut before its start event reached us may have started the
-    // command all the same: kill by its marker, as after a cut mid-run.
-    if (failure.code === "UNAVAILABLE" && !(await confirmKill(running)))
-      await host.killUnconfirmed?.(what).catch(() => {});
+    // command all the same: kill by its marker, as after a cut mid-run. envd
+    // may still be starting it when that kill runs (the emulator's faults
+    // suite caught one starting after it), so the marker is killed once more
+    // when the start has had time to land.
+    if (failure.code === "UNAVAILABLE") {
+      const killed = await confirmKill(running);
+      await delay(START_LANDS_MS);
+      if (
+        !killed ||
+        !(await running.killAgain().then(
+          () => true,
+          () => false,
+        ))
+      )
+        await host.killUnconfirmed?.(what).catch(() => {});
+    }
     throw failure;
   }
   running.startTimeout();

@@ -110,6 +110,15 @@ export class RunningCommand {
   }
 
   /**
+   * SIGKILLs the tree once more, whatever an earlier kill found: a command
+   * whose stream was cut before its start was confirmed may still be
+   * starting in the machine when the first kill runs, and start after it.
+   */
+  killAgain(): Promise<void> {
+    return this.killTree(["sh", "-c", KILL_TREE, "kill-tree", this.marker]);
+  }
+
+  /**
    * A script that exits 0 while a process of the command's tree still lives
    * and 1 once none does: after the main process exits, only such a process
    * can hold the output open (see provider-docker's container-command.ts).
