@@ -26,8 +26,8 @@ export const vncPortOf = (slot: number, mode: ScreenMode) => FIRST_VNC_PORT + 2 
 
 /**
  * Where the screen gateway keeps its files, inside the desktop state
- * folder (0700): its identity, its control socket, its log, the records of
- * the x11vnc it started, and a 0700 folder with one Unix socket per live
+ * folder (0700): its identity, its control socket, its log, the records and
+ * passwords of the x11vnc it started, and a 0700 folder with one Unix socket per live
  * capability.
  */
 export class GatewayFiles {
@@ -70,6 +70,11 @@ export class GatewayFiles {
 
   vncRecord(slot: number, mode: ScreenMode): string {
     return join(this.dir, `vnc-${slot}-${mode}.json`);
+  }
+
+  /** The `-rfbauth` file of that x11vnc (0600): the password only the gateway answers with (vnc-auth.ts). */
+  vncPassword(slot: number, mode: ScreenMode): string {
+    return join(this.dir, `vnc-${slot}-${mode}.passwd`);
   }
 }
 

@@ -24,6 +24,7 @@ import { type GatewayFiles, slotRecordNow, slotServes } from "./gateway-files.js
 import type { GatewayLog } from "./gateway-log.js";
 import { terminalFrameOf } from "./terminal-frames.js";
 import type { TerminalBackend, TerminalSession } from "./terminal-servers.js";
+import { relayToVnc, type VncTarget } from "./vnc-relay.js";
 import type { VncServers } from "./vnc-servers.js";
 import { bridge } from "./websocket-bridge.js";
 
@@ -148,16 +149,15 @@ export class ScreenGateway {
 
   /**
    * The capability's own Unix socket: each connection to it is bridged to
-   * its display's x11vnc in its mode, or for a terminal to its control
+   * its display's x11vnc in its mode (through the VNC password only the
+   * gateway holds, vnc-relay.ts), or for a terminal to its control
    * session's PTY server (which gives the connection a shell of its own).
    */
   private async listenCapability(capability: Capability): Promise<Server> {
-    const target = (): Promise<Socket> =>
+    const target = (): Promise<VncTarget | { shell: Socket }> =>
       capability.kind === "terminals"
-        ? this.terminals.connect(terminalSessionOf(capability))
-        : this.vnc
-            .ensure(capability.slot, capability.mode, capability.incarnation)
-            .then((port) => createConnection({ port, host: "127.0.0.1" }));
+        ? this.terminals.connect(terminalSessionOf(capability)).then((shell) => ({ shell }))
+        : this.vnc.ensure(capability.slot, capability.mode, capability.incarnation);
     const server = createServer((local) => {
       local.on("error", () => local.destroy());
       if (capability.ended) {
@@ -165,17 +165,17 @@ export class ScreenGateway {
         return;
       }
       target().then(
-        (upstream) => {
-          upstream.on("error", () => upstream.destroy());
+        (where) => {
           if (local.destroyed || capability.ended) {
-            upstream.destroy();
+            if ("shell" in where) where.shell.destroy();
             local.destroy();
-            return;
+          } else if ("shell" in where) {
+            pipeBothWays(local, where.shell);
+          } else {
+            relayToVnc(local, where).catch((error: Error) =>
+              this.log.write("vnc-handshake-failed", { cap: capability.id, slot: capability.slot, why: error.message }),
+            );
           }
-          upstream.on("close", () => local.destroy());
-          local.on("close", () => upstream.destroy());
-          local.pipe(upstream);
-          upstream.pipe(local);
         },
         () => local.destroy(),
       );
@@ -549,6 +549,15 @@ function routeOf(url: string | undefined): { kind: Capability["kind"]; id: strin
   const path = (url ?? "").split("?")[0] ?? "";
   const match = /^\/(screens|terminals)\/([A-Za-z0-9_-]{22})$/.exec(path);
   return match ? { kind: match[1] as Capability["kind"], id: match[2] as string } : undefined;
+}
+
+/** Bytes both ways between a terminal capability's connection and its shell's. */
+function pipeBothWays(local: Socket, shell: Socket): void {
+  shell.on("error", () => shell.destroy());
+  shell.on("close", () => local.destroy());
+  local.on("close", () => shell.destroy());
+  local.pipe(shell);
+  shell.pipe(local);
 }
 
 function terminalSessionOf(capability: Capability): TerminalSession {

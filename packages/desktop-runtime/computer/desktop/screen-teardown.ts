@@ -38,7 +38,10 @@ export async function stopRecordedVnc(files: GatewayFiles, slot: number): Promis
     for (const p of processes) signal(p, "SIGKILL");
     gone = await waitGone(processes, 2000);
   }
-  if (gone) for (const r of records) rmSync(r.file, { force: true });
+  if (gone) {
+    for (const r of records) rmSync(r.file, { force: true });
+    for (const mode of ["view", "control"] as const) rmSync(files.vncPassword(slot, mode), { force: true });
+  }
   return gone;
 }
 

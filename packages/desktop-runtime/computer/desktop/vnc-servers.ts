@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import { CliError } from "./cli-error.js";
@@ -8,18 +8,25 @@ import { type GatewayFiles, type ScreenMode, slotRecordNow, slotServes, vncPortO
 import type { GatewayLog } from "./gateway-log.js";
 import { isAlive, sleep } from "./process-status.js";
 import { readJson, stopRecordedVnc, type VncRecord } from "./screen-teardown.js";
+import { newVncPassword, passwordOfVncFile, vncPasswordFile } from "./vnc-auth.js";
+import type { VncTarget } from "./vnc-relay.js";
 
 const START_TIMEOUT_MS = 10_000;
 
 /**
  * The gateway's x11vnc: per active display at most two, started on the
- * first grant of a mode, on 127.0.0.1 only, no password (only the gateway
- * and the computer's own user reach loopback): one `-viewonly` (it drops
+ * first grant of a mode, on 127.0.0.1 only: one `-viewonly` (it drops
  * every input event), one for control. Debian's x11vnc cannot listen on a
- * Unix socket, so the per-capability sockets are bridged to these ports.
+ * Unix socket, so the per-capability sockets are bridged to these ports,
+ * and whatever else reaches loopback (a bot's process or a page of its
+ * browser where the display shares its container, a program in the
+ * display's container) would reach them too: each start gets a fresh
+ * random password (`-rfbauth`, a 0600 file in the gateway's 0700 folder,
+ * never in argv, the environment or a log) that only the gateway answers
+ * with (vnc-relay.ts; docs/architecture.md §4, "Whose input a display takes").
  */
 export class VncServers {
-  private readonly starting = new Map<string, Promise<number>>();
+  private readonly starting = new Map<string, Promise<VncTarget>>();
 
   constructor(
     private readonly state: DesktopState,
@@ -27,8 +34,8 @@ export class VncServers {
     private readonly log: GatewayLog,
   ) {}
 
-  /** The loopback port of the slot's x11vnc in `mode`, started if it does not run. */
-  ensure(slot: number, mode: ScreenMode, incarnation: string): Promise<number> {
+  /** The loopback port and password of the slot's x11vnc in `mode`, started if it does not run. */
+  ensure(slot: number, mode: ScreenMode, incarnation: string): Promise<VncTarget> {
     const key = `${slot}-${mode}`;
     const pending = this.starting.get(key);
     if (pending) return pending;
@@ -37,21 +44,25 @@ export class VncServers {
     return start;
   }
 
-  private async start(slot: number, mode: ScreenMode, incarnation: string): Promise<number> {
+  private async start(slot: number, mode: ScreenMode, incarnation: string): Promise<VncTarget> {
     if (!slotServes(slotRecordNow(this.state, slot), incarnation)) {
       throw new CliError("NOT_FOUND", `Display slot ${slot} no longer runs that desktop.`);
     }
     const file = this.files.vncRecord(slot, mode);
     const existing = readJson<VncRecord>(file);
-    if (existing && isAlive(existing.process) && existing.incarnation === incarnation) return existing.port;
+    if (existing && isAlive(existing.process) && existing.incarnation === incarnation) {
+      const password = this.passwordOf(slot, mode);
+      if (password) return { port: existing.port, password };
+    }
     if (existing && isAlive(existing.process)) {
-      // A server of an earlier claim of this display: never reuse it.
+      // A server of an earlier claim of this display, or one whose password is gone: never reuse it.
       if (!(await stopRecordedVnc(this.files, slot))) {
         throw new CliError("UNAVAILABLE", `An old screen server of display slot ${slot} did not stop.`);
       }
     }
     const port = vncPortOf(slot, mode);
     const name = `x11vnc-${slot}-${mode}`;
+    const password = newVncPassword();
     const args = [
       "-display",
       displayOf(slot),
@@ -61,7 +72,8 @@ export class VncServers {
       "-noipv6",
       "-shared",
       "-forever",
-      "-nopw",
+      "-rfbauth",
+      this.writePassword(slot, mode, password),
       "-norc",
       "-noncache",
       "-xkb",
@@ -79,11 +91,28 @@ export class VncServers {
           `The screen server of display slot ${slot} exited during start: ${tail(join(this.files.dir, `${name}.log`))}`,
         );
       }
-      if (await accepts(port)) return port;
+      if (await accepts(port)) return { port, password };
       if (Date.now() > deadline) {
         throw new CliError("TIMEOUT", `The screen server of display slot ${slot} did not listen within 10 s.`);
       }
       await sleep(100);
+    }
+  }
+
+  /** A new server's password, in the file x11vnc reads it from on each connection; the file's path. */
+  private writePassword(slot: number, mode: ScreenMode, password: Buffer): string {
+    const file = this.files.vncPassword(slot, mode);
+    rmSync(file, { force: true });
+    writeFileSync(file, vncPasswordFile(password), { mode: 0o600, flag: "wx" });
+    return file;
+  }
+
+  /** The running server's password (a restarted gateway reads it back), or undefined when it cannot be read. */
+  private passwordOf(slot: number, mode: ScreenMode): Buffer | undefined {
+    try {
+      return passwordOfVncFile(readFileSync(this.files.vncPassword(slot, mode)));
+    } catch {
+      return undefined;
     }
   }
 
