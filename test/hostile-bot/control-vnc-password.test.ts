@@ -14,11 +14,13 @@ import { afterAll, describe, expect, it } from "vitest";
 // control x11vnc's loopback port completed the RFB handshake without a
 // password and moved the pointer during a person's control. The gateway now
 // gives each x11vnc a password it alone holds (docs/architecture.md §4,
-// "Whose input a display takes", item 2). Probed as a bot's process would:
-// a raw TCP client on the computer's loopback, where the display shares the
-// bot's container (displayContainer: false), and from a program in the
-// display's own container (the default), where something planted there
-// would run. The person's screen through the gateway still works as before.
+// "Whose input a display takes", item 2). Probed during a person's control
+// as a bot would: a raw TCP client of uid 1000 on the computer's loopback and
+// a websocket from a page of its browser, where the display shares the
+// bot's container (displayContainer: false), and a raw client on the
+// display container's loopback (the default), which a page of the bot's
+// browser reached in finding 2. The person's screen through the gateway
+// still works as before.
 const env = await chooseTestProvider(
   { kind: "docker", check: checkDockerHost, create: dockerProvider },
   "hostile bot: control x11vnc password",
@@ -68,6 +70,52 @@ except Exception as e:
     out["error"] = str(e)
 print(json.dumps(out))
 `;
+
+/**
+ * The same in a page of the bot's browser, over a websocket (x11vnc answers
+ * websockets on its RFB port): the security types RFB 3.8 offers, whether
+ * it gets through, pointer events to (5, 5) for a second when it does.
+ */
+const pageProbe = (port: number) => `new Promise((resolve) => {
+  const out = {};
+  const ws = new WebSocket("ws://127.0.0.1:${port}/", ["binary"]);
+  ws.binaryType = "arraybuffer";
+  const send = (bytes) => ws.send(new Uint8Array(bytes));
+  let buf = new Uint8Array(0);
+  let step = "version";
+  ws.onmessage = (event) => {
+    const more = new Uint8Array(event.data);
+    const joined = new Uint8Array(buf.length + more.length);
+    joined.set(buf);
+    joined.set(more, buf.length);
+    buf = joined;
+    for (;;) {
+      if (step === "version" && buf.length >= 12) {
+        buf = buf.slice(12);
+        ws.send(new TextEncoder().encode("RFB 003.008\\n"));
+        step = "types";
+      } else if (step === "types" && buf.length >= 1 && buf.length >= 1 + buf[0]) {
+        out.types = [...buf.slice(1, 1 + buf[0])];
+        buf = buf.slice(1 + buf[0]);
+        send([out.types.includes(1) ? 1 : 2]);
+        step = out.types.includes(1) ? "result" : "challenge";
+      } else if (step === "challenge" && buf.length >= 16) {
+        buf = buf.slice(16);
+        send(new Array(16).fill(0));
+        step = "result";
+      } else if (step === "result" && buf.length >= 4) {
+        out.authenticated = buf[0] === 0 && buf[1] === 0 && buf[2] === 0 && buf[3] === 0;
+        step = "done";
+        if (!out.authenticated) return resolve(out);
+        send([1]);
+        for (let i = 0; i < 20; i++) setTimeout(() => send([5, 0, 0, 5, 0, 5]), i * 50);
+        setTimeout(() => resolve({ ...out, input: "sent" }), 1100);
+      } else return;
+    }
+  };
+  ws.onerror = () => resolve({ ...out, error: "websocket error" });
+  setTimeout(() => resolve({ ...out, error: "timeout" }), 8000);
+})`;
 
 if (!env.missing) {
   describe("hostile bot: control x11vnc password", () => {
@@ -119,25 +167,28 @@ if (!env.missing) {
         );
         expect(run.stderr).toBe("");
         const probe = JSON.parse(run.stdout) as Record<string, unknown>;
+        // On a shared display the bot's browser is beside x11vnc; apart, its pages reach the bot's loopback instead.
+        const page = displayContainer ? undefined : await desktop.evaluateInPage(pageProbe(port));
         // Had the probe's pointer events gone through, they would have landed by now (it sends them for 1 s, then exits).
         await sleep(500);
         const cursor = (await desktop.observe(undefined, { includeImage: false })).cursor;
         // The person's open connection and a new one through the gateway still work.
         expect(await control.requestUpdate()).toBe(0);
         await expectRfbScreen(await desktop.screenEndpoint("control"), { width: init.width, height: init.height });
-        return { probe, cursor };
+        return { probe, page, cursor };
       } finally {
         control.close();
       }
     };
 
-    it("offers a bot's process on a display it shares only VNC Authentication, and its guess moves nothing (displayContainer: false)", async () => {
-      const { probe, cursor } = await probeDuringTakeover(false);
+    it("offers a bot's process and a page of its browser, on a display they share, only VNC Authentication, and their guesses move nothing (displayContainer: false)", async () => {
+      const { probe, page, cursor } = await probeDuringTakeover(false);
       expect(probe).toEqual({ types: [2], authenticated: false, type33: 2 });
+      expect(page).toEqual({ types: [2], authenticated: false });
       expect(cursor).toEqual({ x: 400, y: 300 });
     }, 180_000);
 
-    it("offers a program in the display's own container only VNC Authentication too (the default)", async () => {
+    it("offers a client on the display container's loopback only VNC Authentication too (the default)", async () => {
       const { probe, cursor } = await probeDuringTakeover(true);
       expect(probe).toEqual({ types: [2], authenticated: false, type33: 2 });
       expect(cursor).toEqual({ x: 400, y: 300 });
