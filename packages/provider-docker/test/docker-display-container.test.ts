@@ -71,7 +71,10 @@ if (!env.missing) {
         `DISPLAY=${desktop.display} xdotool getmouselocation >/dev/null 2>&1 && echo x-read`,
         "ls /tmp/.X11-unix 2>/dev/null | grep -q . && echo x-socket",
         "curl -s --max-time 2 http://127.0.0.1:9300/json/version >/dev/null && echo devtools",
-        "for p in 5700 5701; do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && echo vnc-$p; done",
+        // Listening in this container's network namespace (the only loopback a process here reaches), read
+        // from /proc rather than by connecting: a connection that opens and closes while a person's viewer is
+        // connected stalls x11vnc for many seconds (seen in clean-clone runs 13 and 14, its log at the stall).
+        'for p in 5700 5701; do grep -qi ":$(printf %04X $p) 00000000:0000 0A" /proc/net/tcp && echo vnc-$p; done',
         "pgrep -f 'X[v]fb|x11[v]nc|chromi[u]m|desktop[.]mjs gatewa[y]' >/dev/null && echo processes",
         "ls /tmp/agent-computer-desktops/gateway 2>/dev/null | grep -q . && echo control-socket",
         "true",
