@@ -7,6 +7,7 @@ import { reportMissingProvider } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newVncPassword, passwordOfVncFile, vncPasswordFile } from "../computer/desktop/vnc-auth.js";
 import { relayToVnc } from "../computer/desktop/vnc-relay.js";
+import { accepts } from "../computer/desktop/vnc-servers.js";
 
 describe("VNC password files", () => {
   it("writes what x11vnc -storepasswd writes, and reads it back", () => {
@@ -181,17 +182,6 @@ async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Prom
     if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ port, host: "127.0.0.1" });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }
 
 function freePort(): Promise<number> {

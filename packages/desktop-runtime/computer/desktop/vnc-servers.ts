@@ -142,7 +142,8 @@ export class VncServers {
   }
 }
 
-function accepts(port: number): Promise<boolean> {
+/** Whether something listens on the loopback port: connects, then closes at once. */
+export function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ port, host: "127.0.0.1" });
     socket.once("connect", () => {
