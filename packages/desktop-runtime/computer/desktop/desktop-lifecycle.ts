@@ -232,7 +232,7 @@ export async function launchBrowser(
     () => stillRunning(record.browser, dir, "browser"),
     // A start that never came up says how far it got, and what the browser said.
     () =>
-      `${seen.page ? "DevTools listed a page, but no browser window became visible" : "DevTools listed no page"}. ${logTail(dir, "browser")}`,
+      `${seen.page ? `DevTools listed a page, but no browser window became visible (${windowsOf(display, record)})` : "DevTools listed no page"}. ${logTail(dir, "browser")}`,
   );
   await settled(framebufferOf(state, record.slot), 8000);
 }
@@ -478,5 +478,36 @@ function x(display: string, program: string, args: string[]): { status: number |
 const xAnswers = (display: string) => x(display, "xdpyinfo", ["-queryExtensions"]).status === 0;
 const windowManagerReady = (display: string) =>
   /window id # 0x/.test(x(display, "xprop", ["-root", "_NET_SUPPORTING_WM_CHECK"]).stdout);
+/**
+ * What the display shows of the browser's windows and of its window
+ * manager, for a start whose window never became visible: each window of
+ * the browser with its map state, and whether openbox still runs and what
+ * it waits on (a window manager that stopped handling map requests keeps
+ * every new window unmapped).
+ */
+function windowsOf(display: string, record: DisplaySlotRecord): string {
+  const ids = x(display, "xdotool", ["search", "--classname", "chromium"]).stdout.trim().split(/\s+/).filter(Boolean);
+  const states = ids.map((id) => {
+    const info = x(display, "xwininfo", ["-id", id]).stdout;
+    return `${id} ${/Map State: (\w+)/.exec(info)?.[1] ?? "?"} ${/-geometry (\S+)/.exec(info)?.[1] ?? ""}`;
+  });
+  const stateOf = (name: string, p: ProcessIdentity | undefined) =>
+    isAlive(p) ? `${name} ${processState(p?.pid)}` : `${name} not running`;
+  const answers = xAnswers(display) ? "answers" : "does not answer";
+  return `browser windows: ${states.join(", ") || "none"}; ${stateOf("window manager", record.windowManager)}; ${stateOf("X server", record.xserver)}, ${answers}`;
+}
+
+/** A process's scheduler state and the kernel function it sleeps in, from /proc. */
+function processState(pid: number | undefined): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+    const wchan = readFileSync(`/proc/${pid}/wchan`, "utf8").trim();
+    return `state ${state}${wchan && wchan !== "0" ? ` in ${wchan}` : ""}`;
+  } catch {
+    return "state unknown";
+  }
+}
+
 const browserWindowShown = (display: string) =>
   x(display, "xdotool", ["search", "--onlyvisible", "--classname", "chromium"]).stdout.trim() !== "";
