@@ -16,7 +16,12 @@
 // in dist/.build-fingerprint, written after a build succeeds. --force
 // builds every package; without git, every package is built.
 //
-//   node scripts/build-packages.mjs [--jobs N] [--force]
+// --no-types leaves out the declaration files (tsup.preset.ts BUILD_TYPES),
+// most of a build's time: `npm test` builds so, since no test reads them.
+// Such a build's fingerprint says so, and a later build with types (the
+// typecheck's, the consumer test's) builds the package again.
+//
+//   node scripts/build-packages.mjs [--jobs N] [--force] [--no-types]
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -24,7 +29,12 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
-const { values } = parseArgs({ options: { jobs: { type: "string" }, force: { type: "boolean" } } });
+const { values } = parseArgs({
+  options: { jobs: { type: "string" }, force: { type: "boolean" }, "no-types": { type: "boolean" } },
+});
+const withTypes = !values["no-types"];
+/** What a build without declaration files adds to its fingerprint. */
+const NO_TYPES = ":no-types";
 const jobs = Math.max(1, Number(values.jobs ?? availableParallelism()));
 const readJson = (file) => JSON.parse(readFileSync(file, "utf8"));
 
@@ -79,10 +89,15 @@ function fingerprints() {
 }
 
 const fingerprintFile = (folder) => join(folder, "dist", ".build-fingerprint");
-const wanted = values.force ? new Map() : fingerprints();
+const wanted = fingerprints();
+/** Current when built from the same inputs, and with types if this build wants them (one with types serves both). */
 const upToDate = (p) => {
+  if (values.force) return false;
   const file = fingerprintFile(p.folder);
-  return wanted.has(p.manifest.name) && existsSync(file) && readFileSync(file, "utf8") === wanted.get(p.manifest.name);
+  const fingerprint = wanted.get(p.manifest.name);
+  if (!fingerprint || !existsSync(file)) return false;
+  const built = readFileSync(file, "utf8");
+  return built === fingerprint || (!withTypes && built === fingerprint + NO_TYPES);
 };
 
 const done = new Set();
@@ -92,7 +107,8 @@ const started = Date.now();
 function build({ folder, manifest }) {
   return new Promise((resolve, reject) => {
     const began = Date.now();
-    const child = spawn("npm", ["run", "build", "--silent"], { cwd: folder, stdio: ["ignore", "pipe", "pipe"] });
+    const env = { ...process.env, AGENT_COMPUTER_BUILD_TYPES: withTypes ? "1" : "0" };
+    const child = spawn("npm", ["run", "build", "--silent"], { cwd: folder, env, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout.on("data", (chunk) => (output += chunk));
     child.stderr.on("data", (chunk) => (output += chunk));
@@ -104,7 +120,8 @@ function build({ folder, manifest }) {
         return;
       }
       const fingerprint = wanted.get(manifest.name);
-      if (fingerprint && existsSync(join(folder, "dist"))) writeFileSync(fingerprintFile(folder), fingerprint);
+      if (fingerprint && existsSync(join(folder, "dist")))
+        writeFileSync(fingerprintFile(folder), withTypes ? fingerprint : fingerprint + NO_TYPES);
       console.log(`built ${manifest.name} (${((Date.now() - began) / 1000).toFixed(1)} s)`);
       resolve();
     });
@@ -136,7 +153,8 @@ async function main() {
   if (!existsSync("packages/core/dist")) throw new Error("core's dist is missing after the build");
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   const unchanged = current.length > 0 ? ` (${current.length} unchanged since their last build)` : "";
-  console.log(`built ${done.size - current.length} packages in ${seconds} s, ${jobs} at a time${unchanged}`);
+  const types = withTypes ? "" : " without declaration files";
+  console.log(`built ${done.size - current.length} packages${types} in ${seconds} s, ${jobs} at a time${unchanged}`);
 }
 
 main().catch((error) => {

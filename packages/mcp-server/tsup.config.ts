@@ -1,10 +1,11 @@
 import { defineConfig } from "tsup";
+import { BUILD_TYPES } from "../../tsup.preset.js";
 
 export default defineConfig([
   {
     entry: { index: "src/index.ts" },
     format: ["esm", "cjs"],
-    dts: true,
+    dts: BUILD_TYPES,
     sourcemap: true,
     target: "node20",
     // import() stays import() in the CommonJS build: an ESM-only provider

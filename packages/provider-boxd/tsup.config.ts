@@ -1,9 +1,10 @@
 import { defineConfig } from "tsup";
+import { BUILD_TYPES } from "../../tsup.preset.js";
 
 export default defineConfig({
   entry: { index: "src/index.ts", testing: "src/testing/index.ts" },
   format: ["esm", "cjs"],
-  dts: true,
+  dts: BUILD_TYPES,
   sourcemap: true,
   target: "node20",
   // The proto is read from beside the module's own location; the shim gives

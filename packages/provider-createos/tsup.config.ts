@@ -1,4 +1,5 @@
 import { defineConfig } from "tsup";
+import { BUILD_TYPES } from "../../tsup.preset.js";
 
 // ESM only: the official SDK (@nodeops-createos/sandbox) ships ESM alone
 // (its exports have no require condition), so a CommonJS build could not
@@ -6,7 +7,7 @@ import { defineConfig } from "tsup";
 export default defineConfig({
   entry: { index: "src/index.ts", testing: "src/testing/index.ts" },
   format: ["esm"],
-  dts: true,
+  dts: BUILD_TYPES,
   sourcemap: true,
   target: "node20",
 });

@@ -1,4 +1,5 @@
 import { defineConfig } from "tsup";
+import { BUILD_TYPES } from "../../tsup.preset.js";
 
 const node20 = { sourcemap: true, target: "node20" } as const;
 
@@ -6,7 +7,7 @@ export default defineConfig([
   {
     entry: { index: "src/index.ts", "testing/index": "src/testing/index.ts" },
     format: ["esm", "cjs"],
-    dts: true,
+    dts: BUILD_TYPES,
     ...node20,
   },
   // `agent-computer-e2b-template build`: the computer template on E2B.

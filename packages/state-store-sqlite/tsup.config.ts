@@ -1,9 +1,10 @@
 import { defineConfig } from "tsup";
+import { BUILD_TYPES } from "../../tsup.preset.js";
 
 export default defineConfig({
   entry: { index: "src/index.ts" },
   format: ["esm", "cjs"],
-  dts: true,
+  dts: BUILD_TYPES,
   sourcemap: true,
   target: "node20",
 });

@@ -1,5 +1,8 @@
+import { execFile } from "node:child_process";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { basename } from "node:path";
+import { promisify } from "node:util";
+import type { HostUser } from "./host-provider-options.js";
 
 /**
  * Every command of a host computer carries this variable, with the
@@ -13,10 +16,17 @@ import { basename } from "node:path";
  */
 export const HOST_COMPUTER_MARKER = "AGENT_COMPUTER_HOST";
 
-/** The pids of this host's processes whose environment holds `HOST_COMPUTER_MARKER=<computerId>`. */
-export async function processesOfComputer(computerId: string): Promise<number[]> {
-  const entry = Buffer.from(`${HOST_COMPUTER_MARKER}=${computerId}`);
+/**
+ * The pids of this host's processes whose environment holds
+ * `HOST_COMPUTER_MARKER=<computerId>`. An app running as root without
+ * CAP_SYS_PTRACE (root in a container, as Docker starts one) may not read
+ * another user's environment: those of the computer's `user` are read by
+ * a helper running as that user, which may.
+ */
+export async function processesOfComputer(computerId: string, user?: HostUser): Promise<number[]> {
+  const entry = `${HOST_COMPUTER_MARKER}=${computerId}`;
   const pids: number[] = [];
+  const unreadable: number[] = [];
   for (const name of await readdir("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     const pid = Number(name);
@@ -24,12 +34,36 @@ export async function processesOfComputer(computerId: string): Promise<number[]>
     let environ: Buffer;
     try {
       environ = await readFile(`/proc/${name}/environ`);
-    } catch {
-      continue; // gone, or another user's that this one may not read (then not ours either)
+    } catch (error) {
+      // Gone, or another user's that this one may not read: not ours, unless it is the computer's user's.
+      if ((error as NodeJS.ErrnoException).code === "EACCES") unreadable.push(pid);
+      continue;
     }
-    if (hasEntry(environ, entry)) pids.push(pid);
+    if (hasEntry(environ, Buffer.from(entry))) pids.push(pid);
   }
+  if (user && unreadable.length > 0) pids.push(...(await markedAsUser(entry, unreadable, user)));
   return pids;
+}
+
+/** Reads the environments of `pids` as `user` (this program, in a node of its own); the ones holding `entry`. */
+const MARKED_AS_USER = `
+const [entry, ...pids] = process.argv.slice(1);
+const { readFileSync } = require("node:fs");
+for (const pid of pids) {
+  try {
+    if (readFileSync("/proc/" + pid + "/environ", "latin1").split("\\0").includes(entry)) console.log(pid);
+  } catch {}
+}`;
+
+async function markedAsUser(entry: string, pids: number[], user: HostUser): Promise<number[]> {
+  const { stdout } = await promisify(execFile)(process.execPath, ["-e", MARKED_AS_USER, entry, ...pids.map(String)], {
+    uid: user.uid,
+    gid: user.gid,
+    cwd: "/",
+    env: {},
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return stdout.split("\n").filter(Boolean).map(Number);
 }
 
 /**
@@ -38,11 +72,11 @@ export async function processesOfComputer(computerId: string): Promise<number[]>
  * does: a process forked while a pass ran is caught by a later one.
  * Returns how many were signalled.
  */
-export async function endProcessesOfComputer(computerId: string): Promise<number> {
+export async function endProcessesOfComputer(computerId: string, user?: HostUser): Promise<number> {
   let signalled = 0;
   const displays = new Map<number, number>();
   for (let pass = 1; pass <= 20; pass++) {
-    const found = await processesOfComputer(computerId);
+    const found = await processesOfComputer(computerId, user);
     for (const pid of found) {
       const display = await xServerDisplay(pid);
       if (display !== undefined) displays.set(pid, display);

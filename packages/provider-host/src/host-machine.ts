@@ -56,7 +56,7 @@ export class HostMachine extends CommandChannelMachine {
     const context = checkOpContext(ctx);
     throwIfDone(context, "stop");
     await this.assertKnown();
-    const ended = await endProcessesOfComputer(this.record.id);
+    const ended = await endProcessesOfComputer(this.record.id, this.parts.user);
     await this.forgetDesktops();
     this.record.status = "stopped";
     await this.parts.records.save(this.record);
@@ -67,7 +67,7 @@ export class HostMachine extends CommandChannelMachine {
     const context = checkOpContext(ctx);
     throwIfDone(context, "destroy");
     if (!(await this.parts.records.load(this.record.id))) return;
-    await endProcessesOfComputer(this.record.id);
+    await endProcessesOfComputer(this.record.id, this.parts.user);
     await this.parts.records.remove(this.record);
     // The home is the machine's: the saved checkpoints are its persistence boundary.
     await rm(this.record.homeDir, { recursive: true, force: true });

@@ -1,9 +1,12 @@
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import type { Machine, SandboxProvider } from "@agent-computer/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compiledScript } from "../../../test/support/compiled-script.js";
 import { hostProvider } from "../src/host-provider.js";
-import { hostTestEnvironment, TEST_USER } from "./host-test-environment.js";
+import { hostTestEnvironment, TEST_PATH, TEST_USER } from "./host-test-environment.js";
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
 
@@ -78,6 +81,42 @@ if (!env.missing) {
       await neighbour.destroy();
       expect(await gone(neighbours)).toBe(true);
       expect(alive(outsider.pid as number)).toBe(true);
+    });
+
+    // Root in a container (Docker drops CAP_SYS_PTRACE) may not read another
+    // user's /proc/<pid>/environ, where a computer's marker is: the computer's
+    // own user reads it instead (computer-processes.ts). Found by
+    // scripts/measure-quick-tier.sh, whose container is such a machine.
+    it("stop ends the computer's processes also when the app is root in a container (no CAP_SYS_PTRACE)", async (context) => {
+      const engine = await promisify(execFile)("docker", ["version", "--format", "{{.Server.Version}}"]).catch(
+        (error: Error) => error,
+      );
+      if (engine instanceof Error) {
+        const why = `needs a Docker engine to run the app as root in a container (${engine.message.split("\n")[0]})`;
+        if (process.env.CI) throw new Error(why);
+        return context.skip(why);
+      }
+      const child = await compiledScript(fileURLToPath(new URL("./stopped-without-ptrace.ts", import.meta.url)));
+      const repository = fileURLToPath(new URL("../../../", import.meta.url));
+      const { stdout } = await promisify(execFile)("docker", [
+        "run",
+        "--rm",
+        "--init",
+        "--network",
+        "none",
+        "-v",
+        `${process.execPath}:/usr/local/bin/node:ro`,
+        "-v",
+        `${repository}:${repository}:ro`,
+        // The computer image's base (provider-docker's BASE_IMAGE), which CI's set-up pulls.
+        "debian:bookworm-slim",
+        "node",
+        child,
+        "1000",
+        "1000",
+        TEST_PATH,
+      ]);
+      expect(JSON.parse(stdout)).toMatchObject({ readsOthers: false, gone: true });
     });
 
     it("a timeout kills a child that left the command's session", async () => {
