@@ -34,6 +34,21 @@ export interface ProviderConformanceOptions {
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * A python3 program (for a shell's double quotes) that exits 0 once the
+ * machine's page server answers with this run's page: python3 serves the
+ * page, so the check needs nothing more of the machine (a contributor's
+ * host, the fake provider's machine, may have no curl). No proxy: a
+ * computer's own loopback is never reached through one.
+ */
+function servesPage(port: number, runId: string): string {
+  return [
+    "import sys, urllib.request as u",
+    "o = u.build_opener(u.ProxyHandler({}))",
+    `sys.exit(0 if b'${runId}' in o.open('http://127.0.0.1:${port}/index.html', timeout=2).read() else 1)`,
+  ].join("; ");
+}
+
 async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<AgentComputerError> {
   const error = await promise.then(
     () => undefined,
@@ -476,7 +491,7 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
           const served = await machine.exec({
             shell: `cd conformance-page && setsid nohup python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &
 echo $! > ../conformance-page.pid
-for i in $(seq 1 100); do curl -fs http://127.0.0.1:${port}/index.html | grep -q ${runId} && exit 0; sleep 0.1; done; exit 1`,
+for i in $(seq 1 100); do python3 -c "${servesPage(port, runId)}" 2>/dev/null && exit 0; sleep 0.1; done; exit 1`,
           });
           expect(served.exitCode, "the page server in the machine came up").toBe(0);
           onTestFinished(async () => {
