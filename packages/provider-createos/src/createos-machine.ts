@@ -131,7 +131,7 @@ export class CreateosMachine extends HostedMachine {
     if (!this.ingressTemplate) {
       throw new AgentComputerError(
         "UNSUPPORTED",
-        `${this.ref} has no ingress URL (it was created without ingress_enabled), so its ports cannot be reached; port-forward tunnels are not supported yet.`,
+        `${this.ref} has no ingress URL template (its ingress is off, or the service knows no public domain for it), so its ports cannot be reached from outside; this provider reaches ports only through ingress.`,
       );
     }
     return this.ingressTemplate.split("<port>").join(String(port));
