@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LeaseEngine, type StateStore } from "@agent-computer/leases";
-import { PostgresStateStore } from "@agent-computer/state-store-postgres";
+import { POSTGRES_CLOCK_TOLERANCE_MS, PostgresStateStore } from "@agent-computer/state-store-postgres";
 import { SqliteStateStore } from "@agent-computer/state-store-sqlite";
 import { checkFencingHistory, type FencingEvent } from "@agent-computer/testing";
 import { describe, expect, it } from "vitest";
@@ -23,13 +23,12 @@ const WORKERS = 6;
 const OPS = 450;
 const KILLS = 3;
 /**
- * PostgreSQL's clock is read in its own round trip before each commit, so a
- * grant's recorded time can precede its commit by about one round trip
- * (5 ms was seen under load). SQLite reads and commits in one process step.
- * Only the token-order and expiry rules read times; the overlap and
- * fenced-out rules use the resource's own order and get no tolerance.
+ * How far a store's times may stand from its commit order
+ * (POSTGRES_CLOCK_TOLERANCE_MS says why for PostgreSQL); SQLite reads and
+ * commits in one process step. Only the token-order and expiry rules read
+ * times; the overlap and fenced-out rules get no tolerance.
  */
-const CLOCK_TOLERANCE_MS = { sqlite: 0, postgres: 50 } as const;
+const CLOCK_TOLERANCE_MS = { sqlite: 0, postgres: POSTGRES_CLOCK_TOLERANCE_MS } as const;
 
 interface RunResult {
   events: FencingEvent[];

@@ -29,11 +29,18 @@ if (!env.missing) {
     });
 
     it("starts the desktop on a display whose lock names a zombie, and on one whose lock names a live program", async () => {
-      // A zombie: the child of a parent that never reaps it. Then a live program that is no X server.
+      // A zombie: the child of a parent that never reaps it. The child outlives
+      // the shell's exec (a child that ended before it, the shell reaped: the
+      // hunt of issue 40 saw its pid gone), then the check waits for its end.
+      // Then a live program that is no X server.
       const zombie = await sh(
-        "setsid nohup sh -c 'sleep 0 & echo $! > /tmp/zombie.pid; exec sleep 600' >/dev/null 2>&1 < /dev/null & sleep 0.5; cat /tmp/zombie.pid",
+        "setsid nohup sh -c 'sleep 2 & echo $! > /tmp/zombie.pid; exec sleep 600' >/dev/null 2>&1 < /dev/null & for i in $(seq 50); do [ -s /tmp/zombie.pid ] && break; sleep 0.1; done; cat /tmp/zombie.pid",
       );
-      expect(await sh(`cut -d' ' -f3 /proc/${zombie}/stat`)).toBe("Z");
+      expect(
+        await sh(
+          `for i in $(seq 50); do s=$(cut -d' ' -f3 /proc/${zombie}/stat); [ "$s" = Z ] && break; sleep 0.2; done; echo $s`,
+        ),
+      ).toBe("Z");
       const live = await sh("setsid nohup sleep 600 >/dev/null 2>&1 < /dev/null & echo $!");
       // The first two displays, as the first two desktops take them.
       await sh(`printf '%10d\\n' ${zombie} > /tmp/.X100-lock && printf '%10d\\n' ${live} > /tmp/.X101-lock`);

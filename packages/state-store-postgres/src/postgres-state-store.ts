@@ -102,6 +102,7 @@ export class PostgresStateStore implements StateStore {
     });
   }
 
+  /** The server's clock, read in a round trip of its own (see POSTGRES_CLOCK_TOLERANCE_MS). */
   async now(): Promise<number> {
     const result = await this.withClient((client) =>
       client.query<{ ms: string }>("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms"),

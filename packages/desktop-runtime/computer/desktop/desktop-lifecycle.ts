@@ -18,6 +18,15 @@ import { closeScreensOfSlot } from "./screen-teardown.js";
 // longer still (START_TIMEOUT_MS in src/desktop/linux-desktop-runtime.ts).
 const X_START_MS = 20_000;
 const BROWSER_START_MS = 60_000;
+/**
+ * How long a browser whose DevTools lists a page may go without a visible
+ * window before its window is mapped again (`mapAgain`). Loaded CI hosts
+ * showed windows that stayed unmapped for the whole minute, the window
+ * manager idle in its event loop (clean-clone runs 12-16, issue 40's
+ * repeated runs): a window Chromium sees as shown, that openbox never
+ * managed.
+ */
+const MAP_AGAIN_AFTER_MS = 10_000;
 
 /** What `desktop start` needs. */
 export interface StartRequest {
@@ -219,20 +228,32 @@ export async function launchBrowser(
     ],
     { DISPLAY: display, CDP_PORT: String(record.cdpPort), XDG_CONFIG_HOME: join(dir, "config") },
   );
+  delete record.windowMappedAgain;
   state.save(record);
-  const seen = { page: false, window: false };
+  const seen = { page: false, window: false, pageSince: 0 };
   await until(
     async () => {
       const targets = await cdpJson<{ type: string }[]>(record.cdpPort, "/json/list").catch(() => []);
       seen.page = targets.some((t) => t.type === "page");
       seen.window = seen.page && browserWindowShown(display);
+      if (seen.page && !seen.pageSince) seen.pageSince = Date.now();
+      if (
+        !seen.window &&
+        seen.pageSince &&
+        Date.now() - seen.pageSince > MAP_AGAIN_AFTER_MS &&
+        !record.windowMappedAgain
+      ) {
+        record.windowMappedAgain = windowsOf(display, record);
+        mapAgain(display);
+        state.save(record);
+      }
       return seen.window;
     },
     BROWSER_START_MS,
     () => stillRunning(record.browser, dir, "browser"),
     // A start that never came up says how far it got, and what the browser said.
     () =>
-      `${seen.page ? `DevTools listed a page, but no browser window became visible (${windowsOf(display, record)})` : "DevTools listed no page"}. ${logTail(dir, "browser")}`,
+      `${seen.page ? `DevTools listed a page, but no browser window became visible (${windowsOf(display, record)})` : "DevTools listed no page"}.${record.windowMappedAgain ? ` Its window was mapped again ${MAP_AGAIN_AFTER_MS / 1000} s after the page, when the display showed: ${record.windowMappedAgain}.` : ""} ${logTail(dir, "browser")}`,
   );
   await settled(framebufferOf(state, record.slot), 8000);
 }
@@ -486,15 +507,23 @@ const windowManagerReady = (display: string) =>
  * every new window unmapped).
  */
 function windowsOf(display: string, record: DisplaySlotRecord): string {
-  const ids = x(display, "xdotool", ["search", "--classname", "chromium"]).stdout.trim().split(/\s+/).filter(Boolean);
-  const states = ids.map((id) => {
+  const states = browserWindows(display).map((id) => {
     const info = x(display, "xwininfo", ["-id", id]).stdout;
-    return `${id} ${/Map State: (\w+)/.exec(info)?.[1] ?? "?"} ${/-geometry (\S+)/.exec(info)?.[1] ?? ""}`;
+    const tree = x(display, "xwininfo", ["-children", "-id", id]).stdout;
+    const framed =
+      /Root window id: (0x[0-9a-f]+)/.exec(tree)?.[1] !== /Parent window id: (0x[0-9a-f]+)/.exec(tree)?.[1];
+    const props = x(display, "xprop", ["-id", id, "WM_STATE", "_NET_WM_STATE", "_NET_WM_DESKTOP"]).stdout;
+    const wmState = /window state: (\w+)/.exec(props)?.[1] ?? "none";
+    const netState = /_NET_WM_STATE\(ATOM\) = (.*)/.exec(props)?.[1] ?? "none";
+    return `${id} ${/Map State: (\w+)/.exec(info)?.[1] ?? "?"} ${/-geometry (\S+)/.exec(info)?.[1] ?? ""} ${framed ? "managed" : "unmanaged"} WM_STATE ${wmState} _NET_WM_STATE ${netState}`;
   });
+  const root = x(display, "xprop", ["-root", "_NET_CURRENT_DESKTOP", "_NET_SHOWING_DESKTOP"])
+    .stdout.trim()
+    .replace(/\n/g, ", ");
   const stateOf = (name: string, p: ProcessIdentity | undefined) =>
     isAlive(p) ? `${name} ${processState(p?.pid)}` : `${name} not running`;
   const answers = xAnswers(display) ? "answers" : "does not answer";
-  return `browser windows: ${states.join(", ") || "none"}; ${stateOf("window manager", record.windowManager)}; ${stateOf("X server", record.xserver)}, ${answers}`;
+  return `browser windows: ${states.join(", ") || "none"}; root: ${root}; ${stateOf("window manager", record.windowManager)}; ${stateOf("X server", record.xserver)}, ${answers}`;
 }
 
 /** A process's scheduler state and the kernel function it sleeps in, from /proc. */
@@ -508,6 +537,22 @@ function processState(pid: number | undefined): string {
     return "state unknown";
   }
 }
+
+/**
+ * Asks again for each of the browser's unmapped windows that is larger
+ * than a helper window to be mapped: the window manager gets a new map
+ * request and manages (or de-iconifies) it.
+ */
+function mapAgain(display: string): void {
+  for (const id of browserWindows(display)) {
+    const info = x(display, "xwininfo", ["-id", id]).stdout;
+    const width = Number(/Width: (\d+)/.exec(info)?.[1] ?? 0);
+    if (/Map State: IsUnMapped/.test(info) && width > 100) x(display, "xdotool", ["windowmap", id]);
+  }
+}
+
+const browserWindows = (display: string) =>
+  x(display, "xdotool", ["search", "--classname", "chromium"]).stdout.trim().split(/\s+/).filter(Boolean);
 
 const browserWindowShown = (display: string) =>
   x(display, "xdotool", ["search", "--onlyvisible", "--classname", "chromium"]).stdout.trim() !== "";

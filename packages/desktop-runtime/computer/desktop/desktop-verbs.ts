@@ -83,6 +83,7 @@ const publicRecord = (r: DisplaySlotRecord) => ({
   status: r.status,
   ...(r.proxyRelayPort ? { proxyRelayPort: r.proxyRelayPort } : {}),
   ...(r.lastError ? { lastError: r.lastError } : {}),
+  ...(r.windowMappedAgain ? { windowMappedAgain: r.windowMappedAgain } : {}),
 });
 
 /** Runs one verb to its end; a failure is thrown (CliError for a reported one), never printed here. */

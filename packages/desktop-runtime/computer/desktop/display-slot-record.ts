@@ -40,4 +40,10 @@ export interface DisplaySlotRecord {
   proxyRelayPort?: number;
   /** Why the last teardown failed, for a person reading `desktop list`. */
   lastError?: string;
+  /**
+   * What the display showed when the browser's window had to be mapped
+   * again during its last start (desktop-lifecycle.ts, `mapAgain`); the
+   * host logs it.
+   */
+  windowMappedAgain?: string;
 }

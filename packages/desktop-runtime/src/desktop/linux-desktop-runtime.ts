@@ -71,8 +71,12 @@ export class LinuxDesktopRuntime {
     if (proxy?.credentials) args.push("--proxy-credentials", "stdin");
     const stdin = proxy?.credentials ? new TextEncoder().encode(JSON.stringify(proxy.credentials)) : undefined;
     const { summary } = await this.run(args, context, START_TIMEOUT_MS, stdin);
-    const started = summary as { display: string; width: number; height: number };
+    const started = summary as { display: string; width: number; height: number; windowMappedAgain?: string };
     loggerOf(context).info("desktop open", { bot, display: started.display });
+    if (started.windowMappedAgain) {
+      // The in-computer start recovered a browser window that stayed unmapped (desktop-lifecycle.ts, mapAgain).
+      loggerOf(context).warn("desktop browser window mapped again", { bot, seen: started.windowMappedAgain });
+    }
     const target = { machine: this.machine, channel: this.channel, launchPrograms: this.options.launchPrograms };
     return new LinuxDesktopSession(target, bot, started.display, {
       width: started.width,
