@@ -232,6 +232,13 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
 
       const ticker = (file: string) => `mkdir -p conformance; (while :; do echo x >> ${file}; sleep 0.1; done) & wait`;
       const sizeOf = async (file: string) => (await machine.files.read(file)).length;
+      /** Waits until the ticker has written (its command started: a loaded host's exec can take over a second). */
+      const untilTicking = async (file: string) => {
+        for (const until = Date.now() + 30_000; Date.now() < until; await sleep(100)) {
+          if ((await sizeOf(file).catch(() => 0)) > 0) return;
+        }
+        throw new Error(`the ticker never wrote ${file}`);
+      };
       const expectStopped = async (file: string) => {
         await sleep(400);
         const before = await sizeOf(file);
@@ -255,7 +262,10 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
         async () => {
           const controller = new AbortController();
           const running = machine.exec({ shell: ticker("conformance/tick-abort") }, { signal: controller.signal });
-          setTimeout(() => controller.abort(), 800);
+          // Aborted once it runs: an abort before its start proves nothing of the tree (run 3 of issue 40's
+          // repeated runs aborted a Kubernetes exec 800 ms in, before its first write).
+          await Promise.race([untilTicking("conformance/tick-abort"), running]);
+          controller.abort();
           await expectCode(running, "ABORTED");
           await expectStopped("conformance/tick-abort");
         },
