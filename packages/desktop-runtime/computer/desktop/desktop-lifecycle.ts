@@ -23,8 +23,9 @@ const BROWSER_START_MS = 60_000;
  * window before its window is mapped again (`mapAgain`). Loaded CI hosts
  * showed windows that stayed unmapped for the whole minute, the window
  * manager idle in its event loop (clean-clone runs 12-16, issue 40's
- * repeated runs): a window Chromium sees as shown, that openbox never
- * managed.
+ * repeated runs): a window Chromium sees as shown that openbox never
+ * showed. Why openbox missed it is not known; what the display showed is
+ * kept (`windowMappedAgain`) for the next time.
  */
 const MAP_AGAIN_AFTER_MS = 10_000;
 
@@ -501,10 +502,10 @@ const windowManagerReady = (display: string) =>
   /window id # 0x/.test(x(display, "xprop", ["-root", "_NET_SUPPORTING_WM_CHECK"]).stdout);
 /**
  * What the display shows of the browser's windows and of its window
- * manager, for a start whose window never became visible: each window of
- * the browser with its map state, and whether openbox still runs and what
- * it waits on (a window manager that stopped handling map requests keeps
- * every new window unmapped).
+ * manager, for a start whose window does not become visible: each window
+ * of the browser with its map state, whether openbox manages it (has
+ * framed it) and the states it carries, the root's desktop properties,
+ * and whether openbox and the X server still run and what they wait on.
  */
 function windowsOf(display: string, record: DisplaySlotRecord): string {
   const states = browserWindows(display).map((id) => {
