@@ -1,7 +1,5 @@
-import type { Machine } from "@agent-computer/core";
-import { temporaryDataDir } from "@agent-computer/testing/provider-test";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dockerTestEnvironment } from "./docker-test-environment.js";
+import { describe, expect, it } from "vitest";
+import { dockerTestEnvironment, sharedDisplayComputer } from "./docker-test-environment.js";
 
 // A machine that stopped leaves its X locks in /tmp; after its restart the
 // pids they name belong to other programs, or to zombies. X takes any pid
@@ -12,21 +10,8 @@ import { dockerTestEnvironment } from "./docker-test-environment.js";
 // bot's commands and the X servers share /tmp, as on a restarted machine.
 const env = await dockerTestEnvironment("docker: a stale X lock from before a stop");
 if (!env.missing) {
-  const provider = env.provider({ dataDir: await temporaryDataDir(), displayContainer: false });
-  let machine: Machine;
-  const sh = async (script: string) => {
-    const result = await machine.exec({ argv: ["sh", "-c", script] });
-    expect(result.exitCode, Buffer.from(result.stderr).toString()).toBe(0);
-    return Buffer.from(result.stdout).toString().trim();
-  };
-
   describe("docker: a stale X lock from before a stop", () => {
-    beforeAll(async () => {
-      machine = await provider.provision({ computerId: "stale-x", homeKey: `stale-x-${Date.now()}` });
-    }, 120_000);
-    afterAll(async () => {
-      await machine?.destroy();
-    });
+    const { machine, sh } = sharedDisplayComputer(env, "stale-x");
 
     it("starts the desktop on a display whose lock names a zombie, and on one whose lock names a live program", async () => {
       // A zombie: the child of a parent that never reaps it. The child outlives
@@ -46,7 +31,7 @@ if (!env.missing) {
       await sh(`printf '%10d\\n' ${zombie} > /tmp/.X100-lock && printf '%10d\\n' ${live} > /tmp/.X101-lock`);
 
       for (const bot of ["first", "second"]) {
-        const desktop = await machine.openDesktop?.(bot);
+        const desktop = await machine().openDesktop?.(bot);
         if (!desktop) throw new Error("no desktop");
         const frame = await desktop.observe();
         expect(frame.image?.byteLength).toBeGreaterThan(0);

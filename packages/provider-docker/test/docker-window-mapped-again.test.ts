@@ -1,7 +1,5 @@
-import type { Machine } from "@agent-computer/core";
-import { temporaryDataDir } from "@agent-computer/testing/provider-test";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dockerTestEnvironment } from "./docker-test-environment.js";
+import { describe, expect, it } from "vitest";
+import { dockerTestEnvironment, sharedDisplayComputer } from "./docker-test-environment.js";
 
 // A browser window the window manager never managed stays unmapped, and
 // the desktop's start waited for it until its minute ran out (clean-clone
@@ -13,26 +11,13 @@ import { dockerTestEnvironment } from "./docker-test-environment.js";
 // display (displayContainer: false), so the bot's shell reaches openbox.
 const env = await dockerTestEnvironment("docker: a browser window the window manager missed");
 if (!env.missing) {
-  const provider = env.provider({ dataDir: await temporaryDataDir(), displayContainer: false });
-  let machine: Machine;
-  const sh = async (script: string) => {
-    const result = await machine.exec({ argv: ["sh", "-c", script] });
-    expect(result.exitCode, Buffer.from(result.stderr).toString()).toBe(0);
-    return Buffer.from(result.stdout).toString().trim();
-  };
-
   describe("docker: a browser window the window manager missed", () => {
-    beforeAll(async () => {
-      machine = await provider.provision({ computerId: "map-again", homeKey: `map-again-${Date.now()}` });
-    }, 120_000);
-    afterAll(async () => {
-      await machine?.destroy();
-    });
+    const { machine, sh } = sharedDisplayComputer(env, "map-again");
 
     it("a start whose window stays unmapped maps it again and comes up", async () => {
-      const desktop = await machine.openDesktop?.("missed");
+      const desktop = await machine().openDesktop?.("missed");
       if (!desktop) throw new Error("no desktop");
-      const home = machine.workspacePath;
+      const home = machine().workspacePath;
       const display = JSON.parse(await sh("desktop list | tail -1")).desktops[0].display as string;
       await sh(`desktop quiesce --home ${home} >/dev/null`);
       await sh("pkill -STOP -x openbox");
