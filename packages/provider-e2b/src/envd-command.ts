@@ -127,14 +127,13 @@ export async function runEnvdCommand(
     if (failure.code === "UNAVAILABLE") {
       const killed = await confirmKill(running);
       await delay(START_LANDS_MS);
-      if (
-        !killed ||
-        !(await running.killAgain().then(
+      const killedAgain =
+        killed &&
+        (await running.killAgain().then(
           () => true,
           () => false,
-        ))
-      )
-        await host.killUnconfirmed?.(what).catch(() => {});
+        ));
+      if (!killedAgain) await host.killUnconfirmed?.(what).catch(() => {});
     }
     throw failure;
   }

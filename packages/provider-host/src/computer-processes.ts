@@ -25,6 +25,7 @@ export const HOST_COMPUTER_MARKER = "AGENT_COMPUTER_HOST";
  */
 export async function processesOfComputer(computerId: string, user?: HostUser): Promise<number[]> {
   const entry = `${HOST_COMPUTER_MARKER}=${computerId}`;
+  const entryBytes = Buffer.from(entry);
   const pids: number[] = [];
   const unreadable: number[] = [];
   for (const name of await readdir("/proc")) {
@@ -39,7 +40,7 @@ export async function processesOfComputer(computerId: string, user?: HostUser): 
       if ((error as NodeJS.ErrnoException).code === "EACCES") unreadable.push(pid);
       continue;
     }
-    if (hasEntry(environ, Buffer.from(entry))) pids.push(pid);
+    if (hasEntry(environ, entryBytes)) pids.push(pid);
   }
   if (user && unreadable.length > 0) pids.push(...(await markedAsUser(entry, unreadable, user)));
   return pids;

@@ -105,7 +105,7 @@ export class RunningCommand {
 
   /** SIGKILLs the command's whole process tree in the machine (once, however often called). */
   kill(): Promise<void> {
-    this.killing ??= this.killTree(["sh", "-c", KILL_TREE, "kill-tree", this.marker]);
+    this.killing ??= this.killTreeByMarker();
     return this.killing;
   }
 
@@ -115,6 +115,10 @@ export class RunningCommand {
    * starting in the machine when the first kill runs, and start after it.
    */
   killAgain(): Promise<void> {
+    return this.killTreeByMarker();
+  }
+
+  private killTreeByMarker(): Promise<void> {
     return this.killTree(["sh", "-c", KILL_TREE, "kill-tree", this.marker]);
   }
 
