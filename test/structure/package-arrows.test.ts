@@ -9,6 +9,7 @@ const root = new URL("../..", import.meta.url).pathname;
 const ALLOWED: Record<string, string[]> = {
   core: [],
   leases: ["core"],
+  secrets: ["core", "leases"],
   checkpoint: ["core"],
   "page-browser": ["core"],
   testing: ["core", "leases", "checkpoint", "page-browser"],
@@ -28,10 +29,9 @@ const ALLOWED: Record<string, string[]> = {
   "provider-box": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-createos": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-railway": ["core", "desktop-runtime", "provider-kit"],
+  "provider-boxd": ["core", "desktop-runtime", "provider-kit"],
   // An installable server: it picks any provider at start (SANDBOX_PROVIDER), keeps its
   // state in SQLite (issue 47), and names the computer image as Docker does (desktop-runtime).
-  "provider-boxd": ["core", "desktop-runtime", "provider-kit"],
-  // An installable server: it picks any provider at start (SANDBOX_PROVIDER).
   "mcp-server": [
     "core",
     "leases",

@@ -1,4 +1,5 @@
 import type {
+  PageActOptions,
   PageActOutcome,
   PageBrowser,
   PageElement,
@@ -12,6 +13,7 @@ import {
   type ErrorCode,
   type OpContext,
   type PageAction,
+  type PageSecretText,
   pageActionSchema,
   parseInput,
   throwIfDone,
@@ -102,11 +104,13 @@ export class PageSession<Handle> implements PageBrowser {
     // fresh number, so an old ref can never come to mean another element.
     const known = new Map<string | number, string>();
     if (sameDocument) for (const e of previous.entries) known.set(e.identity, e.ref);
+    const secretFields = sameDocument ? (previous.secretFields ?? []) : [];
     let nextRef = previous?.nextRef ?? 1;
     const entries: Entry<Handle>[] = [];
-    const elements = page.elements.map((element, index) => {
+    const elements = page.elements.map((collected, index) => {
       const handle = handles[index] as Handle;
       const identity = this.engine.identity(handle);
+      const element = maskSecretField(collected, secretFields, identity);
       const ref = known.get(identity) ?? `e${nextRef++}`;
       const shown = shownHash(element);
       entries.push({ ref, handle, identity, role: element.role, name: element.name, shown });
@@ -126,6 +130,7 @@ export class PageSession<Handle> implements PageBrowser {
       window,
       lineHashes,
       entries: [...kept, ...entries],
+      ...(secretFields.length > 0 ? { secretFields } : {}),
     });
     const full: PageSnapshot = {
       snapshotId: `s${snapshotNumber}`,
@@ -142,6 +147,39 @@ export class PageSession<Handle> implements PageBrowser {
         ? pageDelta({ ...previous, lineHashes: previous.lineHashes ?? [] }, elements, text)
         : undefined;
     return diff ? { ...full, ...diff } : full;
+  }
+
+  /**
+   * Refuses, before anything is focused or typed, a secret on a page outside
+   * its origins. The page's address comes from the script's own world,
+   * which the page cannot rewrite (a same-document history change keeps
+   * the origin); typing then stops at any change of address.
+   */
+  private async refuseOutsideOrigins(
+    secret: PageSecretText,
+    run: (
+      command: Record<string, unknown>,
+    ) => Promise<{ answer?: Record<string, unknown>; error?: AgentComputerError }>,
+    ref: string,
+    what: string,
+  ): Promise<void> {
+    const where = await run({ action: "typing-ok", start: true });
+    if (where.error) throw where.error;
+    const origin = originOf(String(where.answer?.href ?? ""));
+    if (origin === undefined || !secret.origins.includes(origin)) {
+      throw new AgentComputerError(
+        "PERMISSION_DENIED",
+        `The secret ${secret.name} may be typed only on ${secret.origins.join(", ") || "no origin"}; ${ref} (${what}) is on ${origin ?? "a page without an origin"}. Nothing was typed.`,
+      );
+    }
+  }
+
+  /** Later snapshots of this document show the field as `[secret <name>]`, whatever the page keeps in it. */
+  private async rememberSecretField(identity: string | number, name: string): Promise<void> {
+    const latest = await this.memory.load();
+    if (!latest) return;
+    const kept = (latest.secretFields ?? []).filter((f) => f.identity !== identity);
+    await this.memory.save({ ...latest, secretFields: [...kept, { identity, name }] });
   }
 
   private anchorOf(
@@ -174,9 +212,10 @@ export class PageSession<Handle> implements PageBrowser {
     };
   }
 
-  async act(action: PageAction, ctx: OpContext = {}, after: { delta?: boolean } = {}): Promise<PageActOutcome> {
+  async act(action: PageAction, ctx: OpContext = {}, options: PageActOptions = {}): Promise<PageActOutcome> {
     const request = parseInput(pageActionSchema, action, "page action");
-    const delta = after.delta === true;
+    const delta = options.delta === true;
+    const secret = request.secret === undefined ? undefined : secretTextFor(request.secret, options.secretText);
     throwIfDone(ctx, "browser act");
     const latest = await this.memory.load();
     if (!latest) {
@@ -217,18 +256,27 @@ export class PageSession<Handle> implements PageBrowser {
     };
     try {
       if (request.action === "fill" || request.action === "type") {
+        if (secret) await this.refuseOutsideOrigins(secret, run, request.ref, what);
         const first = await run({ action: "focus-for-typing", clear: request.action === "fill" });
         if (first.error) throw first.error;
-        const total = Array.from(request.value ?? "").length;
-        const typing = await run({ action: "type-chars", value: request.value ?? "" });
+        const text = secret?.value ?? request.value ?? "";
+        const total = Array.from(text).length;
+        const typing = await run({ action: "type-chars", value: text });
         if (typing.error) return failed(typing.error.code, typing.error.message, true);
         const typed = Number(typing.answer.typed ?? 0);
-        progress.push(`typed ${typed} of ${total} characters`);
+        // A secret's length is not the model's to know either.
+        if (secret)
+          progress.push(
+            typed === total ? `typed the secret ${secret.name}` : `typed part of the secret ${secret.name}`,
+          );
+        else progress.push(`typed ${typed} of ${total} characters`);
+        if (secret) await this.rememberSecretField(entry.identity, secret.name);
         if (typing.answer.navigated) {
           await this.engine.settle();
+          const howFar = secret ? `part of the secret ${secret.name}` : `${typed} of ${total} characters`;
           return failed(
             "CONFLICT",
-            `The page navigated away while typing into ${request.ref} (${what}) after ${typed} of ${total} characters; what it did with them is unknown. Snapshot and check before retrying.`,
+            `The page navigated away while typing into ${request.ref} (${what}) after ${howFar}; what it did with them is unknown. Snapshot and check before retrying.`,
             true,
           );
         }
@@ -264,4 +312,30 @@ export class PageSession<Handle> implements PageBrowser {
     const snapshot = await this.snapshot({}, { delta }).catch(() => undefined);
     return { ok, progress, uncertain, ...(error ? { error } : {}), ...(snapshot ? { snapshot } : {}) };
   }
+}
+
+/** The host's resolution of the secret an action names; the two must agree. */
+function secretTextFor(name: string, resolved: PageSecretText | undefined): PageSecretText {
+  if (!resolved || resolved.name !== name || typeof resolved.value !== "string" || !Array.isArray(resolved.origins)) {
+    throw new AgentComputerError(
+      "INVALID_ARGUMENT",
+      `The action names the secret ${name}, but the host gave no value for it: secrets are resolved by the runtime's vault.`,
+    );
+  }
+  return resolved;
+}
+
+function originOf(href: string): string | undefined {
+  if (!URL.canParse(href)) return undefined;
+  const origin = new URL(href).origin;
+  return origin === "null" ? undefined : origin;
+}
+
+function maskSecretField<E extends Omit<PageElement, "ref">>(
+  element: E,
+  secretFields: readonly { identity: string | number; name: string }[],
+  identity: string | number,
+): E {
+  const field = secretFields.find((f) => f.identity === identity);
+  return field && element.value !== undefined ? { ...element, value: `[secret ${field.name}]` } : element;
 }

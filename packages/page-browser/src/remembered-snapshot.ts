@@ -13,6 +13,8 @@ export interface RememberedSnapshot<Handle> {
   readonly window?: string;
   /** Hashes of its text lines, to send only new lines in a delta. */
   readonly lineHashes?: readonly number[];
+  /** Fields of this document filled from a named secret: their value is never shown again. */
+  readonly secretFields?: readonly { identity: string | number; name: string }[];
   readonly entries: readonly {
     ref: string;
     handle: Handle;

@@ -1,6 +1,7 @@
 import type { OpContext } from "./op-context.js";
 import type { PageActOutcome } from "./page-act-outcome.js";
 import type { PageAction } from "./page-action.js";
+import type { PageActOptions } from "./page-secret.js";
 import type { PageSnapshot } from "./page-snapshot.js";
 import type { PageSnapshotRequest } from "./page-snapshot-request.js";
 
@@ -22,7 +23,9 @@ export interface PageBrowser {
   snapshot(ctx?: OpContext, request?: PageSnapshotRequest): Promise<PageSnapshot>;
   /**
    * Acts on one element of the latest snapshot, then snapshots the page
-   * again: only what the action changed when `after.delta` is set.
+   * again: only what the action changed when `options.delta` is set. An
+   * action naming a `secret` types `options.secretText` (PERMISSION_DENIED,
+   * nothing typed, on a page outside its origins).
    */
-  act(action: PageAction, ctx?: OpContext, after?: { readonly delta?: boolean }): Promise<PageActOutcome>;
+  act(action: PageAction, ctx?: OpContext, options?: PageActOptions): Promise<PageActOutcome>;
 }

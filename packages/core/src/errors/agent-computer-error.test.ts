@@ -4,8 +4,9 @@ import { ERROR_CODES, RETRYABLE_BY_DEFAULT } from "./error-code.js";
 
 describe("AgentComputerError", () => {
   it("carries every code of the design with a retryable default", () => {
-    expect(ERROR_CODES).toHaveLength(17);
+    expect(ERROR_CODES).toHaveLength(18);
     for (const code of ERROR_CODES) expect(typeof RETRYABLE_BY_DEFAULT[code]).toBe("boolean");
+    expect(RETRYABLE_BY_DEFAULT.PERMISSION_DENIED).toBe(false);
     expect(new AgentComputerError("UNAVAILABLE", "x").retryable).toBe(true);
     expect(new AgentComputerError("INVALID_ARGUMENT", "x").retryable).toBe(false);
     expect(new AgentComputerError("INVALID_ARGUMENT", "x", { retryable: true }).retryable).toBe(true);

@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   "CHECKPOINT_CORRUPT",
   "RESTORE_REJECTED",
   "LIMIT_EXCEEDED",
+  "PERMISSION_DENIED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -47,4 +48,5 @@ export const RETRYABLE_BY_DEFAULT: Readonly<Record<ErrorCode, boolean>> = {
   CHECKPOINT_CORRUPT: false,
   RESTORE_REJECTED: false,
   LIMIT_EXCEEDED: false,
+  PERMISSION_DENIED: false,
 };

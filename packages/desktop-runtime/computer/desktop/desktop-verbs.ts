@@ -245,8 +245,9 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
           if (op === "navigate") return { snapshot: await session.navigate(String(input.url)) };
           if (op === "snapshot") return { snapshot: await session.snapshot({}, input) };
           if (op === "act") {
-            const { deltaAfter, ...action } = input;
-            return { outcome: await session.act(action as never, {}, { delta: deltaAfter === true }) };
+            const { deltaAfter, secretText, ...action } = input;
+            const options = { delta: deltaAfter === true, ...(secretText ? { secretText: secretText as never } : {}) };
+            return { outcome: await session.act(action as never, {}, options) };
           }
         } catch (error) {
           if (AgentComputerError.is(error)) throw new CliError(error.code, error.message);

@@ -77,6 +77,9 @@ export class DesktopChannel {
    * port (screen and terminal grants) is refused when the service did not
    * prove itself there, so no token is pointed at a port that a process
    * without the key may hold (a bot that killed the gateway and took it).
+   * A page action typing a secret is refused too: through exec its value
+   * would pass through the `desktop` shell script's stdin, which a process
+   * of the same user can open.
    */
   async run(
     args: string[],
@@ -99,7 +102,7 @@ export class DesktopChannel {
         if (options.requireService) {
           throw new AgentComputerError(
             "UNAVAILABLE",
-            `No capability was granted: ${error.message} The screen gateway must prove it holds this host's key first.`,
+            `Nothing was sent (${args[0]} needs the desktop service): ${error.message} The screen gateway must prove it holds this host's key first.`,
           );
         }
         // Nothing was sent: this call may go through exec.

@@ -51,10 +51,11 @@ const REVOKE_TIMEOUT_MS = 20_000;
 export class LinuxDesktopSession implements DesktopSession {
   private released = false;
   /** The bot's visible Chromium tab as text and refs (docs/architecture.md §5). */
-  readonly pageBrowser = new LinuxPageBrowser(async (op, input, ctx) => {
+  readonly pageBrowser = new LinuxPageBrowser(async (op, input, ctx, carriesSecret) => {
     const context = this.usable(ctx);
     const { summary } = await this.run(["browse", "--bot", this.botId, "--op", op], context, PAGE_TIMEOUT_MS, {
       ...(input === undefined ? {} : { stdin: new TextEncoder().encode(JSON.stringify(input)) }),
+      ...(carriesSecret ? { requireService: true } : {}),
     });
     return summary ?? {};
   });

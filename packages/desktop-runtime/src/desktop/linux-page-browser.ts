@@ -1,6 +1,7 @@
 import {
   type OpContext,
   type PageAction,
+  type PageActOptions,
   type PageActOutcome,
   type PageBrowser,
   type PageSnapshot,
@@ -10,11 +11,15 @@ import {
 } from "@agent-computer/core";
 import { z } from "zod";
 
-/** Runs one `desktop browse` call in the computer and returns its summary line. */
+/**
+ * Runs one `desktop browse` call in the computer and returns its summary
+ * line; `carriesSecret`: only over the resident service (desktop-channel.ts).
+ */
 export type BrowseRunner = (
   op: "navigate" | "snapshot" | "act",
   input: unknown,
   ctx: OpContext | undefined,
+  carriesSecret?: boolean,
 ) => Promise<Record<string, unknown>>;
 
 const urlSchema = z.string().url().max(8192);
@@ -37,9 +42,17 @@ export class LinuxPageBrowser implements PageBrowser {
     return (await this.browse("snapshot", request ?? {}, ctx)).snapshot as PageSnapshot;
   }
 
-  async act(action: PageAction, ctx?: OpContext, after?: { readonly delta?: boolean }): Promise<PageActOutcome> {
+  async act(action: PageAction, ctx?: OpContext, options: PageActOptions = {}): Promise<PageActOutcome> {
     const request = parseInput(pageActionSchema, action, "page action");
-    const input = after?.delta ? { ...request, deltaAfter: true } : request;
-    return (await this.browse("act", input, ctx)).outcome as PageActOutcome;
+    const { secretText } = options;
+    const input = {
+      ...request,
+      ...(options.delta ? { deltaAfter: true } : {}),
+      // Only the fields the in-computer session reads: a caller's extra fields never travel with the value.
+      ...(request.secret !== undefined && secretText
+        ? { secretText: { name: secretText.name, value: secretText.value, origins: [...secretText.origins] } }
+        : {}),
+    };
+    return (await this.browse("act", input, ctx, request.secret !== undefined)).outcome as PageActOutcome;
   }
 }

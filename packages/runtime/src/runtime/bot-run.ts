@@ -1,11 +1,12 @@
 import { performance } from "node:perf_hooks";
-import type { DesktopOptions, DesktopSession, Machine } from "@agent-computer/core";
+import type { DesktopOptions, DesktopSession, Machine, PageSecretText } from "@agent-computer/core";
 import { AgentComputerError } from "@agent-computer/core";
 import type { Lease, RunState } from "@agent-computer/leases";
 import { z } from "zod";
 import { redactSecrets } from "../tools/redact-secrets.js";
 import type { ComputerLifecycle } from "./computer-lifecycle.js";
 import type { ComputerSlot } from "./computer-slot.js";
+import type { SecretSource } from "./secret-source.js";
 
 export const runOutcomeSchema = z.enum(["completed", "failed"]);
 
@@ -40,7 +41,26 @@ export class BotRun {
     readonly botId: string,
     private readonly slot: ComputerSlot,
     private readonly lifecycle: ComputerLifecycle,
+    private readonly secrets: { readonly workspaceId: string; readonly source: SecretSource | undefined } = {
+      workspaceId: "",
+      source: undefined,
+    },
   ) {}
+
+  /**
+   * @internal The value of the vault secret `name` for this run's bot, for
+   * the page tools to hand to `PageBrowser.act` and nothing else.
+   */
+  async secretText(name: string): Promise<PageSecretText> {
+    const { workspaceId, source } = this.secrets;
+    if (!source) {
+      throw new AgentComputerError(
+        "UNSUPPORTED",
+        `This runtime has no secret vault, so the secret ${name} cannot be typed (createComputerRuntime's secrets option).`,
+      );
+    }
+    return source.resolve({ workspaceId, botId: this.botId, name });
+  }
 
   get computerId(): string {
     return this.slot.computerId;

@@ -31,4 +31,9 @@ export const computerRuntimeOptionsSchema = z.object({
   clock: z.custom<() => number>((v) => typeof v === "function", { message: "expected a function" }).optional(),
   onEvent: z.custom((v) => typeof v === "function", { message: "expected a function" }).optional(),
   browserProxy: z.custom((v) => typeof v === "function", { message: "expected a function" }).optional(),
+  secrets: z
+    .custom((v) => typeof (v as { resolve?: unknown } | null)?.resolve === "function", {
+      message: "expected a secret source (SecretVault)",
+    })
+    .optional(),
 });

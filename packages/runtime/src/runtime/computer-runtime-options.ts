@@ -4,6 +4,7 @@ import type { StateStore } from "@agent-computer/leases";
 import type { BrowserProxyResolver } from "./browser-proxy.js";
 import type { ComputerEvent } from "./computer-event.js";
 import type { ComputerOperationsOptions } from "./computer-operations-options.js";
+import type { SecretSource } from "./secret-source.js";
 
 /** Options of `createComputerRuntime`. Environment variables fill what is absent. */
 export interface ComputerRuntimeOptions {
@@ -52,6 +53,12 @@ export interface ComputerRuntimeOptions {
    * passed to `run.desktop({ proxy })` wins for that start. Default: none.
    */
   browserProxy?: BrowserProxyResolver;
+  /**
+   * The vault bots type named secrets from (`browser_act` with `secret`;
+   * `SecretVault` of `@agent-computer/secrets`). Without it, an action
+   * naming a secret is UNSUPPORTED.
+   */
+  secrets?: SecretSource;
   /** Receives every lifecycle event. */
   onEvent?: (event: ComputerEvent) => void;
 }

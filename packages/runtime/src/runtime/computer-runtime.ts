@@ -31,6 +31,7 @@ import type { ReconcileOptions } from "./reconcile-options.js";
 import type { ReconcileReport } from "./reconcile-report.js";
 import { RunRecords } from "./run-records.js";
 import { runtimeSettingsFromEnv } from "./runtime-settings.js";
+import type { SecretSource } from "./secret-source.js";
 
 /** The label that ties a machine to the runtime deployment that made it: core's `COMPUTER_LABELS.deployment`. */
 export const DEPLOYMENT_LABEL = COMPUTER_LABELS.deployment;
@@ -88,6 +89,7 @@ export class ComputerRuntime {
   private readonly clock: () => number;
   private readonly events: ComputerEvents;
   private readonly lifecycle: ComputerLifecycle;
+  private readonly secrets: SecretSource | undefined;
 
   constructor(options: ComputerRuntimeOptions) {
     const parsed = parseInput(computerRuntimeOptionsSchema, options, "ComputerRuntimeOptions");
@@ -103,6 +105,7 @@ export class ComputerRuntime {
     this.clock = clock;
     this.runRecords = new RunRecords(options.stateStore, this.deployment);
     const activities = new ComputerActivities(options.stateStore, this.deployment);
+    this.secrets = options.secrets;
     this.lifecycle = new ComputerLifecycle({
       provider: options.provider,
       homeStore: options.homeStore,
@@ -160,7 +163,10 @@ export class ComputerRuntime {
     const scope: ComputerScope = parsed.private ? { kind: "private", botId: parsed.botId } : { kind: "team" };
     const owner = { spaceId: parsed.workspaceId, ...(parsed.userId ? { userId: parsed.userId } : {}) };
     const slot = this.lifecycle.slotOf(this.computerIdFor(parsed), scope, owner);
-    const run = new BotRun(parsed.runId ?? `run-${randomUUID()}`, parsed.botId, slot, this.lifecycle);
+    const run = new BotRun(parsed.runId ?? `run-${randomUUID()}`, parsed.botId, slot, this.lifecycle, {
+      workspaceId: parsed.workspaceId,
+      source: this.secrets,
+    });
     slot.runs.add(run);
     return run;
   }

@@ -17,4 +17,5 @@ export type { ReconcileReport } from "./reconcile-report.js";
 export type { RunRecord } from "./run-record.js";
 export { RUN_RECORD_PAGE_SIZE, RunRecords } from "./run-records.js";
 export { type RuntimeSettings, runtimeSettingsFromEnv } from "./runtime-settings.js";
+export type { SecretSource } from "./secret-source.js";
 export { TAKEOVER_HOLD_MS } from "./suspension-rules.js";

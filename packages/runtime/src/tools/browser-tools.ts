@@ -121,7 +121,7 @@ const browserNavigate = computerTool({
   handler: (input, session) =>
     recorded(session, "browser_navigate", input.url, async () => {
       const snapshot = await (await pageBrowserOf(session)).navigate(input.url);
-      return { result: textResult(renderPageSnapshot(snapshot, session.vision)), ok: true };
+      return { result: textResult(session.maskTypedSecrets(renderPageSnapshot(snapshot, session.vision))), ok: true };
     }),
 });
 
@@ -156,7 +156,7 @@ const browserSnapshot = computerTool({
         ...(input.text_from !== undefined ? { textFrom: input.text_from } : {}),
       },
     );
-    return textResult(renderPageSnapshot(snapshot, session.vision));
+    return textResult(session.maskTypedSecrets(renderPageSnapshot(snapshot, session.vision)));
   },
 });
 
@@ -167,18 +167,21 @@ const browserAct = computerTool({
   inputSchema: pageActionSchema,
   mutating: true,
   handler: (input, session) =>
-    // The value is left out of the activity: it may be a password.
-    recorded(
-      session,
-      "browser_act",
-      `${input.action} ${input.ref}${input.value !== undefined ? ` (${input.value.length} characters)` : ""}`,
-      async () => {
-        const outcome = await (await pageBrowserOf(session)).act(input);
-        const result = textResult(renderOutcome(input.action, input.ref, outcome, session.vision));
-        return { result: outcome.ok ? result : { ...result, isError: true }, ok: outcome.ok };
-      },
-    ),
+    // The value is left out of the activity: it may be a password. A secret is named, never resolved here.
+    recorded(session, "browser_act", actSummary(input), async () => {
+      const secretText = input.secret === undefined ? undefined : await session.secretText(input.secret);
+      const outcome = await (await pageBrowserOf(session)).act(input, undefined, secretText ? { secretText } : {});
+      const result = textResult(
+        session.maskTypedSecrets(renderOutcome(input.action, input.ref, outcome, session.vision)),
+      );
+      return { result: outcome.ok ? result : { ...result, isError: true }, ok: outcome.ok };
+    }),
 });
+
+function actSummary(input: { action: string; ref: string; value?: string | undefined; secret?: string | undefined }) {
+  if (input.secret !== undefined) return `${input.action} ${input.ref} (the secret ${input.secret})`;
+  return `${input.action} ${input.ref}${input.value !== undefined ? ` (${input.value.length} characters)` : ""}`;
+}
 
 /** The page tools (docs/architecture.md §5, §10), offered where the provider has a page browser. */
 export function browserTools(session: ComputerToolSession, options: { screenHeld?: boolean } = {}): ComputerTool[] {

@@ -1,5 +1,5 @@
 import { posix } from "node:path";
-import type { DesktopSession, ProviderCapabilities } from "@agent-computer/core";
+import type { DesktopSession, PageSecretText, ProviderCapabilities } from "@agent-computer/core";
 import { AgentComputerError } from "@agent-computer/core";
 import type { BotRun } from "../runtime/bot-run.js";
 import type { ActivityEvent } from "./activity-event.js";
@@ -49,6 +49,8 @@ export class ComputerToolSession {
   /** The last `computer_act` batch and whether the screen changed after it. */
   lastAct: { key: string; changed: boolean } | undefined;
   private readonly onActivity: ((event: ActivityEvent) => void) | undefined;
+  /** Secret values this session typed, to their names: masked in every page text it returns. */
+  private readonly typedSecrets = new Map<string, string>();
 
   constructor(options: ComputerToolSessionOptions) {
     this.run = options.run;
@@ -70,6 +72,28 @@ export class ComputerToolSession {
       );
     }
     return posix.normalize(posix.join(this.run.workdir, path));
+  }
+
+  /**
+   * The value of the vault secret `name` for this bot, to hand to the page
+   * browser and nothing else. The session remembers it so no later page
+   * text of this session shows it (`maskTypedSecrets`).
+   */
+  async secretText(name: string): Promise<PageSecretText> {
+    const secret = await this.run.secretText(name);
+    this.typedSecrets.set(secret.value, secret.name);
+    return secret;
+  }
+
+  /**
+   * `text` with every secret this session typed replaced by `[secret <name>]`:
+   * a page that echoes a typed value (a greeting with the user name, a token
+   * shown back) does not put it in front of the model.
+   */
+  maskTypedSecrets(text: string): string {
+    let out = text;
+    for (const [value, name] of this.typedSecrets) out = out.split(value).join(`[secret ${name}]`);
+    return out;
   }
 
   async desktop(): Promise<DesktopSession> {

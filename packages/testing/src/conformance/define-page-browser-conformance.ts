@@ -48,6 +48,55 @@ export function definePageBrowserConformance(options: PageBrowserConformanceOpti
   );
 
   it(
+    "types a named secret only on its origins, and never shows it",
+    async () => {
+      const browser = await options.browser();
+      const url = options.urlOf("login.html");
+      const origin = new URL(url).origin;
+      const first = await browser.navigate(url);
+      const secretText = (origins: string[], name = "site-login") => ({ name, value: SECRET, origins });
+      // Another site's secret: refused before anything is focused or typed.
+      await expect(
+        browser.act({ ref: byName(first, "Password").ref, action: "fill", secret: "site-login" }, undefined, {
+          secretText: secretText(["https://elsewhere.example"]),
+        }),
+      ).rejects.toMatchObject({ code: "PERMISSION_DENIED" });
+      expect(byName(await browser.snapshot(), "Password").value ?? "").not.toMatch(/•/);
+      // A secret named without the host's value is refused, not typed as nothing.
+      await expect(
+        browser.act({ ref: byName(first, "Password").ref, action: "fill", secret: "site-login" }),
+      ).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      // A text field filled from a secret reads as its name from then on.
+      const user = await browser.act(
+        { ref: byName(first, "Username").ref, action: "fill", secret: "user" },
+        undefined,
+        {
+          secretText: { name: "user", value: "alice", origins: [origin] },
+        },
+      );
+      expect(user.progress).toContain("typed the secret user");
+      expect(byName(user.snapshot as PageSnapshot, "Username").value).toBe("[secret user]");
+      const typed = await browser.act(
+        { ref: byName(first, "Password").ref, action: "fill", secret: "site-login" },
+        undefined,
+        {
+          secretText: secretText([origin]),
+        },
+      );
+      expect(typed.ok).toBe(true);
+      expect(typed.progress).toContain("typed the secret site-login");
+      // Not even its length.
+      expect(typed.progress.join(" ")).not.toMatch(/characters/);
+      expect(byName(await browser.snapshot(), "Username").value).toBe("[secret user]");
+      const submitted = await browser.act({ ref: byName(first, "Sign in").ref, action: "click" });
+      // The page got the value: it counts what it received.
+      expect(submitted.snapshot?.text).toContain(`Welcome alice (${SECRET.length} characters)`);
+      for (const value of [typed, user, submitted]) expect(JSON.stringify(value)).not.toContain(SECRET);
+    },
+    timeout,
+  );
+
+  it(
     "lists at most 80 elements and counts the rest",
     async () => {
       const browser = await options.browser();
