@@ -13,6 +13,7 @@ import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } fr
 import { describe, expect, it } from "vitest";
 import { createComputerAgent } from "../src/computer-agent.js";
 import { contactsCsv, contactsInText, contactsPage, randomContacts } from "../src/contacts-app.js";
+import { endAndRemove, lastToolResult, servePage } from "./replay-support.js";
 
 // A deterministic replay through real Pi: pi-agent-core's Agent with
 // pi-ai's scripted (faux) model. The model's turns are factories that read
@@ -21,10 +22,9 @@ import { contactsCsv, contactsInText, contactsPage, randomContacts } from "../sr
 
 /** The text of the latest tool result in the model's context. */
 function lastToolText(context: Context): string {
-  const result = [...context.messages].reverse().find((m) => m.role === "toolResult");
-  if (result?.role !== "toolResult") throw new Error("the model expected a tool result");
-  if (result.isError) throw new Error(`the tool failed: ${JSON.stringify(result.content)}`);
-  return result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
+  const result = lastToolResult(context);
+  if (result.isError) throw new Error(`the tool failed: ${result.text}`);
+  return result.text;
 }
 
 async function replay(provider: SandboxProvider, dataDir: string) {
@@ -39,18 +39,7 @@ async function replay(provider: SandboxProvider, dataDir: string) {
   const run = runtime.startRun({ workspaceId: `pi-${Date.now().toString(36)}`, botId: "pi" });
   const machine = await run.machine();
   await machine.files.write(`${run.workdir}/site/index.html`, new TextEncoder().encode(contactsPage(contacts)));
-  // Started, then waited for: a second's sleep was not enough on a loaded machine (the model
-  // then met a page without its button, and the run ended before any file was written).
-  const started = await machine.exec({
-    shell: `(python3 -m http.server ${port} --bind 127.0.0.1 --directory site >/dev/null 2>&1 &)
-for i in $(seq 1 300); do
-  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' http://127.0.0.1:${port}/ 2>/dev/null && exit 0
-  sleep 0.1
-done
-exit 1`,
-    cwd: run.workdir,
-  });
-  expect(started.exitCode, "the contacts page server answers").toBe(0);
+  await servePage(machine, run.workdir, "site", port);
 
   const faux = registerFauxProvider({ models: [{ id: "scripted-text", input: ["text"] }] });
   faux.setResponses([
@@ -84,11 +73,7 @@ exit 1`,
     return { contacts, csv, activity, last, pending: faux.getPendingResponseCount() };
   } finally {
     faux.unregister();
-    await run.end("completed");
-    // Remove the machine (and the page server it runs) for good.
-    const computer = await runtime.leases.getComputer(run.computerId);
-    const left = await provider.reconnect(computer?.providerRef as `${string}:${string}`);
-    if (left !== "gone") await left.destroy();
+    await endAndRemove(runtime, run, provider);
   }
 }
 

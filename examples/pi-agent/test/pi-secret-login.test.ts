@@ -15,6 +15,7 @@ import type { Context } from "@mariozechner/pi-ai";
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
 import { createComputerAgent } from "../src/computer-agent.js";
+import { endAndRemove, lastToolResult, servePage } from "./replay-support.js";
 
 // Issue 53, logins by reference: real Pi with a scripted model signs in to a
 // site in the computer with a vault password it only names, then tries the
@@ -35,11 +36,6 @@ document.getElementById("f").addEventListener("submit", function (e) {
 });
 </script>`;
 
-function lastToolResult(context: Context): { text: string; isError: boolean } {
-  const result = [...context.messages].reverse().find((m) => m.role === "toolResult");
-  if (result?.role !== "toolResult") throw new Error("the model expected a tool result");
-  return { text: result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n"), isError: result.isError };
-}
 const refOf = (text: string, pattern: RegExp) => {
   const ref = pattern.exec(text)?.[1];
   if (!ref) throw new Error(`no element matching ${pattern} in:\n${text}`);
@@ -68,20 +64,6 @@ for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpi
     hits += any(needle in b for b in blobs)
 print(scanned, hits)`;
 
-async function servePage(machine: Machine, workdir: string, html: string, port: number): Promise<void> {
-  await machine.files.write(`${workdir}/site-${port}/index.html`, new TextEncoder().encode(html));
-  const started = await machine.exec({
-    shell: `(python3 -m http.server ${port} --bind 127.0.0.1 --directory site-${port} >/dev/null 2>&1 &)
-for i in $(seq 1 300); do
-  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' http://127.0.0.1:${port}/ 2>/dev/null && exit 0
-  sleep 0.1
-done
-exit 1`,
-    cwd: workdir,
-  });
-  expect(started.exitCode, `the page server on ${port} answers`).toBe(0);
-}
-
 async function signIn(provider: SandboxProvider, dataDir: string, realMachine: boolean) {
   const password = `pw-${randomBytes(12).toString("hex")}`;
   const port = 8900 + Math.floor(Math.random() * 40) * 2;
@@ -106,8 +88,10 @@ async function signIn(provider: SandboxProvider, dataDir: string, realMachine: b
   const run = runtime.startRun({ workspaceId, botId: "pi" });
   const machine = await run.machine();
   const reversed = password.split("").reverse().join("");
-  await servePage(machine, run.workdir, loginPage(reversed), port);
-  await servePage(machine, run.workdir, loginPage(reversed), port + 1);
+  for (const site of [port, port + 1]) {
+    await machine.files.write(`${run.workdir}/site-${site}/index.html`, new TextEncoder().encode(loginPage(reversed)));
+    await servePage(machine, run.workdir, `site-${site}`, site);
+  }
 
   const faux = registerFauxProvider({ models: [{ id: "scripted-text", input: ["text"] }] });
   const seen: { text: string; isError: boolean }[] = [];
@@ -177,10 +161,7 @@ async function signIn(provider: SandboxProvider, dataDir: string, realMachine: b
     };
   } finally {
     faux.unregister();
-    await run.end("completed");
-    const computer = await runtime.leases.getComputer(run.computerId);
-    const left = await provider.reconnect(computer?.providerRef as `${string}:${string}`);
-    if (left !== "gone") await left.destroy();
+    await endAndRemove(runtime, run, provider);
   }
 }
 
