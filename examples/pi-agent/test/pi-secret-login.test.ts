@@ -165,6 +165,61 @@ async function signIn(provider: SandboxProvider, dataDir: string, realMachine: b
   }
 }
 
+/**
+ * The desktop batch's `type_secret` on the computer's real Chromium, through
+ * the runtime's desktop (no model): into the focused password field on the
+ * secret's origin; refused on another origin and for a field that is not a
+ * password field.
+ */
+async function typeFromDesktop(provider: SandboxProvider, dataDir: string) {
+  const password = `pw-${randomBytes(12).toString("hex")}`;
+  const port = 8980 + Math.floor(Math.random() * 10) * 2;
+  const workspaceId = `desk-${Date.now().toString(36)}`;
+  const stateStore = new MemoryStateStore();
+  const vault = new SecretVault({ store: stateStore, keyring: new ContentKeyring(randomBytes(32)) });
+  await vault.set({ workspaceId, name: "site-login", value: password, origins: [`http://127.0.0.1:${port}`] });
+  const runtime = createComputerRuntime({
+    provider,
+    stateStore,
+    homeStore: new LocalAgentHomeStore({ dataDir }),
+    idleMs: 0,
+  });
+  const run = runtime.startRun({ workspaceId, botId: "desk" });
+  try {
+    const machine = await run.machine();
+    const reversed = password.split("").reverse().join("");
+    for (const site of [port, port + 1]) {
+      await machine.files.write(
+        `${run.workdir}/site-${site}/index.html`,
+        new TextEncoder().encode(loginPage(reversed)),
+      );
+      await servePage(machine, run.workdir, `site-${site}`, site);
+    }
+    const desktop = await run.desktop();
+    const page = desktop.pageBrowser;
+    if (!page) throw new Error("the Docker desktop has a page browser");
+    const secrets = [await vault.resolve({ workspaceId, botId: "desk", name: "site-login" })];
+    const typeSecret = () => desktop.act([{ type: "type_secret", secret: "site-login" }], undefined, { secrets });
+    const focus = async (url: string, field: string) => {
+      const shown = await page.navigate(url);
+      const ref = shown.elements.find((e) => e.name === field)?.ref as string;
+      await page.act({ ref, action: "click" });
+      return shown;
+    };
+    const onUser = await focus(`http://127.0.0.1:${port}/`, "Username");
+    const notPassword = await typeSecret();
+    await focus(`http://127.0.0.1:${port + 1}/`, "Password");
+    const otherOrigin = await typeSecret();
+    const shown = await focus(`http://127.0.0.1:${port}/`, "Password");
+    const typed = await typeSecret();
+    const signIn = shown.elements.find((e) => e.name === "Sign in")?.ref as string;
+    const after = await page.act({ ref: signIn, action: "click" });
+    return { password, onUser, notPassword, otherOrigin, typed, after };
+  } finally {
+    await endAndRemove(runtime, run, provider);
+  }
+}
+
 async function scanWithHolder(machine: Machine, password: string, scan: () => Promise<string>): Promise<string> {
   const held = await machine.exec({
     shell: `umask 077; cat > .holder-input; (python3 -c 'import sys, time; s = open(".holder-input").read(); time.sleep(60)' >/dev/null 2>&1 &)
@@ -239,6 +294,16 @@ if (!env.missing) {
       expect(scanned, "the scan read the bot's processes").toBeGreaterThan(0);
       expect(holding, "processes of the bot holding the password").toBe(0);
       expect(Number(result.control.split(" ")[1]), "the scan finds a process that does hold it").toBeGreaterThan(0);
+    }, 240_000);
+
+    it("types a vault password from the desktop batch into the focused password field, on its origin only", async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "desk-secret-docker-"));
+      const r = await typeFromDesktop(dockerProvider({ docker: env.docker, image: env.image, dataDir }), dataDir);
+      expect(r.notPassword.results[0]).toMatchObject({ status: "failed", error: { code: "CONFLICT" } });
+      expect(r.otherOrigin.results[0]).toMatchObject({ status: "failed", error: { code: "PERMISSION_DENIED" } });
+      expect(r.typed).toMatchObject({ ok: true, results: [{ status: "done" }] });
+      expect(r.after.snapshot?.text).toContain("Signed in as");
+      expect(JSON.stringify([r.onUser, r.notPassword, r.otherOrigin, r.typed, r.after])).not.toContain(r.password);
     }, 240_000);
   });
 }

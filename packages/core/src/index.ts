@@ -80,7 +80,12 @@ export type { PageActOutcome } from "./contract/page-act-outcome.js";
 export { type PageAction, pageActionSchema } from "./contract/page-action.js";
 export type { PageBrowser } from "./contract/page-browser.js";
 export type { PageElement } from "./contract/page-element.js";
-export { type PageActOptions, type PageSecretText, secretNameSchema } from "./contract/page-secret.js";
+export {
+  type DesktopActOptions,
+  type PageActOptions,
+  type PageSecretText,
+  secretNameSchema,
+} from "./contract/page-secret.js";
 export type { PageSnapshot } from "./contract/page-snapshot.js";
 export type { PageSnapshotContinuation } from "./contract/page-snapshot-continuation.js";
 export type { PageSnapshotDelta } from "./contract/page-snapshot-delta.js";

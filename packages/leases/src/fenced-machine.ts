@@ -105,9 +105,9 @@ function fencedDesktop(
       return session.display;
     },
     observe: (ctx, opts) => session.observe(ctx, opts),
-    act: async (actions, ctx) => {
+    act: async (actions, ctx, options) => {
       await check();
-      return session.act(actions, withLease(ctx));
+      return session.act(actions, withLease(ctx), options);
     },
     // Handing out a capability changes nothing on the screen; the screens
     // package requires the user-control lease for control itself.

@@ -287,7 +287,7 @@ export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
           w.navigation.addEventListener("navigate", function () { w.__agentPageWatch.navigated = true; });
         }
         if (cmd.start && w.__agentPageWatch) w.__agentPageWatch.navigated = false;
-        return { ok: el.isConnected && el.ownerDocument === w.document && String(w.location.href) === String(cmd.href || w.location.href) && !(w.__agentPageWatch && w.__agentPageWatch.navigated), href: String(w.location.href), focused: doc.activeElement === el };
+        return { ok: el.isConnected && el.ownerDocument === w.document && String(w.location.href) === String(cmd.href || w.location.href) && !(w.__agentPageWatch && w.__agentPageWatch.navigated), href: String(w.location.href), focused: doc.activeElement === el, password: isPassword(el) };
       case "scroll_into_view":
         return { progress: ["scrolled into view"] };
       case "hover":

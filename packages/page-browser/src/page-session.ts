@@ -151,9 +151,11 @@ export class PageSession<Handle> implements PageBrowser {
 
   /**
    * Refuses, before anything is focused or typed, a secret on a page outside
-   * its origins. The page's address comes from the script's own world,
-   * which the page cannot rewrite (a same-document history change keeps
-   * the origin); typing then stops at any change of address.
+   * its origins, or for a field that is not a password field (any other
+   * shows its value on the screen, which a model may look at). The page's
+   * address comes from the script's own world, which the page cannot
+   * rewrite (a same-document history change keeps the origin); typing then
+   * stops at any change of address.
    */
   private async refuseOutsideOrigins(
     secret: PageSecretText,
@@ -172,9 +174,19 @@ export class PageSession<Handle> implements PageBrowser {
         `The secret ${secret.name} may be typed only on ${secret.origins.join(", ") || "no origin"}; ${ref} (${what}) is on ${origin ?? "a page without an origin"}. Nothing was typed.`,
       );
     }
+    if (where.answer?.password !== true) {
+      throw new AgentComputerError(
+        "PERMISSION_DENIED",
+        `A secret is typed only into a password field, which the screen masks; ${ref} (${what}) is not one. Nothing was typed.`,
+      );
+    }
   }
 
-  /** Later snapshots of this document show the field as `[secret <name>]`, whatever the page keeps in it. */
+  /**
+   * Later snapshots of this document show the field as `[secret <name>]`,
+   * whatever the page keeps in it: a page's "show password" control that
+   * turns the field into a text field does not put the value in one.
+   */
   private async rememberSecretField(identity: string | number, name: string): Promise<void> {
     const latest = await this.memory.load();
     if (!latest) return;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { secretNameSchema } from "./page-secret.js";
 
 const coord = z.number().int().nonnegative();
 const point = z.object({ x: coord, y: coord });
@@ -45,6 +46,12 @@ export const desktopActionSchema = z.discriminatedUnion("type", [
     dy: z.number().int().default(0),
   }),
   z.object({ type: z.literal("type"), text: keyboardText(100_000) }),
+  /**
+   * Types the vault secret `secret` names into the focused field of the
+   * bot's browser, only on the secret's origins; the host resolves it
+   * (`DesktopActOptions.secrets`), the model sees only the name.
+   */
+  z.object({ type: z.literal("type_secret"), secret: secretNameSchema }),
   z.object({ type: z.literal("key"), keys: keyboardText(200) }),
   z.object({ type: z.literal("key_down"), key: keyboardText(100) }),
   z.object({ type: z.literal("key_up"), key: keyboardText(100) }),

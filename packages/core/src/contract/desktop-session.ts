@@ -3,6 +3,7 @@ import type { DesktopAction } from "./desktop-action.js";
 import type { Observation } from "./observation.js";
 import type { OpContext } from "./op-context.js";
 import type { PageBrowser } from "./page-browser.js";
+import type { DesktopActOptions } from "./page-secret.js";
 import type { ScreenEndpoint } from "./screen-endpoint.js";
 import type { TerminalEndpoint } from "./terminal-endpoint.js";
 
@@ -13,8 +14,12 @@ export interface DesktopSession {
   readonly display: string;
   /** A screenshot with its size, cursor and frame hash. */
   observe(ctx?: OpContext, opts?: { includeImage?: boolean }): Promise<Observation>;
-  /** Runs an ordered batch, stopping at the first failure. */
-  act(actions: DesktopAction[], ctx?: OpContext): Promise<ActOutcome>;
+  /**
+   * Runs an ordered batch, stopping at the first failure. A `type_secret`
+   * action needs its value in `options.secrets`; a desktop that cannot
+   * type one safely fails it with UNSUPPORTED.
+   */
+  act(actions: DesktopAction[], ctx?: OpContext, options?: DesktopActOptions): Promise<ActOutcome>;
   /** Where the provider has `capabilities.pageBrowser`. */
   readonly pageBrowser?: PageBrowser;
   /**

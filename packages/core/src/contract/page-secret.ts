@@ -29,3 +29,9 @@ export interface PageActOptions {
   /** The value of the action's `secret`, resolved by the host; required when the action names one. */
   readonly secretText?: PageSecretText;
 }
+
+/** What `DesktopSession.act` takes beside the batch. */
+export interface DesktopActOptions {
+  /** The values of the batch's `type_secret` actions, resolved by the host, by name. */
+  readonly secrets?: readonly PageSecretText[];
+}

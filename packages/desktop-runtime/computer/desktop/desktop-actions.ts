@@ -7,6 +7,7 @@ import type { DesktopState } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { runProgram } from "./run-program.js";
 import { drawCursor, encodePng, readFramebuffer } from "./screen-frame.js";
+import { type BatchSecret, typeSecretIntoFocusedTab } from "./secret-typing.js";
 
 /** One line of `desktop act` output, printed as soon as the action ends. */
 export interface ActionLine {
@@ -67,6 +68,7 @@ export async function runActions(
   actions: ResolvedDesktopAction[],
   report: (line: ActionLine) => void,
   signal?: AbortSignal,
+  secrets: readonly BatchSecret[] = [],
 ): Promise<boolean> {
   const display = displayOf(record.slot);
   let failed = false;
@@ -86,7 +88,10 @@ export async function runActions(
       continue;
     }
     try {
-      const png = await runAction(state, record, display, action, signal);
+      const png =
+        action.type === "type_secret"
+          ? await typeSecretIntoFocusedTab(record, secretNamed(secrets, action.secret))
+          : await runAction(state, record, display, action, signal);
       report({ index, type: action.type, status: "done", ...(png ? { png } : {}) });
     } catch (error) {
       failed = true;
@@ -280,6 +285,17 @@ async function runAction(
       return encodePng(frame).toString("base64");
     }
   }
+}
+
+function secretNamed(secrets: readonly BatchSecret[], name: string): BatchSecret {
+  const secret = secrets.find((s) => s.name === name);
+  if (!secret) {
+    throw new CliError(
+      "INVALID_ARGUMENT",
+      `The batch types the secret ${name}, but the host gave no value for it: secrets are resolved by the runtime's vault.`,
+    );
+  }
+  return secret;
 }
 
 /** Splits text into runs of ASCII and of other characters (whole code points). */

@@ -29,6 +29,7 @@ import { FRAME_FORMATS, type FrameFormat } from "./frame-encoding.js";
 import { proxyCredentialsOf } from "./proxy-relay-process.js";
 import { runScanBackground } from "./scan-background.js";
 import { DEFAULT_TTL_MS, grantScreen, MAX_TTL_MS, MIN_TTL_MS, revokeScreen } from "./screen-verbs.js";
+import { secretsOfBatch } from "./secret-typing.js";
 import { grantTerminal } from "./terminal-verbs.js";
 
 /** Where a verb reads its input and writes its lines, and how it is cancelled. */
@@ -177,7 +178,9 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
       } catch {
         throw new CliError("INVALID_ARGUMENT", "act reads a JSON array of actions on stdin.");
       }
-      const parsed = desktopActionBatchSchema.safeParse(input);
+      // A batch that types a secret comes with the values: { actions, secrets } (desktop-actions.ts).
+      const { actions: batch, secrets } = secretsOfBatch(input);
+      const parsed = desktopActionBatchSchema.safeParse(batch);
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
         throw new CliError(
@@ -185,7 +188,7 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
           `Invalid DesktopAction batch: at "${issue?.path.join(".") || "(root)"}": ${issue?.message}`,
         );
       }
-      const ok = await runActions(state, record, parsed.data, (line) => io.write({ ...line }), io.signal);
+      const ok = await runActions(state, record, parsed.data, (line) => io.write({ ...line }), io.signal, secrets);
       print({ done: true, allDone: ok });
       return;
     }

@@ -4,6 +4,7 @@ import {
   AgentComputerError,
   checkOpContext,
   type DesktopAction,
+  type DesktopActOptions,
   type DesktopSession,
   desktopActionBatchSchema,
   type ErrorCode,
@@ -110,12 +111,19 @@ export class LinuxDesktopSession implements DesktopSession {
     };
   }
 
-  async act(actions: DesktopAction[], ctx?: OpContext): Promise<ActOutcome> {
+  async act(actions: DesktopAction[], ctx?: OpContext, options: DesktopActOptions = {}): Promise<ActOutcome> {
     const batch = parseInput(desktopActionBatchSchema, actions, "DesktopAction batch");
     const context = this.usable(ctx);
+    // Secrets go only with a batch that types one, and only over the service (desktop-channel.ts).
+    const named = new Set(batch.flatMap((a) => (a.type === "type_secret" ? [a.secret] : [])));
+    const secrets = (options.secrets ?? [])
+      .filter((s) => named.has(s.name))
+      .map(({ name, value, origins }) => ({ name, value, origins: [...origins] }));
+    const input = named.size > 0 ? { actions: batch, secrets } : batch;
     const { lines, summary, cut } = await this.run(["act", "--bot", this.botId], context, ACT_TIMEOUT_MS, {
-      stdin: new TextEncoder().encode(JSON.stringify(batch)),
+      stdin: new TextEncoder().encode(JSON.stringify(input)),
       allowCut: true,
+      ...(named.size > 0 ? { requireService: true } : {}),
     });
     const reported = new Map<number, DesktopCommandLine>();
     for (const line of lines) if (typeof line.index === "number") reported.set(line.index, line);

@@ -184,7 +184,7 @@ const REFUSED_ACT =
 const act = computerTool({
   name: "computer_act",
   description:
-    "Act on your desktop with an ordered batch of mouse and keyboard actions (move, click with button and count, drag along a path, scroll, type, key combos like ctrl+l, key_down/key_up, wait, zoom into a region). Batch what you can: one call runs them all and returns the screen after. Stops at the first failing action. Coordinates are screen pixels of your last screenshot. For web pages, prefer the page tools when they are offered: they click elements by ref instead of by pixel.",
+    "Act on your desktop with an ordered batch of mouse and keyboard actions (move, click with button and count, drag along a path, scroll, type, type_secret (a stored password or token by name, into the focused field of your browser; you never see its value), key combos like ctrl+l, key_down/key_up, wait, zoom into a region). Batch what you can: one call runs them all and returns the screen after. Stops at the first failing action. Coordinates are screen pixels of your last screenshot. For web pages, prefer the page tools when they are offered: they click elements by ref instead of by pixel.",
   inputSchema: z.object({ actions: desktopActionBatchSchema }),
   mutating: true,
   handler: (input, session) => runComputerUseBatch(session, { actions: input.actions }, undefined, REFUSED_ACT),

@@ -144,7 +144,10 @@ export async function runComputerUseBatch(
     // Inside the record: a desktop that cannot start is a failed call in the activity too.
     const desktop = await session.desktop();
     const before = session.lastFrameHash ?? (await desktop.observe(undefined, { includeImage: false })).frameHash;
-    const outcome = await desktop.act(batch.actions);
+    // A secret the batch names is resolved here and goes to the desktop only (never into the summary or result).
+    const names = [...new Set(batch.actions.flatMap((a) => (a.type === "type_secret" ? [a.secret] : [])))];
+    const secrets = await Promise.all(names.map((name) => session.secretText(name)));
+    const outcome = await desktop.act(batch.actions, undefined, secrets.length > 0 ? { secrets } : {});
     if (visual) await settled(desktop);
     const after = await observeForModel(desktop, scaling);
     session.lastAct = { key, changed: after.frameHash !== before };

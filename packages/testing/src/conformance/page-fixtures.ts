@@ -7,6 +7,7 @@ export const PAGE_FIXTURES: Readonly<Record<string, string>> = {
   "login.html": `<!doctype html><title>Sign in</title><body><h1>Sign in to Example</h1>
 <form id="f"><label for="u">Username</label><input id="u" name="user" autocomplete="username">
 <label for="p">Password</label><input id="p" type="password" name="pass">
+<button type="button" onclick="document.getElementById('p').type = 'text'">Show password</button>
 <button type="submit">Sign in</button></form><p id="out"></p><script>
 document.getElementById("f").addEventListener("submit", function (e) {
   e.preventDefault();

@@ -243,6 +243,12 @@ export class FakeDesktop implements DesktopSession {
       case "type":
         s.typed += action.text;
         return;
+      case "type_secret":
+        // The fake desktop's "screen" is no browser: it has no origin to check a secret against.
+        throw new AgentComputerError(
+          "UNSUPPORTED",
+          `The fake desktop has no browser tab to type the secret ${action.secret} into; use browser_act with secret.`,
+        );
       case "key":
         s.keys.push(action.keys);
         return;
