@@ -20,7 +20,11 @@ export function sdkStatus(error: unknown): number | undefined {
       return 404;
   }
   const status = (error as { statusCode?: unknown }).statusCode;
-  return typeof status === "number" ? status : undefined;
+  if (typeof status === "number") return status;
+  // Novita's fork sets no statusCode: its handleApiError (novita-sandbox 2.1.1)
+  // throws `${status}: ${message}`, so its 5xx were never retried.
+  const leading = /^([1-5]\d\d): /.exec(error.message)?.[1];
+  return leading === undefined ? undefined : Number(leading);
 }
 
 /** A failure worth retrying within the deadline: 5xx, 429, or the network. */

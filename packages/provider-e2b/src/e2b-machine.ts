@@ -30,6 +30,9 @@ import { processHeaders, processRpcOf } from "./envd-process.js";
 import { PLACE_EXIT, PLACE_UPLOAD } from "./place-upload-script.js";
 import type { SandboxSdk } from "./sandbox-sdk.js";
 
+/** How long a quarantine's pause is tried at most, retries included (the control plane's deadline when shorter). */
+const QUARANTINE_PAUSE_MS = 30_000;
+
 /**
  * Parts where bytes move in parts (Novita): one request at a time, since
  * the SDK's deadline starts when a request is asked for, and 4 MiB each,
@@ -316,14 +319,28 @@ export class E2bMachine extends HostedMachine {
    * may still run, so the computer is paused and quarantined; reconnect
    * refuses it until recover. On E2B the failure is only reported.
    */
+  /**
+   * Quarantines the computer (refused from now on), then pauses it, with
+   * the control plane's retries: a pause the service failed once (a 5xx:
+   * the emulator's engine could not freeze the container on a loaded host)
+   * left it running while the error said "paused". A pause that still
+   * fails is named in the quarantine's reason.
+   */
   private async killUnconfirmed(what: string): Promise<void> {
     if (!this.host.sdk.quarantineUnconfirmedKills) return;
     const reason = `the processes of a command (${what}) could not be confirmed killed`;
-    await this.host.quarantine.add(this.ref, reason);
-    await this.host.sdk.Sandbox.pause(this.sandboxId, {
-      ...this.host.connection(),
-      signal: AbortSignal.timeout(30_000),
-    }).catch(() => {});
+    await this.host.quarantine.add(this.ref, `${reason}, and it is paused`);
+    const deadlineMs = Math.min(this.host.options.controlPlaneDeadlineMs, QUARANTINE_PAUSE_MS);
+    const signal = AbortSignal.timeout(deadlineMs);
+    try {
+      await withControlPlaneRetry(
+        () => this.host.sdk.Sandbox.pause(this.sandboxId, { ...this.host.connection(), signal }),
+        { what: `pause ${this.ref}`, service: this.host.sdk.service, deadlineMs, signal },
+      );
+    } catch (error) {
+      const why = AgentComputerError.is(error) ? error.message : String(error);
+      await this.host.quarantine.add(this.ref, `${reason}, and its pause failed (${why}): it may still be running`);
+    }
   }
 
   private async refuseQuarantined(): Promise<void> {
@@ -372,7 +389,7 @@ export class E2bMachine extends HostedMachine {
 export function quarantinedError(ref: ProviderRef, reason: string): AgentComputerError {
   return new AgentComputerError(
     "CONFLICT",
-    `${ref} is quarantined and paused: ${reason}. It is not resumed until an explicit recover replaces it from its last checkpoint.`,
+    `${ref} is quarantined: ${reason}. It is not resumed until an explicit recover replaces it from its last checkpoint.`,
     { retryable: false, details: { quarantined: true } },
   );
 }

@@ -44,7 +44,7 @@ if (!env.missing) {
       const error = await failureOf(machine.exec({ shell: "echo started; sleep 60" }));
       expect(error.code).toBe("CONFLICT");
       expect(error.details).toMatchObject({ quarantined: true });
-      expect(error.message).toMatch(/quarantined and paused/);
+      expect(error.message).toMatch(/quarantined: .*could not be confirmed killed, and it is paused/);
       expect(emulator.sandbox(idOf(machine))?.state).toBe("paused");
 
       const connectsBefore = emulator.calls.filter((c) => c.path.endsWith(`/${idOf(machine)}/connect`)).length;
@@ -63,6 +63,35 @@ if (!env.missing) {
       // Gone now: the runtime replaces it from its last checkpoint.
       expect(await provider.reconnect(machine.ref)).toBe("gone");
     }, 60_000);
+
+    it("pauses a quarantined computer although the service fails the first pause (hunt 7: a loaded engine's freeze failed)", async () => {
+      const machine = await provider.provision({ computerId: "q3", homeKey: `quarantine-pause-${Date.now()}` });
+      owned.push(machine);
+      emulator.injectControlPlaneFault({ status: 500, count: 1, path: /\/pause$/ });
+      emulator.dropNextStreams(1, 1, { thenFailStarts: 1 });
+      const error = await failureOf(machine.exec({ shell: "echo started; sleep 60" }));
+      expect(error.details).toMatchObject({ quarantined: true });
+      expect(emulator.sandbox(idOf(machine))?.state).toBe("paused");
+      expect(emulator.calls.filter((c) => c.path.endsWith(`/${idOf(machine)}/pause`)).length).toBe(2);
+      await provider.recover(machine.ref);
+    }, 60_000);
+
+    it("says a quarantined computer may still run when every pause fails, and refuses it all the same", async () => {
+      const machine = await provider.provision({ computerId: "q4", homeKey: `quarantine-nopause-${Date.now()}` });
+      owned.push(machine);
+      emulator.injectControlPlaneFault({ status: 500, path: /\/pause$/ });
+      emulator.dropNextStreams(1, 1, { thenFailStarts: 1 });
+      try {
+        const error = await failureOf(machine.exec({ shell: "echo started; sleep 60" }));
+        expect(error.message).toMatch(/its pause failed .*: it may still be running/);
+        expect(emulator.sandbox(idOf(machine))?.state).toBe("running");
+        expect((await failureOf(provider.reconnect(machine.ref))).code).toBe("CONFLICT");
+      } finally {
+        emulator.clearFaults();
+      }
+      await provider.recover(machine.ref);
+      expect(emulator.sandbox(idOf(machine))).toBeUndefined();
+    }, 90_000);
 
     it("quarantines a computer whose stream was cut before the command's start came and whose kill failed", async () => {
       // envd may have started it: unconfirmed is unconfirmed, pid known or not.
