@@ -157,7 +157,7 @@ export class PageSession<Handle> implements PageBrowser {
    * rewrite (a same-document history change keeps the origin); typing then
    * stops at any change of address.
    */
-  private async refuseOutsideOrigins(
+  private async refuseUnsafeField(
     secret: PageSecretText,
     run: (
       command: Record<string, unknown>,
@@ -268,7 +268,7 @@ export class PageSession<Handle> implements PageBrowser {
     };
     try {
       if (request.action === "fill" || request.action === "type") {
-        if (secret) await this.refuseOutsideOrigins(secret, run, request.ref, what);
+        if (secret) await this.refuseUnsafeField(secret, run, request.ref, what);
         const first = await run({ action: "focus-for-typing", clear: request.action === "fill" });
         if (first.error) throw first.error;
         const text = secret?.value ?? request.value ?? "";
