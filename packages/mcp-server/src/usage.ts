@@ -20,7 +20,7 @@ Where the computer runs: SANDBOX_PROVIDER (default docker)
   novita      NOVITA_API_KEY and NOVITA_TEMPLATE or SANDBOX_TEMPLATE (required), NOVITA_API_URL, NOVITA_DOMAIN
   daytona     DAYTONA_API_KEY (required), DAYTONA_API_URL, DAYTONA_TARGET, DAYTONA_SNAPSHOT
   boat        BOAT_API_KEY (required), BOAT_API_URL, BOAT_SNAPSHOT (box, BOX_*: the old names)
-  boxd        BOXD_API_KEY (required), BOXD_ORG, BOXD_API_URL, BOXD_TOKEN_URL, BOXD_SNAPSHOT (no desktop yet)
+  boxd        BOXD_API_KEY (required), BOXD_ORG, BOXD_API_URL, BOXD_TOKEN_URL, BOXD_SNAPSHOT
   createos    CREATEOS_SANDBOX_API_KEY and CREATEOS_ROOTFS (required), CREATEOS_SANDBOX_BASE_URL
   railway     RAILWAY_API_TOKEN (or a project's RAILWAY_TOKEN), RAILWAY_PROJECT_ID, RAILWAY_ENVIRONMENT_ID and
               RAILWAY_IMAGE (the computer image in a registry Railway pulls from) (required), RAILWAY_API_URL

@@ -9,6 +9,7 @@ import {
   signalOf,
 } from "@agent-computer/core";
 import { enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
+import { SCREEN_GATEWAY_PORT } from "@agent-computer/desktop-runtime";
 import { abortableSleep, HostedMachine } from "@agent-computer/provider-kit";
 import type { BoxdClient } from "./boxd-client.js";
 import { type BoxdCommand, execFailure, MachineNotRunning, runBoxdCommand } from "./boxd-command.js";
@@ -38,7 +39,8 @@ export const GONE_STATUSES = new Set(["failed", "destroying", "destroyed", "dele
  * stream (boxd-command.ts); the home is a folder below the boxd user's
  * home, moved in and out as one tar through Exec's stdin and stdout;
  * stop suspends the machine with its memory (SuspendVm) and a command or
- * reconnect resumes it; port 8000 is the machine's public URL.
+ * reconnect resumes it; desktops come from the kit's Linux runtime, their
+ * screen gateway on port 8000, the machine's public URL.
  */
 export class BoxdMachine extends HostedMachine {
   readonly ref: ProviderRef;
@@ -51,18 +53,20 @@ export class BoxdMachine extends HostedMachine {
   ) {
     super({ workspacePath: host.options.workspacePath, machineName: "the machine", logName: "boxd", screenLimit });
     this.ref = `boxd:${name}`;
-    // No desktop yet: it needs the desktop service started as a systemd unit
-    // (what an exec starts ends with it) and the gateway on a public port.
-    // Without one the contract wants no openDesktop at all.
-    Object.assign(this, { openDesktop: undefined, quiesceDesktops: undefined });
   }
 
   get client(): BoxdClient {
     return this.host.client;
   }
 
+  /**
+   * Every command is told the screen gateway's port (gateway-files.ts
+   * `gatewayPort`): the public URL reaches port 8000 only, so the gateway
+   * listens there, started by whichever desktop command needs it first.
+   */
   protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
-    return this.run({ ...command, signal: signalOf(context, what) });
+    const env = { AGENT_COMPUTER_GATEWAY_PORT: String(PUBLIC_PORT), ...command.env };
+    return this.run({ ...command, env, signal: signalOf(context, what) });
   }
 
   /**
@@ -115,31 +119,27 @@ export class BoxdMachine extends HostedMachine {
   }
 
   /**
-   * boxd's public URLs admit anyone (docs.boxd.sh control-plane: "all public
-   * without authentication"), so a private URL cannot be given.
-   */
-  override async portUrl(port: number, opts: { private: boolean }, ctx?: OpContext): Promise<string> {
-    if (opts.private) {
-      throw new AgentComputerError(
-        "UNSUPPORTED",
-        "boxd's public URLs have no authentication of their own: a private port URL cannot be given.",
-      );
-    }
-    return super.portUrl(port, opts, ctx);
-  }
-
-  /**
-   * Port 8000 is the machine's default public URL (docs.boxd.sh,
-   * control-plane "Managing proxies": `https://<name>.boxd.sh`, public,
-   * no authentication). Other ports need a named proxy, which the calls
-   * this package declares cannot make: UNSUPPORTED.
+   * The screen gateway's port is the machine's public URL, which reaches
+   * port 8000 (docs.boxd.sh control-plane, "Managing proxies":
+   * `https://<name>.boxd.sh`, public, no authentication of the service's
+   * own), where the gateway listens (runCommand). The URL admits anyone, so
+   * a private URL is the gateway's to keep: it refuses every connection
+   * without a screen or terminal token. Port 8000 itself is the gateway's,
+   * and other ports need a named proxy, whose rpcs are not published in the
+   * definition this package follows: both UNSUPPORTED (README).
    */
   protected async urlOfPort(port: number, _context: OpContext): Promise<string> {
     this.refuseSpent();
-    if (port !== PUBLIC_PORT) {
+    if (port === PUBLIC_PORT) {
       throw new AgentComputerError(
         "UNSUPPORTED",
-        `boxd serves port ${PUBLIC_PORT} on a machine's public URL; port ${port} needs a proxy, which this provider cannot make yet.`,
+        `boxd's public URL reaches port ${PUBLIC_PORT} only, and the screen gateway listens there: a computer's own server cannot be offered on it.`,
+      );
+    }
+    if (port !== SCREEN_GATEWAY_PORT) {
+      throw new AgentComputerError(
+        "UNSUPPORTED",
+        `boxd serves only port ${PUBLIC_PORT} on a machine's public URL (the screen gateway's); port ${port} would need a proxy, which this provider cannot make.`,
       );
     }
     return this.host.options.publicUrl?.(this.name) ?? `https://${this.name}.boxd.sh`;

@@ -16,18 +16,12 @@ import { type BoxdProviderOptions, boxdProviderOptionsSchema } from "./boxd-prov
 import { BoxdTokenSource } from "./boxd-token.js";
 
 /**
- * Exec, files and the home on boxd machines; stop suspends a machine with
- * its memory (`stopKeepsMachine`), and it bills while it runs. No desktop
- * yet (see the README): it is off, with the page browser and terminal that
- * live on it.
+ * The kit's hosted computer: exec, files and the home, desktops with
+ * several screens, the page browser and the terminal (their screen
+ * gateway on the public URL's port 8000); stop suspends a machine with its
+ * memory (`stopKeepsMachine`), and it bills while it runs.
  */
-export const BOXD_CAPABILITIES: ProviderCapabilities = Object.freeze({
-  ...HOSTED_COMPUTER_CAPABILITIES,
-  desktop: false,
-  multiScreen: false,
-  pageBrowser: false,
-  terminal: false,
-});
+export const BOXD_CAPABILITIES: ProviderCapabilities = Object.freeze({ ...HOSTED_COMPUTER_CAPABILITIES });
 
 type Environment = Record<string, string | undefined>;
 

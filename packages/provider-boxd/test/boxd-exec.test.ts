@@ -1,4 +1,5 @@
 import { COMPUTER_LABELS, type Machine } from "@agent-computer/core";
+import { SCREEN_GATEWAY_PORT } from "@agent-computer/desktop-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BoxdClient, BoxdTokenSource } from "../src/index.js";
 import { boxdTestEnvironment, TEST_API_KEY } from "./boxd-test-environment.js";
@@ -139,19 +140,16 @@ echo $!`,
       expect(vm?.autoHibernateSecs).toBe(0);
     });
 
-    it("port 8000 is the machine's public URL, open to anyone; a private URL or another port is UNSUPPORTED", async () => {
-      const served = await machine.exec({
-        shell:
-          "mkdir -p /tmp/site && echo public-page > /tmp/site/index.html && cd /tmp/site && setsid python3 -m http.server 8000 >/dev/null 2>&1 </dev/null & sleep 1.5",
-      });
-      expect(served.exitCode).toBe(0);
-      const url = await (machine.portUrl as NonNullable<Machine["portUrl"]>)(8000, { private: false });
-      expect(url).toBe(env.emulator.publicUrlOf(name));
-      const page = await fetch(`${url}/index.html`);
-      expect(page.status).toBe(200);
-      expect(await page.text()).toBe("public-page\n");
-      await expect(machine.portUrl?.(8000, { private: true })).rejects.toMatchObject({ code: "UNSUPPORTED" });
-      await expect(machine.portUrl?.(3000, { private: false })).rejects.toMatchObject({ code: "UNSUPPORTED" });
+    it("the public URL is the screen gateway's port; port 8000 itself and other ports are UNSUPPORTED", async () => {
+      const portUrl = (port: number, opts: { private: boolean }) =>
+        (machine.portUrl as NonNullable<Machine["portUrl"]>).call(machine, port, opts);
+      // The desktop runtime asks for the gateway privately: the gateway's tokens keep it so.
+      expect(await portUrl(SCREEN_GATEWAY_PORT, { private: true })).toBe(env.emulator.publicUrlOf(name));
+      await expect(portUrl(8000, { private: false })).rejects.toMatchObject({ code: "UNSUPPORTED" });
+      await expect(portUrl(3000, { private: false })).rejects.toMatchObject({ code: "UNSUPPORTED" });
+      // Every command is told where the gateway listens.
+      const told = await machine.exec({ shell: 'echo "$AGENT_COMPUTER_GATEWAY_PORT"' });
+      expect(text(told.stdout)).toBe("8000\n");
     }, 60_000);
 
     it("transient failures are retried, and a create whose answer was lost goes on with its machine", async () => {

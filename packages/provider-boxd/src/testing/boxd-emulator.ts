@@ -1,10 +1,9 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
 import {
   ComputerContainers,
   type Exchange,
+  forwardPort,
   LoopbackServers,
-  proxyHttp,
   readJson,
   ServiceRecorder,
   sendJson,
@@ -25,6 +24,9 @@ export interface BoxdEmulatorOptions {
   /** How long an issued JWT lives (docs.boxd.sh: about an hour); tests shorten it to see a refresh. */
   tokenLifetimeSeconds?: number;
 }
+
+/** The port a machine's default public URL reaches (docs.boxd.sh control-plane, "Managing proxies"). */
+const PUBLIC_PORT = 8000;
 
 /** DNS label: a machine's name is the first label of its public host (`<name>.boxd.sh`). */
 const NAME_FORM = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -51,9 +53,12 @@ export class BoxdEmulator {
   private readonly execs = new Set<() => void>();
   private grpcPort = 0;
   /** Injected failures by rpc: answered with `code`, before the work or (`after`) once it is done. */
-  private readonly faults = new Map<string, { code: grpc.status; times: number; after: boolean }[]>();
+  private readonly faults = new Map<
+    string,
+    { code: grpc.status; times: number; after: boolean; message: string | undefined }[]
+  >();
   /** Each machine's public URL: a loopback listener standing for `https://<name>.boxd.sh`. */
-  private readonly publicUrls = new Map<string, { server: Server; url: string }>();
+  private readonly publicUrls = new Map<string, { url: string; close: () => void }>();
 
   constructor(private readonly options: BoxdEmulatorOptions) {
     this.containers = new ComputerContainers(options.docker, "agent-computer.test/boxd-emulator");
@@ -85,12 +90,13 @@ export class BoxdEmulator {
    * default): before the work, or with `after` once the work is done (the
    * answer lost on the way).
    */
-  fail(rpc: string, options: { code?: grpc.status; times?: number; after?: boolean } = {}): void {
+  fail(rpc: string, options: { code?: grpc.status; times?: number; after?: boolean; message?: string } = {}): void {
     const rules = this.faults.get(rpc) ?? [];
     rules.push({
       code: options.code ?? grpc.status.UNAVAILABLE,
       times: options.times ?? 1,
       after: options.after ?? false,
+      message: options.message,
     });
     this.faults.set(rpc, rules);
   }
@@ -99,7 +105,7 @@ export class BoxdEmulator {
     const rule = this.faults.get(rpc)?.find((r) => r.times > 0 && r.after === after);
     if (!rule) return;
     rule.times--;
-    throw new GrpcRefusal(rule.code, `injected ${grpc.status[rule.code]}`);
+    throw new GrpcRefusal(rule.code, rule.message ?? `injected ${grpc.status[rule.code]}`);
   }
 
   /**
@@ -114,25 +120,34 @@ export class BoxdEmulator {
     return served.url;
   }
 
+  /**
+   * HTTP requests and websocket upgrades alike go to the machine's port 8000
+   * while it runs (a suspended machine's proxy answers 502): the service
+   * adds no authentication, so whatever listens on 8000 decides who is let in.
+   */
   private async servePublicUrl(vm: VmRecord): Promise<void> {
-    const server = createServer((req, res) => {
-      const now = this.vms.find(vm.org, vm.name);
-      if (now?.status !== "running") {
-        res.writeHead(502).end();
-        return;
-      }
-      proxyHttp(req, res, { host: now.ip, port: 8000 });
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const address = server.address();
-    const port = typeof address === "object" && address ? address.port : 0;
-    this.publicUrls.set(vm.name, { server, url: `http://127.0.0.1:${port}` });
+    // A getter: a cold start (StartVm) gives the container a new address.
+    const target = {
+      get host() {
+        return vm.ip;
+      },
+      port: PUBLIC_PORT,
+    };
+    const reachable = () => this.vms.find(vm.org, vm.name)?.status === "running";
+    this.publicUrls.set(vm.name, await forwardPort(target, reachable));
   }
 
   private closePublicUrl(name: string): void {
-    this.publicUrls.get(name)?.server.close();
-    this.publicUrls.get(name)?.server.closeAllConnections();
+    this.publicUrls.get(name)?.close();
     this.publicUrls.delete(name);
+  }
+
+  /** Destroys a machine as someone else would (the console, another client): the provider is not told. */
+  async destroyBehindTheProvider(org: string, name: string): Promise<void> {
+    const vm = this.vms.find(org, name);
+    if (!vm) throw new Error(`no machine ${name} in ${org}`);
+    this.closePublicUrl(vm.name);
+    await this.vms.destroy(vm);
   }
 
   async close(): Promise<void> {
