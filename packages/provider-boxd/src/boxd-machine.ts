@@ -169,6 +169,22 @@ export class BoxdMachine extends HostedMachine {
     loggerOf(context).info("machine suspended", { ref: this.ref });
   }
 
+  /** Runs the setup script (the computer's tools) from `/`; a failure or timeout is UNAVAILABLE with its stderr's end. */
+  async runSetup(setup: string, timeoutMs: number, ctx?: OpContext): Promise<void> {
+    const done = await this.runCommand(
+      { argv: ["sh", "-c", setup], workingDir: "/", timeoutMs, maxOutputBytes: 64 * 1024 },
+      checkOpContext(ctx),
+      "run the setup",
+    );
+    if (done.exitCode === 0) return;
+    const said = this.client.redact(Buffer.from(done.stderr).toString("utf8").trim().slice(-400));
+    throw new AgentComputerError(
+      "UNAVAILABLE",
+      `The machine's setup failed (${done.timedOut ? "timed out" : `exit ${done.exitCode}`}): ${said || "no message"}`,
+      { retryable: false },
+    );
+  }
+
   /** DestroyVm; a machine already gone is destroyed. */
   async destroy(ctx?: OpContext): Promise<void> {
     const context = enterOperation(ctx, "destroy");

@@ -20,11 +20,25 @@ export const boxdProviderOptionsSchema = z.object({
   /**
    * The image machines are created from (CreateVmRequest.image_ref); empty
    * asks for the service's default image. It must hold the computer's
-   * tools for exec and files; the desktop is not offered yet (README).
+   * tools (exec, files and the desktop), or `setup` installs them.
    */
   imageRef: z.string().default(""),
-  /** A snapshot holding the computer's tools; machines start from it (CreateVmFromSnapshot). */
+  /**
+   * Where machines start from. A name: that snapshot, which holds the
+   * computer's tools (CreateVmFromSnapshot). Unset with `setup` given, or
+   * "auto": the snapshot named after the setup's hash, built once in the
+   * background (README, "The setup snapshot"); "auto" without `setup` is
+   * UNSUPPORTED. Unset without `setup`: `imageRef`, as it is.
+   */
   snapshot: z.string().min(1).optional(),
+  /**
+   * A shell script that installs the computer's tools on a fresh machine
+   * of `imageRef`, run as the boxd user (who has passwordless sudo). It
+   * runs in each new machine until the setup snapshot is ready.
+   */
+  setup: z.string().min(1).optional(),
+  /** Longest a setup may run (each machine's and the snapshot build's). */
+  setupTimeoutMs: z.number().int().positive().default(1_800_000),
   /**
    * The service's idle timers in seconds (SetAutoSuspendTimeout,
    * SetAutoHibernateTimeout; 0 disables one). Both are set explicitly at

@@ -13,6 +13,7 @@ import { BoxdClient } from "./boxd-client.js";
 import { BoxdMachine, type BoxdMachineHost, bringUp, GONE_STATUSES, RUNNING_STATUSES } from "./boxd-machine.js";
 import { labelsOfName, machineNameOf } from "./boxd-names.js";
 import { type BoxdProviderOptions, boxdProviderOptionsSchema } from "./boxd-provider-options.js";
+import { SetupSnapshot } from "./boxd-setup-snapshot.js";
 import { BoxdTokenSource } from "./boxd-token.js";
 
 /**
@@ -65,6 +66,18 @@ export function boxdProvider(
   });
   const host: BoxdMachineHost = { client, options: parsed };
   const org = parsed.org ? { org: parsed.org } : {};
+  if (parsed.snapshot === "auto" && !parsed.setup) {
+    throw new AgentComputerError(
+      "UNSUPPORTED",
+      "snapshot: \"auto\" needs a `setup` script: no default setup for boxd's images is written yet. Give `setup`, or name a snapshot that holds the computer's tools.",
+    );
+  }
+  // The snapshot named after the setup, found or built once in the background.
+  const setupSnapshot =
+    parsed.setup && (parsed.snapshot === undefined || parsed.snapshot === "auto")
+      ? new SetupSnapshot(host, parsed.setup)
+      : undefined;
+  const fixedSnapshot = parsed.snapshot === "auto" ? undefined : parsed.snapshot;
 
   return defineSandboxProvider({
     kind: "boxd",
@@ -86,10 +99,11 @@ export function boxdProvider(
       const ref = `boxd:${name}` as const;
       const what = `create ${name}`;
       try {
-        const create = parsed.snapshot
+        const from = fixedSnapshot ?? (await setupSnapshot?.resolve(context, signal));
+        const create = from
           ? client.call(
               "CreateVmFromSnapshot",
-              { snapshot: parsed.snapshot, name, isolated: true, ...org },
+              { snapshot: from, name, isolated: true, ...org },
               what,
               signal,
               "not-found",
@@ -122,8 +136,10 @@ export function boxdProvider(
           signal,
         );
         const machine = new BoxdMachine(host, name, spec.screenLimit);
+        // Until the setup snapshot is ready, the machine installs the tools itself.
+        if (setupSnapshot && !from) await machine.runSetup(setupSnapshot.setup, parsed.setupTimeoutMs, context);
         await machine.makeHome(context);
-        loggerOf(context).info("machine provisioned", { ref, homeKey: spec.homeKey });
+        loggerOf(context).info("machine provisioned", { ref, homeKey: spec.homeKey, snapshot: from ?? null });
         return machine;
       } catch (error) {
         // A machine left behind bills: destroy it, and say so when that fails too.

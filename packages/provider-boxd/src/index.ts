@@ -10,6 +10,7 @@ export {
   type BoxdProviderOptions,
   boxdProviderOptionsSchema,
 } from "./boxd-provider-options.js";
+export { SetupSnapshot, type SetupSnapshotState, setupSnapshotNameOf } from "./boxd-setup-snapshot.js";
 export { BoxdTokenSource } from "./boxd-token.js";
 export { type ListedVm, vmsOfListAnswer } from "./boxd-vm-list.js";
 export { isWireMessage, readWireFields, type WireField } from "./protobuf-wire.js";

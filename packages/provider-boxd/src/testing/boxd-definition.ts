@@ -13,13 +13,14 @@ import { readWireFields } from "../protobuf-wire.js";
  *   [docs] docs.boxd.sh reference/grpc-api: status codes ("Errors"), the
  *          exchange, the streaming rpcs.
  * An answer's "status" is the gRPC status code (0 OK, 3 INVALID_ARGUMENT,
- * 5 NOT_FOUND, 6 ALREADY_EXISTS, 9 FAILED_PRECONDITION, 16 UNAUTHENTICATED).
+ * 5 NOT_FOUND, 6 ALREADY_EXISTS, 7 PERMISSION_DENIED, 9 FAILED_PRECONDITION, 16 UNAUTHENTICATED).
  */
 const OK = 0;
 const CANCELLED = 1;
 const INVALID_ARGUMENT = 3;
 const NOT_FOUND = 5;
 const ALREADY_EXISTS = 6;
+const PERMISSION_DENIED = 7;
 const FAILED_PRECONDITION = 9;
 const UNAUTHENTICATED = 16;
 
@@ -56,14 +57,48 @@ export const BOXD_OPERATIONS: readonly ServiceOperation[] = [
   operation(
     "CreateVm",
     z.looseObject({ name: z.string(), image_ref: z.string(), org: z.string(), isolated: z.boolean() }),
-    { [OK]: vmAnswer, [ALREADY_EXISTS]: null },
+    { [OK]: vmAnswer, [ALREADY_EXISTS]: null, [PERMISSION_DENIED]: null },
     "[vm] CreateVmRequest 1,2,7,8,9,12 / CreateVmResponse 1-7",
   ),
   operation(
     "CreateVmFromSnapshot",
     z.looseObject({ snapshot: z.string().min(1), name: z.string(), org: z.string() }),
-    { [OK]: vmAnswer, [NOT_FOUND]: null, [ALREADY_EXISTS]: null },
+    // FAILED_PRECONDITION for a snapshot not ready is the emulator's assumption (unpublished; README).
+    {
+      [OK]: vmAnswer,
+      [NOT_FOUND]: null,
+      [ALREADY_EXISTS]: null,
+      [FAILED_PRECONDITION]: null,
+      [PERMISSION_DENIED]: null,
+    },
     "[vm] CreateVmFromSnapshotRequest 1-5; fakeapi_test.go CreateVmFromSnapshot (NOT_FOUND for a missing snapshot)",
+  ),
+  operation(
+    "CreateSnapshot",
+    z.looseObject({ vm: vmId, name: z.string().min(1, "a snapshot is saved under a name") }),
+    {
+      [OK]: z.looseObject({
+        snapshot_id: z.string().min(1),
+        name: z.string().min(1),
+        version: z.number().int().positive(),
+        status: z.literal("pending"),
+      }),
+      [NOT_FOUND]: null,
+      [FAILED_PRECONDITION]: null,
+    },
+    "[vm] CreateSnapshotRequest 1,2 / CreateSnapshotResponse 1-4 (pending until stored); fakeapi_test.go CreateSnapshot (NOT_FOUND, FAILED_PRECONDITION unless running)",
+  ),
+  operation(
+    "GetSnapshot",
+    z.looseObject({ name: z.string().min(1), org: z.string() }),
+    {
+      [OK]: z.looseObject({
+        snapshot: z.looseObject({ name: z.string().min(1), status: z.enum(["pending", "ready", "failed"]) }),
+      }),
+      [NOT_FOUND]: null,
+      [PERMISSION_DENIED]: null,
+    },
+    "[vm] GetSnapshotRequest 1,2 / SnapshotInfo 1-4,7,9,10 (pending | ready | failed); fakeapi_test.go GetSnapshot (NOT_FOUND)",
   ),
   operation(
     "GetVm",

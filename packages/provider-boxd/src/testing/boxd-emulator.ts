@@ -13,6 +13,7 @@ import type Docker from "dockerode";
 import { BOXD_METHODS, type BoxdMessage, type BoxdMethod, decodeMessage, encodeMessage } from "../boxd-definition.js";
 import { BOXD_OPERATIONS, undeclaredFields } from "./boxd-definition.js";
 import { GrpcRefusal, runExec, runUpload, type StreamHost, serviceErrorOf } from "./boxd-exec-session.js";
+import { BoxdSnapshots } from "./boxd-snapshots.js";
 import { BoxdVms, type VmRecord } from "./boxd-vms.js";
 
 export interface BoxdEmulatorOptions {
@@ -49,6 +50,7 @@ export class BoxdEmulator {
   private readonly grpcServer = new grpc.Server();
   private readonly containers: ComputerContainers;
   readonly vms: BoxdVms;
+  readonly snapshots: BoxdSnapshots;
   /** Exec calls under way, so a destroy or close ends them. */
   private readonly execs = new Set<() => void>();
   private grpcPort = 0;
@@ -63,6 +65,7 @@ export class BoxdEmulator {
   constructor(private readonly options: BoxdEmulatorOptions) {
     this.containers = new ComputerContainers(options.docker, "agent-computer.test/boxd-emulator");
     this.vms = new BoxdVms(this.containers);
+    this.snapshots = new BoxdSnapshots(this.containers);
   }
 
   /** The gRPC endpoint, cleartext (`apiUrl` of the provider). */
@@ -155,6 +158,7 @@ export class BoxdEmulator {
     for (const end of this.execs) end();
     this.grpcServer.forceShutdown();
     await this.servers.close();
+    await this.snapshots.settle();
     await this.vms.removeAll();
   }
 
@@ -280,31 +284,22 @@ export class BoxdEmulator {
     const vmId = String(request.vm_id ?? "");
     switch (rpc) {
       case "CreateVm":
-      case "CreateVmFromSnapshot": {
-        if (rpc === "CreateVmFromSnapshot") {
-          // No snapshot is ever made here: [vm] fakeapi_test.go answers NOT_FOUND for a missing one.
-          throw new GrpcRefusal(grpc.status.NOT_FOUND, `no snapshot ${JSON.stringify(request.snapshot)}`);
-        }
-        if (request.org && request.org !== org) {
-          // Keys are bound to one organisation (docs.boxd.sh): another's is refused.
-          throw new GrpcRefusal(grpc.status.PERMISSION_DENIED, `this key is not of organisation ${request.org}`);
-        }
-        const name = String(request.name ?? "");
-        // [docs] "Errors": INVALID_ARGUMENT for an invalid VM name. The name is the public host's first label.
-        if (!NAME_FORM.test(name))
-          throw new GrpcRefusal(grpc.status.INVALID_ARGUMENT, `invalid VM name ${JSON.stringify(name)}`);
-        if (this.vms.find(org, name))
-          throw new GrpcRefusal(grpc.status.ALREADY_EXISTS, `a machine named ${name} exists`);
-        const image = String(request.image_ref ?? "") || this.options.baseImage;
-        const vm = await this.vms.create(org, name, image);
-        await this.servePublicUrl(vm);
-        return {
-          vm_id: vm.vm_id,
-          name: vm.name,
-          url: `https://${vm.name}.boxd.sh`,
-          image: vm.image,
-          status: vm.status,
-        };
+      case "CreateVmFromSnapshot":
+        return this.createVm(rpc, org, request);
+      case "CreateSnapshot": {
+        const vm = this.machine(org, String(request.vm ?? ""));
+        // [vm] fakeapi_test.go CreateSnapshot: FAILED_PRECONDITION "<name> is <status>, not running".
+        this.precondition(vm, "running", "snapshot");
+        const taken = this.snapshots.take(org, vm, String(request.name));
+        return { snapshot_id: taken.snapshot_id, name: taken.name, version: taken.version, status: taken.status };
+      }
+      case "GetSnapshot": {
+        this.sameOrg(org, request.org);
+        const found = this.snapshots.find(org, String(request.name));
+        // [vm] fakeapi_test.go GetSnapshot: NOT_FOUND "no snapshot <name>".
+        if (!found) throw new GrpcRefusal(grpc.status.NOT_FOUND, `no snapshot ${JSON.stringify(request.name)}`);
+        const { snapshot_id, name, version, status } = found;
+        return { snapshot: { snapshot_id, name, version, status } };
       }
       case "GetVm": {
         const vm = this.machine(org, vmId);
@@ -351,6 +346,40 @@ export class BoxdEmulator {
       default:
         throw new GrpcRefusal(grpc.status.UNIMPLEMENTED, `${rpc} is not emulated`);
     }
+  }
+
+  /** Keys are bound to one organisation (docs.boxd.sh): a request naming another is refused. */
+  private sameOrg(org: string, named: unknown): void {
+    if (named && named !== org) {
+      throw new GrpcRefusal(grpc.status.PERMISSION_DENIED, `this key is not of organisation ${String(named)}`);
+    }
+  }
+
+  /**
+   * CreateVm, or CreateVmFromSnapshot: a machine from the snapshot's
+   * capture ([vm] fakeapi_test.go: NOT_FOUND for a missing snapshot). A
+   * snapshot still pending or failed is refused FAILED_PRECONDITION: what
+   * the service does then is not published (README), and the client only
+   * restores ready ones.
+   */
+  private async createVm(rpc: string, org: string, request: BoxdMessage): Promise<BoxdMessage> {
+    this.sameOrg(org, request.org);
+    let image = String(request.image_ref ?? "") || this.options.baseImage;
+    if (rpc === "CreateVmFromSnapshot") {
+      const snapshot = this.snapshots.find(org, String(request.snapshot));
+      if (!snapshot) throw new GrpcRefusal(grpc.status.NOT_FOUND, `no snapshot ${JSON.stringify(request.snapshot)}`);
+      if (snapshot.status !== "ready" || !snapshot.image)
+        throw new GrpcRefusal(grpc.status.FAILED_PRECONDITION, `snapshot ${snapshot.name} is ${snapshot.status}`);
+      image = snapshot.image;
+    }
+    const name = String(request.name ?? "");
+    // [docs] "Errors": INVALID_ARGUMENT for an invalid VM name. The name is the public host's first label.
+    if (!NAME_FORM.test(name))
+      throw new GrpcRefusal(grpc.status.INVALID_ARGUMENT, `invalid VM name ${JSON.stringify(name)}`);
+    if (this.vms.find(org, name)) throw new GrpcRefusal(grpc.status.ALREADY_EXISTS, `a machine named ${name} exists`);
+    const vm = await this.vms.create(org, name, image);
+    await this.servePublicUrl(vm);
+    return { vm_id: vm.vm_id, name: vm.name, url: `https://${vm.name}.boxd.sh`, image: vm.image, status: vm.status };
   }
 
   /**
