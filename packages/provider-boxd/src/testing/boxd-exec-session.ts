@@ -47,13 +47,13 @@ export function serviceErrorOf(error: unknown): Partial<grpc.ServiceError> & Err
  * would leave a process group.
  */
 const SESSION_RUNNER = 'echo $$ > "$0"; exec sh -c "$1"';
-// Kills every process of the recorded session, twice (a fork during the first pass).
+// Kills every process of the recorded session (procps' pkill, in the computer
+// image), twice: a process forked during the first pass. A shell loop over
+// /proc (two forks per process) made the bench's exec round trip, a desktop's
+// processes running, 4.1 times Docker's; with pkill it is 2.3 times.
 const KILL_SESSION = `sid=$(cat "$1" 2>/dev/null) || exit 0
 [ -n "$sid" ] || exit 0
-for pass in 1 2; do for p in /proc/[0-9]*; do
-  s=$(sed 's/.*) //' "$p/stat" 2>/dev/null | cut -d' ' -f4)
-  [ "$s" = "$sid" ] && kill -KILL "\${p#/proc/}" 2>/dev/null
-done; done; rm -f "$1"; true`;
+pkill -KILL -s "$sid"; pkill -KILL -s "$sid"; rm -f "$1"; true`;
 
 /**
  * One Exec call ([vm] rpc Exec; ExecChunk): the first chunk names the
