@@ -83,6 +83,16 @@ echo $!`,
       expect(text(done.stderr)).toBe("oops\n");
     }, 60_000);
 
+    it("what a command leaves in its session ends with it; a process in a session of its own lives on", async () => {
+      // The model the desktop relies on: its gateway, X and browser start sessions of their own (README).
+      const done = await machine.exec({
+        shell: "sleep 303 >/dev/null 2>&1 </dev/null & setsid sleep 304 >/dev/null 2>&1 </dev/null & echo started",
+      });
+      expect(text(done.stdout)).toBe("started\n");
+      const left = await machine.exec({ shell: "ps -eo args | grep '^sleep 30[34]'; pkill -x -f 'sleep 304'" });
+      expect(text(left.stdout)).toBe("sleep 304\n");
+    }, 60_000);
+
     it("a deadline ends the command and kills what it started", async () => {
       const done = await machine.exec({ shell: "sleep 300 & sleep 301", timeoutMs: 1_500 });
       expect(done.timedOut).toBe(true);

@@ -260,6 +260,11 @@ export class BoxdEmulator {
 
   private refuse(exchange: Exchange, error: unknown, callback: (error: Partial<grpc.ServiceError>) => void) {
     const failure = serviceErrorOf(error);
+    // An INTERNAL is the emulator's own failure (the engine refused a pause, say): kept with its message, so
+    // the suite's zero-violation check says what it was, not only that a status left the definition.
+    if (failure.code === grpc.status.INTERNAL) {
+      this.recorder.violations.push({ call: "emulator", where: "response", message: `INTERNAL: ${failure.message}` });
+    }
     exchange.answer(failure.code as number);
     callback(failure);
   }

@@ -109,8 +109,10 @@ async function startExec(
     ["setsid", "-w", "sh", "-c", SESSION_RUNNER, sessionFile, String(first.command)],
     { user: MACHINE_USER, env: { HOME: BOXD_HOME }, workingDir: BOXD_HOME, stdin: true },
   );
+  // As the machine's user, whose every exec process is: root in these containers has no CAP_KILL
+  // (testing's ComputerContainers drops every capability), so as root the kill reached none of them.
   const killSession = () =>
-    host.vms.run(vm, ["sh", "-c", KILL_SESSION, "kill-session", sessionFile], { user: "0:0" }).then(
+    host.vms.run(vm, ["sh", "-c", KILL_SESSION, "kill-session", sessionFile], { user: MACHINE_USER }).then(
       () => undefined,
       () => undefined,
     );
