@@ -1,14 +1,15 @@
-// `npm run bench -- kubernetes`: provider-kubernetes (through the real
-// client and the wire fixture, whose pods are containers of the same
-// engine) beside provider-docker on that engine, in the same run:
-// provision-to-first-exec, and export/import throughput of a 200 MiB home
-// of mixed files. The ratio is the cost of going through the Kubernetes
-// API and `pods/exec` instead of the Engine API and a mounted home; the
-// last case mounts the home from a claim (backed by the same host folder
-// Docker mounts), as KUBERNETES_SANDBOX_HOME_CLAIM does.
+// `npm run bench -- kubernetes`: provider-kubernetes through the real
+// client and the wire fixture (on HTTPS, whose pods are containers of the
+// same engine), in the same run: provision-to-first-exec and an exec round
+// trip beside provider-docker on that engine; export and import of a 200
+// MiB home of mixed files beside `kubectl exec` + `tar` of the same home
+// through the same fixture (the fair baseline: same API server, same
+// pods/exec stream, only the client differs); and the export of a home
+// mounted from a claim (backed by the same host folder Docker mounts, as
+// KUBERNETES_SANDBOX_HOME_CLAIM does) beside Docker's mounted home.
 import { spawnSync } from "node:child_process";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { lstat, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -21,17 +22,22 @@ import {
   provisionToFirstExec,
   writeMixedHome,
 } from "@agent-computer/testing/provider-test";
-import { kubernetesProvider } from "../src/index.js";
-import { KubernetesWireFixture } from "../test/kubernetes-wire-fixture.js";
+import { type KubernetesMachine, kubernetesProvider } from "../src/index.js";
+import { KUBECTL, runProgram, startKubectlFixture } from "../test/kubectl-access.js";
+import { type KubectlTarget, kubectlExportHome, kubectlImportHome } from "./kubectl-tar.js";
 
 const HOME_BYTES = 200 * 1024 * 1024;
 const NAMESPACE = "agent-computer-bench";
 // The baseline, and the engine whose containers back the fixture's pods.
 const host = await chooseTestProvider({ kind: "docker", check: checkDockerHost, create: dockerProvider });
 if (host.missing) throw new Error(`The kubernetes bench cannot run: ${host.missing}`);
+const kubectlVersion = await runProgram(KUBECTL, ["version", "--client"]);
+if (kubectlVersion.status !== 0)
+  throw new Error(`The kubernetes bench needs kubectl (${KUBECTL}; .ci/kubectl-setup.sh): ${kubectlVersion.stderr}`);
 const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-kubernetes-bench-"));
-const fixture = new KubernetesWireFixture(host.docker, [NAMESPACE]);
-await fixture.start();
+const kubectlDir = await mkdtemp(join(tmpdir(), "agent-computer-kubernetes-bench-kubectl-"));
+// HTTPS, since kubectl sends its token only over TLS: our client goes through the same server.
+const { fixture, kubectlArgs } = await startKubectlFixture(host.docker, NAMESPACE, kubectlDir);
 const kubernetes = kubernetesProvider(
   { kubeConfig: fixture.kubeConfig(), namespace: NAMESPACE, image: host.image },
   {},
@@ -73,6 +79,12 @@ try {
   const dockerTarget = await docker.provision({ computerId: "bench-target", homeKey: "bench-target" });
   cleanup.push(dockerTarget);
   await dockerTarget.stop();
+  const kubectlAt = (machine: Machine): KubectlTarget => ({
+    kubectlArgs,
+    pod: (machine as KubernetesMachine).podName,
+    container: "computer",
+  });
+  const sourceHomeInPod = (podSource as KubernetesMachine).workspacePath;
 
   const cases: BenchCase[] = [
     {
@@ -96,8 +108,8 @@ try {
         run: async () => countBytes(await podSource.files.exportWorkspace()),
       },
       baseline: {
-        label: "provider-docker (mounted)",
-        run: async () => countBytes(await dockerSource.files.exportWorkspace()),
+        label: "kubectl exec -- tar -c",
+        run: () => kubectlExportHome(kubectlAt(podSource), sourceHomeInPod),
       },
     },
     {
@@ -109,8 +121,14 @@ try {
         run: () => podTarget.files.importWorkspace(createReadStream(tarFile)),
       },
       baseline: {
-        label: "provider-docker (stopped)",
-        run: () => dockerTarget.files.importWorkspace(createReadStream(tarFile)),
+        label: "kubectl exec -i -- tar -x",
+        // Beside the target's home, so both sides write to the same pod's disk.
+        run: kubectlImportHome(
+          kubectlAt(podTarget),
+          `${(podTarget as KubernetesMachine).workspacePath}-kubectl`,
+          tarFile,
+          await regularFileBytes(sourceHome),
+        ),
       },
     },
     {
@@ -127,9 +145,25 @@ try {
       },
     },
   ];
-  await runBench("provider-kubernetes (wire fixture) vs provider-docker, same engine", cases, benchOptionsFromArgv());
+  await runBench(
+    "provider-kubernetes (wire fixture) vs provider-docker and kubectl, same engine",
+    cases,
+    benchOptionsFromArgv(),
+  );
 } finally {
   for (const m of cleanup) await m.destroy().catch(() => {});
   await fixture.close();
   await rm(dataDir, { recursive: true, force: true });
+  await rm(kubectlDir, { recursive: true, force: true });
+}
+
+/** The bytes of the regular files under `dir`: what a tar of it unpacks to. */
+async function regularFileBytes(dir: string): Promise<number> {
+  let bytes = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) bytes += await regularFileBytes(path);
+    else if (entry.isFile()) bytes += (await lstat(path)).size;
+  }
+  return bytes;
 }

@@ -1,12 +1,13 @@
-import { execFile, spawnSync } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Machine } from "@agent-computer/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { kubernetesProvider } from "../src/index.js";
+import { KUBECTL, runProgram, startKubectlFixture } from "./kubectl-access.js";
 import { kubernetesTestEnvironment, TEST_NAMESPACE } from "./kubernetes-test-environment.js";
-import { KubernetesWireFixture } from "./kubernetes-wire-fixture.js";
+import type { KubernetesWireFixture } from "./kubernetes-wire-fixture.js";
 
 // An outside client no one here wrote: kubectl (Debian's kubernetes-client,
 // or the one named by KUBECTL) lists the computer pods of the wire fixture
@@ -14,15 +15,6 @@ import { KubernetesWireFixture } from "./kubernetes-wire-fixture.js";
 // the labels are what an operator sees.
 const env = await kubernetesTestEnvironment("kubernetes kubectl");
 
-/** Runs a program without blocking: the fixture's server answers from this very process. */
-function run(file: string, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(file, args, { encoding: "utf8", timeout: 30_000 }, (error, stdout, stderr) =>
-      resolve({ status: error ? ((error as { code?: number }).code ?? null) : 0, stdout, stderr }),
-    );
-  });
-}
-const KUBECTL = process.env.KUBECTL ?? "kubectl";
 const found = spawnSync(KUBECTL, ["version", "--client"], { encoding: "utf8" });
 const kubectlMissing = found.status !== 0 ? `${KUBECTL} is not runnable (${found.error?.message ?? found.stderr})` : "";
 
@@ -45,43 +37,9 @@ if (!env.missing) {
 
     it("kubectl get pods lists the computer pods with their labels", async () => {
       dir = await mkdtemp(join(tmpdir(), "agent-computer-kubectl-"));
-      const config = join(dir, "config");
-      // kubectl sends a bearer token only over TLS: a fixture of its own on HTTPS, self-signed for 127.0.0.1.
-      await run("openssl", [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-        "-keyout",
-        join(dir, "key.pem"),
-        "-out",
-        join(dir, "cert.pem"),
-      ]);
-      const cert = await readFile(join(dir, "cert.pem"), "utf8");
-      fixture = new KubernetesWireFixture(env.docker, [TEST_NAMESPACE], {
-        key: await readFile(join(dir, "key.pem"), "utf8"),
-        cert,
-      });
-      await fixture.start();
-      // Written out by hand, as an operator would: the server's certificate and the bearer token.
-      await writeFile(
-        config,
-        `apiVersion: v1
-kind: Config
-clusters: [{ name: fixture, cluster: { server: "${fixture.address}", certificate-authority-data: ${Buffer.from(cert).toString("base64")} } }]
-users: [{ name: fixture, user: { token: "${fixture.token}" } }]
-contexts: [{ name: fixture, context: { cluster: fixture, user: fixture, namespace: ${TEST_NAMESPACE} } }]
-current-context: fixture
-`,
-        { mode: 0o600 },
-      );
+      // kubectl sends a bearer token only over TLS: a fixture of its own on HTTPS, with a kubeconfig written by hand.
+      const access = await startKubectlFixture(env.docker, TEST_NAMESPACE, dir);
+      fixture = access.fixture;
       const provider = kubernetesProvider(
         { kubeConfig: fixture.kubeConfig(), namespace: TEST_NAMESPACE, image: env.image },
         {},
@@ -93,8 +51,7 @@ current-context: fixture
       });
       owned.push(m);
       const name = m.ref.split("/")[1] as string;
-      const kubectl = (...args: string[]) =>
-        run(KUBECTL, ["--kubeconfig", config, "--cache-dir", join(dir, "cache"), "-n", TEST_NAMESPACE, ...args]);
+      const kubectl = (...args: string[]) => runProgram(KUBECTL, [...access.kubectlArgs, ...args]);
       const listed = await kubectl("get", "pods", "-l", "app.kubernetes.io/name=agent-computer", "--show-labels");
       expect(listed.stderr).toBe("");
       expect(listed.status).toBe(0);
