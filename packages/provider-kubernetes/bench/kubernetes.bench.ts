@@ -24,7 +24,8 @@ import {
 } from "@agent-computer/testing/provider-test";
 import { type KubernetesMachine, kubernetesProvider } from "../src/index.js";
 import { KUBECTL, runProgram, startKubectlFixture } from "../test/kubectl-access.js";
-import { type KubectlTarget, kubectlExportHome, kubectlImportHome } from "./kubectl-tar.js";
+import { type KubectlTarget, kubectlExportHome, kubectlImportHome } from "../test/kubectl-tar.js";
+import { WireFixtureProcess } from "../test/wire-fixture-process.js";
 
 const HOME_BYTES = 200 * 1024 * 1024;
 const NAMESPACE = "agent-computer-bench";
@@ -36,16 +37,19 @@ if (kubectlVersion.status !== 0)
   throw new Error(`The kubernetes bench needs kubectl (${KUBECTL}; .ci/kubectl-setup.sh): ${kubectlVersion.stderr}`);
 const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-kubernetes-bench-"));
 const kubectlDir = await mkdtemp(join(tmpdir(), "agent-computer-kubernetes-bench-kubectl-"));
-// HTTPS, since kubectl sends its token only over TLS: our client goes through the same server.
-const { fixture, kubectlArgs } = await startKubectlFixture(host.docker, NAMESPACE, kubectlDir);
+// HTTPS, since kubectl sends its token only over TLS: our client goes through the same server,
+// which runs in a process of its own as a real API server does (wire-fixture-process.ts says why).
+const { fixture, kubectlArgs } = await startKubectlFixture(NAMESPACE, kubectlDir, (tls) =>
+  WireFixtureProcess.start([NAMESPACE], tls),
+);
 const kubernetes = kubernetesProvider(
   { kubeConfig: fixture.kubeConfig(), namespace: NAMESPACE, image: host.image },
   {},
 );
 const docker = host.provider({ dataDir });
 // The claim's folder is Docker's data folder, so a mounted pod sees the source home.
-fixture.addClaim(NAMESPACE, "bench-data", dataDir);
-fixture.addForeignPod("bench-app", "bench-api-0", { app: "bench-api" });
+await fixture.addClaim(NAMESPACE, "bench-data", dataDir);
+await fixture.addForeignPod("bench-app", "bench-api-0", { app: "bench-api" });
 const mountedKubernetes = kubernetesProvider(
   {
     kubeConfig: fixture.kubeConfig(),

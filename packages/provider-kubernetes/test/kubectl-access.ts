@@ -1,8 +1,6 @@
 import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type Docker from "dockerode";
-import { KubernetesWireFixture } from "./kubernetes-wire-fixture.js";
 
 /** What a program run without blocking gave back. */
 export interface ProgramResult {
@@ -24,26 +22,28 @@ export function runProgram(file: string, args: string[]): Promise<ProgramResult>
 }
 
 /** A wire fixture kubectl can talk to, and the kubeconfig file that points kubectl at it. */
-export interface KubectlFixture {
-  fixture: KubernetesWireFixture;
+export interface KubectlFixture<Fixture> {
+  fixture: Fixture;
   /** The kubeconfig file, written as an operator would: the server's certificate and the bearer token. */
   configPath: string;
-  /** kubectl's arguments that select the fixture and `namespace` (a cache folder of its own, in `dir`). */
+  /** kubectl's arguments that select the fixture and the namespace (a cache folder of its own). */
   kubectlArgs: string[];
 }
 
+/** The certificate a fixture serves HTTPS with. */
+export type FixtureTls = { key: string; cert: string };
+
 /**
- * Starts a wire fixture on HTTPS, self-signed for 127.0.0.1 (kubectl sends
- * a bearer token only over TLS), and writes a kubeconfig for it into `dir`.
- * Both this package's client and kubectl can then go through the same
- * server. The caller closes the fixture.
+ * Starts a wire fixture (by `start`, in this process or another) on HTTPS,
+ * self-signed for 127.0.0.1 (kubectl sends a bearer token only over TLS),
+ * and writes a kubeconfig for it into `dir`. This package's client and
+ * kubectl can then go through the same server. The caller closes it.
  */
-export async function startKubectlFixture(
-  docker: Docker,
+export async function startKubectlFixture<Fixture extends { address: string; token: string }>(
   namespace: string,
   dir: string,
-  namespaces: readonly string[] = [namespace],
-): Promise<KubectlFixture> {
+  start: (tls: FixtureTls) => Promise<Fixture>,
+): Promise<KubectlFixture<Fixture>> {
   const made = await runProgram("openssl", [
     "req",
     "-x509",
@@ -63,11 +63,7 @@ export async function startKubectlFixture(
   ]);
   if (made.status !== 0) throw new Error(`openssl could not make the fixture's certificate: ${made.stderr}`);
   const cert = await readFile(join(dir, "cert.pem"), "utf8");
-  const fixture = new KubernetesWireFixture(docker, namespaces, {
-    key: await readFile(join(dir, "key.pem"), "utf8"),
-    cert,
-  });
-  await fixture.start();
+  const fixture = await start({ key: await readFile(join(dir, "key.pem"), "utf8"), cert });
   const configPath = join(dir, "config");
   await writeFile(
     configPath,

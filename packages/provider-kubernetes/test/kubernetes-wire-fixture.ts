@@ -121,14 +121,7 @@ export class KubernetesWireFixture {
 
   /** A kubeconfig for the real client: the server on loopback (a self-signed certificate, hence skipTLSVerify) with a bearer token. */
   kubeConfig(token = this.token): KubeConfig {
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [{ name: "fixture", server: this.address, skipTLSVerify: true }],
-      users: [{ name: "fixture", token }],
-      contexts: [{ name: "fixture", cluster: "fixture", user: "fixture" }],
-      currentContext: "fixture",
-    });
-    return config;
+    return fixtureKubeConfig(this.address, token);
   }
 
   /** Makes `verb` answer 403 Forbidden until `allow`. */
@@ -730,6 +723,18 @@ export class KubernetesWireFixture {
   private status(res: ServerResponse, code: number, reason: string, message: string, details?: Json): void {
     this.json(res, code, statusBody(code, reason, message, details));
   }
+}
+
+/** A kubeconfig for the real client: a fixture at `address` (a self-signed certificate, hence skipTLSVerify) with a bearer token. */
+export function fixtureKubeConfig(address: string, token: string): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: "fixture", server: address, skipTLSVerify: true }],
+    users: [{ name: "fixture", token }],
+    contexts: [{ name: "fixture", cluster: "fixture", user: "fixture" }],
+    currentContext: "fixture",
+  });
+  return config;
 }
 
 function statusBody(code: number, reason: string, message: string, details?: Json): Json {

@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
-import { KUBECTL } from "../test/kubectl-access.js";
+import { KUBECTL } from "./kubectl-access.js";
 
 /** Where kubectl finds the pod: its kubeconfig and namespace arguments, the pod and its container. */
 export interface KubectlTarget {
