@@ -36,6 +36,9 @@ import type { PodAddress } from "./pod-address.js";
 import { runPodCommand, startPodCommand } from "./pod-command.js";
 import type { PodCommandHost } from "./pod-command-host.js";
 
+/** Output of a home export held here before its exec connection pauses. */
+const EXPORT_BUFFER_BYTES = 4 * 1024 * 1024;
+
 /** Whether a pod read from the API is still a machine: not deleted, not being deleted, not finished or evicted. */
 export function podIsAlive(pod: V1Pod): boolean {
   if (pod.metadata?.deletionTimestamp) return false;
@@ -138,7 +141,9 @@ export class KubernetesMachine extends CommandChannelMachine {
     let resumeOutput: (() => void) | undefined;
     let finished = false;
     let abandoned = false;
-    const tar = new Readable({ read: () => resumeOutput?.() });
+    // Room for a few MiB of output before the connection pauses: at the
+    // default 16 KiB nearly every websocket message paused and resumed it.
+    const tar = new Readable({ highWaterMark: EXPORT_BUFFER_BYTES, read: () => resumeOutput?.() });
     const stderr: Buffer[] = [];
     const started = await startPodCommand(this.commandHost, {
       argv: ["sh", "-c", HOME_TRANSFER_SCRIPTS.exportHome, "export-home", this.workspacePath],
