@@ -49,9 +49,10 @@ import { createServer as createTlsServer } from "node:https";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type Docker from "dockerode";
 import { WebSocket, WebSocketServer } from "ws";
+import { fixtureKubeConfig } from "./fixture-kube-config.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: pod JSON as the API shapes it; the fixture reads and writes fields of any kind.
 export type Json = Record<string, any>;
@@ -723,18 +724,6 @@ export class KubernetesWireFixture {
   private status(res: ServerResponse, code: number, reason: string, message: string, details?: Json): void {
     this.json(res, code, statusBody(code, reason, message, details));
   }
-}
-
-/** A kubeconfig for the real client: a fixture at `address` (a self-signed certificate, hence skipTLSVerify) with a bearer token. */
-export function fixtureKubeConfig(address: string, token: string): KubeConfig {
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: "fixture", server: address, skipTLSVerify: true }],
-    users: [{ name: "fixture", token }],
-    contexts: [{ name: "fixture", cluster: "fixture", user: "fixture" }],
-    currentContext: "fixture",
-  });
-  return config;
 }
 
 function statusBody(code: number, reason: string, message: string, details?: Json): Json {

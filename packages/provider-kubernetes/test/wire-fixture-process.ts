@@ -9,7 +9,8 @@
 import { type ChildProcess, fork } from "node:child_process";
 import type { KubeConfig } from "@kubernetes/client-node";
 import Docker from "dockerode";
-import { fixtureKubeConfig, KubernetesWireFixture } from "./kubernetes-wire-fixture.js";
+import { fixtureKubeConfig } from "./fixture-kube-config.js";
+import { KubernetesWireFixture } from "./kubernetes-wire-fixture.js";
 
 type Method = "addClaim" | "addForeignPod" | "close";
 interface Call {
