@@ -111,7 +111,8 @@ if (!env.missing) {
       const realExec = machine.exec.bind(machine);
       machine.exec = (request, context) => {
         execs.push(request);
-        if (request.argv?.includes("service") && request.stdin) handedOverKeys.push(text(request.stdin));
+        if (request.argv?.includes("service") && request.stdin instanceof Uint8Array)
+          handedOverKeys.push(text(request.stdin));
         return realExec(request, context);
       };
       machine.portUrl = async () => `http://127.0.0.1:${proxy.port}`;

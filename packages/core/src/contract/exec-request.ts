@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import { z } from "zod";
 
 /** Streams a chunk of output as it arrives (bytes, not text). */
@@ -14,8 +15,16 @@ export const execRequestSchema = z
     cwd: z.string().optional(),
     /** Extra environment variables. */
     env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"), z.string()).optional(),
-    /** Bytes written to the command's stdin, then closed. */
-    stdin: z.instanceof(Uint8Array).optional(),
+    /**
+     * Bytes written to the command's stdin, then closed; or a Readable,
+     * streamed as it yields (with its backpressure) and closed at its end,
+     * so a caller relaying an upload holds none of it whole.
+     */
+    stdin: z
+      .custom<Uint8Array | Readable>((v) => v instanceof Uint8Array || isReadable(v), {
+        message: "expected a Uint8Array or a Readable",
+      })
+      .optional(),
     /** Kill the process tree after this long and set `timedOut`. */
     timeoutMs: z.number().int().positive().optional(),
     /** Cap on each of stdout and stderr kept in the result (default 1 MiB). */
@@ -32,3 +41,8 @@ export type ExecRequest = z.input<typeof execRequestSchema>;
 
 /** Default cap on each output stream kept in an ExecResult. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+
+function isReadable(v: unknown): v is Readable {
+  const stream = v as Readable | undefined;
+  return typeof stream?.pipe === "function" && typeof stream.on === "function";
+}

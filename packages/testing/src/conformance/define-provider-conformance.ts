@@ -192,7 +192,7 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
       );
 
       it(
-        "runs in cwd relative to the home, with env and stdin",
+        "runs in cwd relative to the home, with env and stdin (bytes or a stream)",
         async () => {
           await machine.files.write("conformance/cwd/sub/.keep", new Uint8Array(0));
           const r = await machine.exec({
@@ -204,6 +204,12 @@ export function defineProviderConformance(options: ProviderConformanceOptions): 
           const [pwd, rest] = text(r.stdout).split("\n");
           expect(pwd).toBe(`${machine.workspacePath}/conformance/cwd/sub`);
           expect(rest).toBe("v=1 ü|from-stdin");
+          // A Readable is streamed to its end (the files service relays uploads so).
+          const streamed = await machine.exec({
+            shell: "cat",
+            stdin: Readable.from([Buffer.from("a|"), Buffer.from("b")]),
+          });
+          expect(text(streamed.stdout)).toBe("a|b");
         },
         testMs,
       );

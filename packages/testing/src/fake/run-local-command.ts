@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
+import type { Readable } from "node:stream";
 import type { ExecResult } from "@agent-computer/core";
 import { AgentComputerError, DEFAULT_MAX_OUTPUT_BYTES, type OutputListener } from "@agent-computer/core";
 
@@ -7,7 +8,7 @@ export interface LocalCommand {
   argv: string[];
   cwd: string;
   env: Record<string, string>;
-  stdin?: Uint8Array;
+  stdin?: Uint8Array | Readable;
   timeoutMs?: number;
   maxOutputBytes?: number;
   onOutput?: OutputListener;
@@ -116,6 +117,8 @@ export function runLocalCommand(command: LocalCommand): Promise<ExecResult> {
     });
     child.on("close", (code) => finish(code));
     child.stdin.on("error", () => {}); // a command that ignores stdin may close it early
-    child.stdin.end(command.stdin ?? new Uint8Array(0));
+    const input = command.stdin;
+    if (input === undefined || input instanceof Uint8Array) child.stdin.end(input ?? new Uint8Array(0));
+    else input.pipe(child.stdin);
   });
 }
