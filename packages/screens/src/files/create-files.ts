@@ -213,34 +213,29 @@ class FilesHost implements Files {
   }
 
   private async download(policy: FilesPolicy, path: string, response: ServerResponse): Promise<void> {
+    const gone = new AbortController();
+    response.once("close", () => {
+      if (!response.writableFinished) gone.abort(new AgentComputerError("ABORTED", "The browser went away."));
+    });
     await this.operations
-      .download(
-        policy,
-        path,
-        (name) =>
+      .download(policy, path, {
+        begin: (name) =>
           response.writeHead(200, {
             "Content-Type": "application/octet-stream",
             "Content-Disposition": `attachment; filename*=UTF-8''${encodeURIComponent(name)}`,
             "Cache-Control": "no-store",
             "X-Content-Type-Options": "nosniff",
           }),
-        (chunk) =>
-          new Promise<void>((resolve, reject) => {
-            if (response.destroyed) return reject(new AgentComputerError("ABORTED", "The browser went away."));
-            if (response.write(chunk)) return resolve();
-            // Wait for the browser: the next chunk is read only then.
-            const gone = () => {
-              response.off("drain", drained);
-              reject(new AgentComputerError("ABORTED", "The browser went away."));
-            };
-            const drained = () => {
-              response.off("close", gone);
-              resolve();
-            };
-            response.once("drain", drained);
-            response.once("close", gone);
-          }),
-      )
+        write: (chunk) => {
+          if (response.destroyed) return;
+          // The machine's output comes in 32 KiB pieces, several at a time: one socket write for them all.
+          response.cork();
+          response.write(chunk);
+          process.nextTick(() => response.uncork());
+        },
+        drained: () => drainedOf(response),
+        signal: gone.signal,
+      })
       .then(
         () => response.end(),
         (error) => {
@@ -299,6 +294,24 @@ class FilesHost implements Files {
       message: e.message,
     });
   }
+}
+
+/** Resolves once `response` took what it buffered (the next chunk is read only then); ABORTED when it closed. */
+function drainedOf(response: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (response.destroyed) return reject(new AgentComputerError("ABORTED", "The browser went away."));
+    if (!response.writableNeedDrain) return resolve();
+    const gone = () => {
+      response.off("drain", drained);
+      reject(new AgentComputerError("ABORTED", "The browser went away."));
+    };
+    const drained = () => {
+      response.off("close", gone);
+      resolve();
+    };
+    response.once("drain", drained);
+    response.once("close", gone);
+  });
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown): void {

@@ -3,13 +3,13 @@ import type { Readable } from "node:stream";
 import { AgentComputerError, type Machine, normalizeHomePath } from "@agent-computer/core";
 import { type ComputerRecord, type ComputerScope, type Lease, scopeOf } from "@agent-computer/leases";
 import { botFolderOf } from "./bot-folder-of.js";
+import type { DownloadTarget } from "./download-target.js";
+import { streamDownload } from "./files-download.js";
 import type { FilesOperationsParts } from "./files-operations-parts.js";
 import type { FilesPolicy } from "./files-policy.js";
-import { DOWNLOAD_SCRIPT, SCRIPT_EXIT, UPLOAD_SCRIPT } from "./home-file-scripts.js";
+import { cut, runUploadScript, type UploadSource } from "./files-upload.js";
+import { SCRIPT_EXIT, UPLOAD_SCRIPT } from "./home-file-scripts.js";
 import { previewText } from "./preview-text.js";
-
-/** How much of a download one read in the machine moves (and the host holds). */
-const DOWNLOAD_CHUNK_BYTES = 4 * 1024 * 1024;
 
 /** One listed entry, as the page shows it. */
 interface ListedEntry {
@@ -70,49 +70,17 @@ export class FilesOperations {
     return { path: rel, source, size, truncated, binary: text === undefined, ...(text === undefined ? {} : { text }) };
   }
 
-  /**
-   * Streams a file of the running computer to `sink`, `DOWNLOAD_CHUNK_BYTES`
-   * at a time, each chunk read by position in the machine and the next only
-   * once `sink` has taken it: host memory stays one chunk, however slow the
-   * browser. The path is checked first through the provider's own read
-   * (links out of the home refused), so a refusal is a status, not a cut.
-   */
-  async download(
-    policy: FilesPolicy,
-    path: string,
-    begin: (name: string) => void,
-    sink: (chunk: Uint8Array) => Promise<void>,
-  ): Promise<void> {
+  /** Streams a file of the running computer to `target` (files-download.ts: chunked, a refusal is a status). */
+  async download(policy: FilesPolicy, path: string, target: DownloadTarget): Promise<void> {
     const rel = normalizeHomePath(path);
-    const machine = await this.machineOf(policy, "download");
-    await machine.files.read(rel, undefined, { length: 0 });
-    begin(rel.split("/").at(-1) ?? "download");
-    for (let offset = 0; ; ) {
-      const result = await machine.exec({
-        argv: [
-          "sh",
-          "-c",
-          DOWNLOAD_SCRIPT,
-          "sh",
-          machine.workspacePath,
-          rel,
-          String(DOWNLOAD_CHUNK_BYTES),
-          String(offset),
-        ],
-        maxOutputBytes: DOWNLOAD_CHUNK_BYTES,
-      });
-      if (result.exitCode !== 0)
-        throw new AgentComputerError("UNAVAILABLE", `Reading "${rel}" stopped part way (exit ${result.exitCode}).`);
-      if (result.stdout.length > 0) await sink(result.stdout);
-      if (result.stdout.length < DOWNLOAD_CHUNK_BYTES) return;
-      offset += result.stdout.length;
-    }
+    await streamDownload(await this.machineOf(policy, "download"), rel, target);
   }
 
   /**
-   * Receives an upload whole (at most the cap) under the bot's folder or an
-   * allowed one, writes it beside its target under a temporary name and
-   * renames it into place: a cut or refused upload leaves no file. Recorded
+   * Saves an upload (at most the cap) under the bot's folder or an allowed
+   * one: its bytes go to a temporary file beside the target as they arrive
+   * and it is renamed into place once all came and control still holds
+   * (files-upload.ts), so a cut or refused upload leaves no file. Recorded
    * as a `computer.command` event either way.
    */
   async upload(policy: FilesPolicy, control: Lease, path: string, body: Readable, declared: number | undefined) {
@@ -141,17 +109,21 @@ export class FilesOperations {
     if (declared !== undefined && declared > cap) throw overCap(declared, cap);
     await this.parts.runtime.leases.assertCurrent(control);
     const machine = await this.machineOf(policy, "upload");
-    const bytes = await readCapped(body, cap, declared);
+    // Without a declared length the script cannot know where the bytes end: they are received whole first (at most the cap).
+    const source: UploadSource =
+      declared === undefined ? { bytes: await readCapped(body, cap) } : { body, size: declared };
+    const size = "bytes" in source ? source.bytes.length : source.size;
     const slash = rel.lastIndexOf("/");
     const name = rel.slice(slash + 1);
     const temporary = `.${name}.upload-${randomBytes(6).toString("hex")}`;
-    // The person's control may have ended while the bytes arrived.
-    await this.parts.runtime.leases.assertCurrent(control);
     // Written and renamed in the machine by one script that follows no link (home-file-scripts.ts).
     // A name at the home's top (a Private computer's folder) has no folder part.
     const folder = slash < 0 ? "" : rel.slice(0, slash);
-    await this.script(machine, UPLOAD_SCRIPT, [folder, name, temporary], rel, bytes);
-    return bytes.length;
+    const argv = ["sh", "-c", UPLOAD_SCRIPT, "sh", machine.workspacePath, folder, name, temporary, String(size)];
+    // The person's control may have ended while the bytes arrived: checked before the rename.
+    const result = await runUploadScript(machine, argv, source, () => this.parts.runtime.leases.assertCurrent(control));
+    this.checkScript(result.exitCode, rel);
+    return size;
   }
 
   /** The folder the Files page opens at: the bot's own, as its tools see it (a Private computer's is the home). */
@@ -171,22 +143,21 @@ export class FilesOperations {
       );
   }
 
-  private async script(machine: Machine, script: string, args: string[], rel: string, stdin: Uint8Array<ArrayBuffer>) {
-    const argv = ["sh", "-c", script, "sh", machine.workspacePath, ...args];
-    const result = await machine.exec({ argv, stdin });
-    if (result.exitCode === SCRIPT_EXIT.outside)
+  private checkScript(exitCode: number | null, rel: string): void {
+    if (exitCode === SCRIPT_EXIT.outside)
       throw new AgentComputerError("INVALID_ARGUMENT", `"${rel}" leads out of the home through a link.`);
-    if (result.exitCode === SCRIPT_EXIT.throughLink)
+    if (exitCode === SCRIPT_EXIT.throughLink)
       throw new AgentComputerError(
         "INVALID_ARGUMENT",
         `"${rel}" passes through a link; uploads follow none. Upload to a real folder, or remove the link first.`,
       );
-    if (result.exitCode === SCRIPT_EXIT.wrongType)
+    if (exitCode === SCRIPT_EXIT.wrongType)
       throw new AgentComputerError("INVALID_ARGUMENT", `"${rel}" is a folder; uploads replace only files.`);
-    if (result.exitCode === SCRIPT_EXIT.notAFolder)
+    if (exitCode === SCRIPT_EXIT.notAFolder)
       throw new AgentComputerError("INVALID_ARGUMENT", `A part of "${rel}" before its name is a file, not a folder.`);
-    if (result.exitCode !== 0)
-      throw new AgentComputerError("UNAVAILABLE", `Could not save "${rel}" on the computer (exit ${result.exitCode}).`);
+    if (exitCode === SCRIPT_EXIT.unconfirmed) throw cut();
+    if (exitCode !== 0)
+      throw new AgentComputerError("UNAVAILABLE", `Could not save "${rel}" on the computer (exit ${exitCode}).`);
   }
 
   private async machineOf(policy: FilesPolicy, what: "download" | "upload"): Promise<Machine> {
@@ -233,8 +204,8 @@ function overCap(size: number, cap: number): AgentComputerError {
   return new AgentComputerError("LIMIT_EXCEEDED", `The upload is ${size} bytes, over the ${cap}-byte limit.`);
 }
 
-/** The whole body, refused past `cap` or when it ends before the declared length (a cut upload). */
-async function readCapped(body: Readable, cap: number, declared: number | undefined): Promise<Buffer<ArrayBuffer>> {
+/** The whole body, refused past `cap` or when it breaks off (a cut upload). */
+async function readCapped(body: Readable, cap: number): Promise<Buffer<ArrayBuffer>> {
   const chunks: Buffer[] = [];
   let got = 0;
   const done = new Promise<void>((resolve, reject) => {
@@ -255,12 +226,5 @@ async function readCapped(body: Readable, cap: number, declared: number | undefi
     });
   });
   await done;
-  if (declared !== undefined && got !== declared) throw cut();
   return Buffer.concat(chunks, got);
-}
-
-function cut(cause?: unknown): AgentComputerError {
-  return new AgentComputerError("ABORTED", "The upload was cut off before it ended; nothing was saved.", {
-    ...(cause === undefined ? {} : { cause }),
-  });
 }

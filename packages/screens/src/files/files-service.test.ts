@@ -101,7 +101,7 @@ describe("files service", () => {
     expect(got.status).toBe(200);
     expect(got.headers.get("content-disposition")).toContain("data.bin");
     expect(Buffer.from(await got.arrayBuffer()).equals(bytes)).toBe(true);
-    // Read in 4 MiB chunks: exactly two of them, and one more than two.
+    // Read in 8 MiB chunks (files-download.ts): exactly one, and five bytes more than one.
     for (const size of [8 * 1024 * 1024, 8 * 1024 * 1024 + 5]) {
       const big = randomBytes(size);
       await machine.files.write("bots/alice/big.bin", big);
