@@ -30,19 +30,12 @@ export async function streamDownload(machine: Machine, rel: string, target: Down
   };
   let size = Number.POSITIVE_INFINITY;
   for (let offset = 0; ; ) {
+    // Past the first chunk, no further than the size the first reported (the script caps the first).
+    const count = Math.min(DOWNLOAD_CHUNK_BYTES, size - offset);
     let got = 0;
     const result = await machine.exec(
       {
-        argv: [
-          "sh",
-          "-c",
-          DOWNLOAD_SCRIPT,
-          "sh",
-          machine.workspacePath,
-          rel,
-          String(DOWNLOAD_CHUNK_BYTES),
-          String(offset),
-        ],
+        argv: ["sh", "-c", DOWNLOAD_SCRIPT, "sh", machine.workspacePath, rel, String(count), String(offset)],
         // The bytes are taken as they arrive (onOutput); only the size line on stderr is kept.
         maxOutputBytes: 64,
         onOutput: (stream, chunk) => {
@@ -56,7 +49,8 @@ export async function streamDownload(machine: Machine, rel: string, target: Down
     if (result.exitCode !== 0) throw chunkFailure(rel, result.exitCode, begun);
     if (offset === 0) size = sizeOf(result.stderr, rel);
     offset += got;
-    if (got < DOWNLOAD_CHUNK_BYTES || offset >= size) break;
+    // A short chunk: the file shrank since.
+    if (offset >= size || got < Math.min(count, size - (offset - got))) break;
     await target.drained();
   }
   if (!begun) send(new Uint8Array(0));

@@ -28,15 +28,18 @@ async function setup() {
     homeStore,
     idleMs: 0,
   });
-  // The machine the service gets, its commands counted.
+  // The machine the service gets, its commands counted; `between` runs after each (a bot acting meanwhile).
   const commands: string[][] = [];
+  const hooks: { between?: () => Promise<void> } = {};
   const counted = (machine: Machine): Machine =>
     new Proxy(machine, {
       get: (target, key) =>
         key === "exec"
-          ? (req: Parameters<Machine["exec"]>[0], ctx?: Parameters<Machine["exec"]>[1]) => {
+          ? async (req: Parameters<Machine["exec"]>[0], ctx?: Parameters<Machine["exec"]>[1]) => {
               commands.push(req.argv ?? [req.shell ?? ""]);
-              return target.exec(req, ctx);
+              const result = await target.exec(req, ctx);
+              await hooks.between?.();
+              return result;
             }
           : Reflect.get(target, key),
     });
@@ -109,7 +112,21 @@ async function setup() {
     for (let i = 0; i < 400 && activity.length < n; i++) await new Promise((r) => setTimeout(r, 25));
     return activity.map((e) => [e.summary, e.ok, e.error?.code]);
   };
-  return { runtime, files, origin, machine, control, steer, commands, names, text, partialUpload, writing, recorded };
+  return {
+    runtime,
+    files,
+    origin,
+    machine,
+    control,
+    steer,
+    commands,
+    hooks,
+    names,
+    text,
+    partialUpload,
+    writing,
+    recorded,
+  };
 }
 
 describe("files service transfers", () => {
@@ -173,8 +190,8 @@ describe("files service transfers", () => {
     expect(await text("bots/alice/parts.txt")).toBe("streamed in parts");
   });
 
-  it("downloads in one command per chunk, with no command that reads nothing; refusals are statuses", async () => {
-    const { origin, steer, machine, commands } = await setup();
+  it("downloads in one command per chunk, with no command that reads nothing, as long as the file was; refusals are statuses", async () => {
+    const { origin, steer, machine, commands, hooks } = await setup();
     const get = (path: string) =>
       fetch(`${origin}/files/api/download?${new URLSearchParams({ path })}`, {
         headers: { Authorization: `Bearer ${steer.token}` },
@@ -192,6 +209,15 @@ describe("files service transfers", () => {
       expect(Buffer.from(await got.arrayBuffer()).equals(bytes), `${size} bytes`).toBe(true);
       expect(commands.length, `${size} bytes`).toBe(chunks);
     }
+    // A file that grows while it downloads is sent as long as it was when the download began.
+    const first = randomBytes(DOWNLOAD_CHUNK_BYTES + 5);
+    await machine.files.write("bots/alice/growing.bin", first);
+    hooks.between = async () => {
+      hooks.between = undefined;
+      await machine.exec({ shell: "head -c 100 /dev/zero >> bots/alice/growing.bin" });
+    };
+    const grown = Buffer.from(await (await get("bots/alice/growing.bin")).arrayBuffer());
+    expect([grown.length, grown.equals(first)]).toEqual([first.length, true]);
     for (const [path, status, code] of [
       ["bots/alice/missing.bin", 404, "NOT_FOUND"],
       ["bots/alice", 400, "INVALID_ARGUMENT"],

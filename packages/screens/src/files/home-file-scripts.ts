@@ -15,14 +15,20 @@ inside() {
 
 /**
  * `$2`: a regular file inside the home; `$3` bytes of it from byte `$4`, to
- * stdout. From byte 0 the file's size goes to stderr first, so the host
- * knows where the file ends without a command that reads nothing.
+ * stdout. From byte 0 the file's size goes to stderr first (and caps the
+ * count), so the host knows where the file ends without a command that
+ * reads nothing, and sends the file as long as it was then.
  */
 export const DOWNLOAD_SCRIPT = `${RESOLVE}inside "$2"
 [ -e "$t" ] || exit 67
 [ -f "$t" ] || exit 65
-if [ "$4" = 0 ]; then stat -c %s -- "$t" >&2 || exit 67; fi
-exec dd if="$t" bs=1M iflag=skip_bytes,count_bytes count="$3" skip="$4" status=none`;
+count=$3
+if [ "$4" = 0 ]; then
+  size=$(stat -c %s -- "$t") || exit 67
+  printf '%s\\n' "$size" >&2
+  [ "$size" -lt "$count" ] && count=$size
+fi
+exec dd if="$t" bs=1M iflag=skip_bytes,count_bytes count="$count" skip="$4" status=none`;
 
 /**
  * An upload, its bytes on stdin as they reach the host. `$2`: the target's
