@@ -209,6 +209,8 @@ async function readCapped(body: Readable, cap: number): Promise<Buffer<ArrayBuff
   const chunks: Buffer[] = [];
   let got = 0;
   const done = new Promise<void>((resolve, reject) => {
+    // Cut while the checks before ran: its events are gone.
+    if (body.destroyed && !body.readableEnded) return reject(cut());
     body.on("data", (chunk: Buffer) => {
       got += chunk.length;
       if (got > cap) {

@@ -30,7 +30,7 @@ async function setup() {
   });
   // The machine the service gets, its commands counted; `between` runs after each (a bot acting meanwhile).
   const commands: string[][] = [];
-  const hooks: { between?: () => Promise<void> } = {};
+  const hooks: { between?: () => Promise<void>; beforeLeaseCheck?: () => Promise<void> } = {};
   const counted = (machine: Machine): Machine =>
     new Proxy(machine, {
       get: (target, key) =>
@@ -50,7 +50,13 @@ async function setup() {
         const machine = await runtime.runningMachine(id);
         return machine && counted(machine);
       },
-      leases: runtime.leases,
+      leases: {
+        getComputer: (id) => runtime.leases.getComputer(id),
+        assertCurrent: async (lease) => {
+          await hooks.beforeLeaseCheck?.();
+          return runtime.leases.assertCurrent(lease);
+        },
+      },
     },
     homeStore,
     secret: randomBytes(32),
@@ -141,6 +147,20 @@ describe("files service transfers", () => {
     expect(await recorded(1)).toEqual([["upload bots/alice/report.txt", false, "ABORTED"]]);
     expect(await names("bots/alice")).toEqual(["report.txt"]);
     expect(await text("bots/alice/report.txt")).toBe("version one");
+  });
+
+  it("starts no write for an upload cut while its checks ran", async () => {
+    const { names, partialUpload, recorded, hooks, commands } = await setup();
+    const { req, answer } = partialUpload("bots/alice/early.txt", 2000, Buffer.alloc(1000, 7));
+    hooks.beforeLeaseCheck = async () => {
+      hooks.beforeLeaseCheck = undefined;
+      req.destroy();
+      await new Promise((r) => setTimeout(r, 200));
+    };
+    expect(await answer).toBe("cut");
+    expect(await recorded(1)).toEqual([["upload bots/alice/early.txt", false, "ABORTED"]]);
+    expect(await names("bots/alice")).toEqual([]);
+    expect(commands).toEqual([]);
   });
 
   it("renames nothing when control ended while the bytes arrived", async () => {

@@ -23,6 +23,8 @@ export async function runUploadScript(
   source: UploadSource,
   confirm: () => Promise<void>,
 ): Promise<ExecResult> {
+  // Cut while the checks before ran: its events are gone, and no command should start for it.
+  if ("body" in source && source.body.destroyed && !source.body.readableEnded) throw cut();
   const stdin = new PassThrough();
   // A script that ended early (a refusal) leaves the confirmation nowhere to go; that is no failure.
   stdin.on("error", () => {});
