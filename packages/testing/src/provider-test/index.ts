@@ -19,6 +19,7 @@ export {
   expectLostMachineReplaced,
   type ReplacementScenario,
 } from "./runtime-scenarios.js";
+export { SaidRecorder } from "./said-recorder.js";
 export { temporaryDataDir } from "./temporary-data-dir.js";
 export { TerminalTestClient } from "./terminal-test-client.js";
 export type { SuiteProviderOptions, TestProvider } from "./test-provider.js";
