@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, closeSync, constants, futimesSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { chmodSync, mkdirSync } from "node:fs";
 import { lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { AgentComputerError, parseInput } from "@agent-computer/core";
@@ -10,19 +10,20 @@ import { refuseOverLimit, refuseRestore, shown } from "./restore-refusal.js";
 import type { RestoreStats } from "./restore-stats.js";
 import { readSparseMap } from "./sparse-map.js";
 import type { StagedHome } from "./staged-home.js";
+import { CREATE_FLAGS, StagingFileWriter } from "./staging-file-writer.js";
 import { padding } from "./tar-header.js";
 import { readTarHeader } from "./tar-reader.js";
 
 /** Linux's NAME_MAX: no file system here takes a longer name. */
 const MAX_NAME_BYTES = 255;
 /**
- * Files up to this size are read whole and written with one synchronous
- * write: for a home of many small files the per-file thread-pool round trips
- * of async fs calls, not the bytes, are the cost.
+ * Files up to this size are read whole and handed to the staging writer
+ * (staging-file-writer.ts), which creates them in batches on writer threads:
+ * for a home of many small files the kernel's work per file, not the
+ * bytes, is the cost, and it then runs beside the reading and checking.
  */
 const SMALL_FILE = 1024 * 1024;
 const WRITE_CHUNK = 1024 * 1024;
-const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 const FILE = 1;
 const DIRECTORY = 2;
@@ -197,10 +198,32 @@ async function swap(staging: string, target: string, tag: string): Promise<void>
   if (hadTarget) await rm(previous, { recursive: true, force: true });
 }
 
+/**
+ * Every entry checked, then written into `staging`: folders at once, small
+ * files through the writer's threads, which have all finished (or been
+ * stopped, on any refusal or error) when this returns.
+ */
 async function extractInto(
   source: ByteSource,
   staging: string,
   bounds: Required<RestoreLimits>,
+): Promise<RestoreStats> {
+  const writer = new StagingFileWriter();
+  try {
+    const stats = await extractEntries(source, staging, bounds, writer);
+    await writer.finish();
+    return stats;
+  } catch (error) {
+    await writer.abort();
+    throw error;
+  }
+}
+
+async function extractEntries(
+  source: ByteSource,
+  staging: string,
+  bounds: Required<RestoreLimits>,
+  writer: StagingFileWriter,
 ): Promise<RestoreStats> {
   const stats: RestoreStats = { files: 0, directories: 0, bytes: 0 };
   // Every path made so far, so collisions are refused before the disk is touched.
@@ -254,7 +277,7 @@ async function extractInto(
         header.mtime,
         path,
       );
-    else await writeFile(source, destination, header.size, header.mode & 0o777, header.mtime, path);
+    else await writeFile(source, writer, destination, header.size, header.mode & 0o777, header.mtime, path);
     stats.files++;
     stats.bytes += header.size;
   }
@@ -262,6 +285,7 @@ async function extractInto(
 
 async function writeFile(
   source: ByteSource,
+  writer: StagingFileWriter,
   destination: string,
   size: number,
   mode: number,
@@ -270,17 +294,13 @@ async function writeFile(
 ): Promise<void> {
   const padded = size + padding(size);
   if (size <= SMALL_FILE) {
-    const data = await source.read(padded);
+    // The data and its padding read apart: the data is then most often a
+    // view of what the stream gave, not a copy gathered across two pieces.
+    const data = await source.read(size);
     if (data === undefined) refuseRestore(`the archive is truncated inside "${shown(path)}"`);
-    // O_EXCL | O_NOFOLLOW: never follow or replace anything already there.
-    const fd = openSync(destination, CREATE_FLAGS, mode);
-    try {
-      let written = 0;
-      while (written < size) written += writeSync(fd, data, written, size - written);
-      futimesSync(fd, mtime, mtime);
-    } finally {
-      closeSync(fd);
-    }
+    if (padded > size && (await source.read(padded - size)) === undefined)
+      refuseRestore(`the archive is truncated after "${shown(path)}"`);
+    await writer.add(destination, data, mode, mtime);
     return;
   }
   const handle = await open(destination, CREATE_FLAGS, mode);
