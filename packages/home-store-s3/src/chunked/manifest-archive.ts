@@ -4,6 +4,9 @@ import { padding, TAR_END, tarHeaderOf } from "./manifest-tar.js";
 /** Gives the bytes of one chunk, authenticated (from the cache or the bucket), or throws. */
 export type ChunkSource = (chunk: ChunkRef) => Promise<Buffer>;
 
+/** Every file's padding is a view of this block: the restore only reads it. */
+const ZERO_BLOCK = Buffer.alloc(512);
+
 /**
  * The home of a checked manifest as a tar stream for the codec's
  * `stageHome`, its chunks fetched `window` ahead in order (memory: about
@@ -33,7 +36,7 @@ export async function* manifestArchive(
       yield await (pending.shift() as Promise<Buffer>);
     }
     const pad = padding(entry.size);
-    if (pad > 0) yield Buffer.alloc(pad);
+    if (pad > 0) yield ZERO_BLOCK.subarray(0, pad);
   }
   yield TAR_END;
 }

@@ -45,12 +45,11 @@ export function openChunk(keys: ChunkKeys, name: string, size: number, sealed: B
   const decipher = createDecipheriv("aes-256-gcm", keys.chunkKey, nonce, { authTagLength: TAG });
   decipher.setAAD(aadOf(keys, name));
   decipher.setAuthTag(sealed.subarray(sealed.length - TAG));
-  let plain: Buffer;
+  // GCM's final() only checks the tag (it returns no bytes): the update's
+  // output is the plaintext, released below only once final() passed.
+  const plain = decipher.update(sealed.subarray(CHUNK_MAGIC.length + NONCE, sealed.length - TAG));
   try {
-    plain = Buffer.concat([
-      decipher.update(sealed.subarray(CHUNK_MAGIC.length + NONCE, sealed.length - TAG)),
-      decipher.final(),
-    ]);
+    decipher.final();
   } catch {
     throw corruptChunk(name, "it does not authenticate under this home's key (tampered, or another home's chunk)");
   }
@@ -60,7 +59,9 @@ export function openChunk(keys: ChunkKeys, name: string, size: number, sealed: B
 
 /** True when `plain` is the chunk `name` (constant-time compare). */
 export function isChunk(keys: ChunkKeys, name: string, plain: Uint8Array): boolean {
-  return timingSafeEqual(Buffer.from(chunkName(keys, plain), "hex"), Buffer.from(name, "hex"));
+  const named = Buffer.from(name, "hex");
+  const digest = createHmac("sha256", keys.nameKey).update(plain).digest();
+  return named.length === digest.length && timingSafeEqual(digest, named);
 }
 
 export function corruptChunk(name: string, reason: string): AgentComputerError {
