@@ -105,21 +105,24 @@ export class StagingFileWriter {
   /** Queues one file (its bytes are copied); waits when enough batches are already queued. */
   async add(path: string, data: Uint8Array, mode: number, mtime: number): Promise<void> {
     this.throwIfFailed();
+    let full: Batch | undefined;
     if (this.used + data.length > this.batch.buffer.byteLength || this.batch.files.length === BATCH_FILES) {
-      await this.send();
+      full = this.batch;
       this.batch = newBatch(Math.max(BATCH_BYTES, data.length));
       this.used = 0;
     }
+    // Copied before any wait: the caller's bytes may be a view of a buffer it reuses.
     new Uint8Array(this.batch.buffer, this.used, data.length).set(data);
     this.batch.files.push({ path, mode, mtime, offset: this.used, length: data.length });
     this.used += data.length;
+    if (full !== undefined) await this.send(full);
   }
 
   /** Writes what is queued and waits for every thread; throws the first write's error. */
   async finish(): Promise<void> {
     try {
       if (this.threads.length === 0) this.writeHere(this.batch);
-      else if (this.batch.files.length > 0) await this.send();
+      else if (this.batch.files.length > 0) await this.send(this.batch);
       await Promise.all(this.inFlight);
       this.throwIfFailed();
     } finally {
@@ -140,7 +143,7 @@ export class StagingFileWriter {
       writeFileNow(file.path, data.subarray(file.offset, file.offset + file.length), file.mode, file.mtime);
   }
 
-  private async send(): Promise<void> {
+  private async send(batch: Batch): Promise<void> {
     if (this.inFlight.length >= this.threadCount * IN_FLIGHT_PER_THREAD) await this.inFlight.shift();
     this.throwIfFailed();
     if (this.threads.length === 0) this.start();
@@ -149,7 +152,7 @@ export class StagingFileWriter {
     const written = new Promise<void>((resolve, reject) => this.waiting.set(id, { resolve, reject }));
     written.catch(() => {}); // failures are kept in `failure` and thrown from add or finish
     this.inFlight.push(written);
-    thread.postMessage({ id, buffer: this.batch.buffer, files: this.batch.files }, [this.batch.buffer]);
+    thread.postMessage({ id, buffer: batch.buffer, files: batch.files }, [batch.buffer]);
   }
 
   private start(): void {
