@@ -37,6 +37,7 @@ const ALLOWED: Record<string, string[]> = {
     "leases",
     "checkpoint",
     "runtime",
+    "secrets",
     "testing",
     "desktop-runtime",
     "state-store-sqlite",

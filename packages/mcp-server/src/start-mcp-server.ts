@@ -9,6 +9,7 @@ import { createComputerMcpServer } from "./computer-mcp-server.js";
 import { IdleEndingRun } from "./idle-ending-run.js";
 import { providerFromEnvironment } from "./provider-from-environment.js";
 import { refuseSecondMachine } from "./refuse-second-machine.js";
+import { secretsFromEnvironment } from "./secrets-from-environment.js";
 import { serveMcpHttp } from "./serve-mcp-http.js";
 import { type ChosenStateStore, stateStoreFromEnvironment } from "./state-store-from-environment.js";
 
@@ -53,6 +54,8 @@ export async function startMcpServer(options: StartMcpServerOptions): Promise<St
   // The image is built before the server starts (--prepare), never here: see provider-from-environment.ts.
   const chosen = await providerFromEnvironment(env, { dataDir, log, whenImageMissing: "refuse" });
   log(`provider: ${chosen.name} (${chosen.reason})`);
+  const secrets = await secretsFromEnvironment(env);
+  if (secrets) log(`secrets: ${secrets.where}`);
   const state = await stateStoreFromEnvironment(env, dataDir);
   log(`state: ${state.where}`);
   try {
@@ -60,6 +63,7 @@ export async function startMcpServer(options: StartMcpServerOptions): Promise<St
       provider: chosen.provider,
       stateStore: state.store,
       homeStore: new LocalAgentHomeStore({ dataDir }),
+      ...(secrets ? { secrets: secrets.source } : {}),
       ...settings,
     });
     const bot = {

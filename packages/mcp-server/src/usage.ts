@@ -31,6 +31,9 @@ Where the computer runs: SANDBOX_PROVIDER (default docker)
 
 The bot: AGENT_COMPUTER_WORKSPACE (default mcp), AGENT_COMPUTER_BOT (default mcp),
   AGENT_COMPUTER_DATA_DIR (homes and state.sqlite; default ~/.agent-computer/mcp-server), MCP_VISION=0 (no screenshot tools).
+Secrets the bot types by name, never seeing them: AGENT_COMPUTER_SECRETS_FILE, a JSON file of
+  { "<name>": { "value": "...", "origins": ["https://site.example"] } }; typed only into a password field on
+  those origins (browser_act with "secret", computer_act's type_secret).
 State: leases and computer records in <data dir>/state.sqlite, so the next start reconnects to the same
   computer; AGENT_COMPUTER_DATABASE_URL=postgres://... keeps them in PostgreSQL instead (needs
   @agent-computer/state-store-postgres installed). Servers sharing the state share the computer; a server

@@ -20,11 +20,13 @@ export const secretAddressSchema = z
   .object({ workspaceId: workspaceIdSchema, botId: botIdSchema.optional(), name: secretNameSchema })
   .strict();
 
+/** A secret's value: 1 to 4,096 characters. */
+export const secretValueSchema = z.string().min(1).max(4096);
+/** The exact origins a secret may be typed on: 1 to 32. */
+export const secretOriginsSchema = z.array(originSchema).min(1).max(32);
+
 export const secretInputSchema = secretAddressSchema
-  .extend({
-    value: z.string().min(1).max(4096),
-    origins: z.array(originSchema).min(1).max(32),
-  })
+  .extend({ value: secretValueSchema, origins: secretOriginsSchema })
   .strict();
 
 export const secretListSchema = z.object({ workspaceId: workspaceIdSchema, botId: botIdSchema.optional() }).strict();

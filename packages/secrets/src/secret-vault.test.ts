@@ -4,6 +4,7 @@ import { ContentKeyring } from "@agent-computer/home-store-s3";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { describe, expect, it } from "vitest";
 import { SecretVault } from "./secret-vault.js";
+import { staticSecretSource } from "./static-secret-source.js";
 
 const PASSWORD = "hunter2-correct-horse";
 
@@ -128,5 +129,29 @@ describe("SecretVault", () => {
       ),
     );
     expect((await vault.list({ workspaceId: "w1" })).map((s) => s.name)).toEqual(["s0", "s1", "s2", "s3", "s4", "s5"]);
+  });
+});
+
+describe("staticSecretSource", () => {
+  it("resolves by name for any bot, refuses bad entries without echoing a value, and names only names", async () => {
+    const source = staticSecretSource({ github: { value: PASSWORD, origins: ["https://github.com/"] } });
+    expect(source.names).toEqual(["github"]);
+    expect(await source.resolve({ workspaceId: "w", botId: "b", name: "github" })).toEqual({
+      name: "github",
+      value: PASSWORD,
+      origins: ["https://github.com"],
+    });
+    expect(await codeOf(source.resolve({ workspaceId: "w", botId: "b", name: "mail" }))).toBe("NOT_FOUND");
+    const refusal = (entries: Record<string, { value: string; origins: string[] }>) =>
+      codeOf(Promise.resolve().then(() => staticSecretSource(entries)));
+    expect(await refusal({ github: { value: PASSWORD, origins: ["https://github.com/login"] } })).toBe(
+      "INVALID_ARGUMENT",
+    );
+    expect(await refusal({ "Not A Name": { value: PASSWORD, origins: ["https://github.com"] } })).toBe(
+      "INVALID_ARGUMENT",
+    );
+    expect(await refusal({ github: { value: PASSWORD.repeat(300), origins: ["https://github.com"] } })).toBe(
+      "INVALID_ARGUMENT",
+    );
   });
 });
