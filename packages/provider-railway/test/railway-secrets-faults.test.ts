@@ -1,10 +1,8 @@
-import { readdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { LocalAgentHomeStore } from "@agent-computer/checkpoint";
-import { AgentComputerError, type Logger, type Machine, opContext } from "@agent-computer/core";
+import { AgentComputerError, type Machine } from "@agent-computer/core";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { createComputerRuntime } from "@agent-computer/runtime";
-import { failureOf, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { failureOf, SaidRecorder, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { railwayProvider } from "../src/index.js";
 import { railwayTestEnvironment, TEST_TOKEN } from "./railway-test-environment.js";
@@ -26,42 +24,26 @@ if (!env.missing) {
     }, 60_000);
 
     it("never says the token or a shell token", async () => {
-      const said: string[] = [];
-      const logger: Logger = {
-        debug: (m, f) => said.push(JSON.stringify([m, f])),
-        info: (m, f) => said.push(JSON.stringify([m, f])),
-        warn: (m, f) => said.push(JSON.stringify([m, f])),
-        error: (m, f) => said.push(JSON.stringify([m, f])),
-      };
-      const ctx = () => opContext({ timeoutMs: 60_000, logger });
-      const noteError = (error: unknown) =>
-        said.push(
-          String(error),
-          JSON.stringify(error),
-          String((error as Error)?.stack),
-          String((error as Error)?.cause),
-        );
+      const record = new SaidRecorder();
       const shellTokens: string[] = [];
       const spied = vi.spyOn(env.emulator, "shellToken");
-      const consoleSpies = (["log", "warn", "error", "info", "debug"] as const).map((name) =>
-        vi.spyOn(console, name).mockImplementation((...args: unknown[]) => void said.push(args.map(String).join(" "))),
-      );
+      const restoreConsole = record.captureConsole();
       try {
         const dataDir = await temporaryDataDir();
         const runtime = createComputerRuntime({
           provider,
           stateStore: new MemoryStateStore(),
           homeStore: new LocalAgentHomeStore({ dataDir }),
-          logger,
-          onEvent: (e) => said.push(JSON.stringify(e)),
+          logger: record.logger,
+          onEvent: record.onEvent,
         });
         const run = runtime.startRun({ workspaceId: `secrets-${Date.now()}`, botId: "alpha" });
         const computer = await run.machine();
         owned.push(computer);
-        await computer.files.write("notes.txt", new TextEncoder().encode("hello"), ctx());
-        const desktop = await (computer.openDesktop as NonNullable<Machine["openDesktop"]>)("alpha", ctx());
-        await desktop.observe(ctx());
-        await desktop.release(ctx());
+        await computer.files.write("notes.txt", new TextEncoder().encode("hello"), record.ctx());
+        const desktop = await (computer.openDesktop as NonNullable<Machine["openDesktop"]>)("alpha", record.ctx());
+        await desktop.observe(record.ctx());
+        await desktop.release(record.ctx());
 
         // A service that echoes the secrets back in its error text.
         const echoedToken = String(spied.mock.results.at(-1)?.value);
@@ -71,9 +53,9 @@ if (!env.missing) {
           status: 200,
           message: `bad request for Authorization: Bearer ${TEST_TOKEN} (shell ${echoedToken})`,
         });
-        const echoed = await failureOf(computer.exec({ argv: ["true"] }, ctx()));
+        const echoed = await failureOf(computer.exec({ argv: ["true"] }, record.ctx()));
         expect(AgentComputerError.is(echoed, "INVALID_ARGUMENT")).toBe(true);
-        noteError(echoed);
+        record.noteError(echoed);
 
         // A refused token: an error, never "gone", naming no token.
         const refused = railwayProvider({
@@ -82,40 +64,33 @@ if (!env.missing) {
           environmentId: env.emulator.environmentId,
           endpoint: env.emulator.endpoint,
         });
-        const refusal = await failureOf(refused.reconnect(computer.ref, ctx()));
+        const refusal = await failureOf(refused.reconnect(computer.ref, record.ctx()));
         expect(AgentComputerError.is(refusal, "UNAVAILABLE")).toBe(true);
         expect((refusal as AgentComputerError).retryable).toBe(false);
-        noteError(refusal);
-        noteError(await failureOf(refused.provision({ computerId: "refused", homeKey: "refused" }, ctx())));
+        record.noteError(refusal);
+        record.noteError(
+          await failureOf(refused.provision({ computerId: "refused", homeKey: "refused" }, record.ctx())),
+        );
 
         // The computer's environment and an exported home.
-        const environment = await computer.exec({ argv: ["env"] }, ctx());
-        said.push(Buffer.from(environment.stdout).toString("latin1"));
-        const chunks: Buffer[] = [];
-        for await (const chunk of await computer.files.exportWorkspace(ctx())) chunks.push(chunk as Buffer);
-        said.push(Buffer.concat(chunks).toString("latin1"));
+        await record.noteMachine(computer);
 
         // The provider's own log lines, and the checkpoint the run saves at its end.
-        const direct = await provider.provision({ computerId: "direct", homeKey: `direct-${Date.now()}` }, ctx());
-        await direct.stop(ctx());
-        await direct.destroy(ctx());
+        const direct = await provider.provision(
+          { computerId: "direct", homeKey: `direct-${Date.now()}` },
+          record.ctx(),
+        );
+        await direct.stop(record.ctx());
+        await direct.destroy(record.ctx());
         await run.end("completed");
-        for (const name of await readdir(dataDir, { recursive: true })) {
-          const bytes = await readFile(join(dataDir, String(name))).catch(() => undefined);
-          if (bytes) said.push(bytes.toString("latin1"));
-        }
+        await record.noteFiles(dataDir);
         shellTokens.push(...spied.mock.results.map((r) => String(r.value)));
       } finally {
         spied.mockRestore();
-        for (const spy of consoleSpies) spy.mockRestore();
+        restoreConsole();
       }
-      const everything = said.join("\n");
-      expect(said.length).toBeGreaterThan(10);
-      expect(everything).toContain("service provisioned");
-      expect(everything).toContain("[redacted]");
-      expect(everything).not.toContain(TEST_TOKEN);
       expect(shellTokens.length).toBeGreaterThan(3);
-      for (const token of shellTokens) expect(everything).not.toContain(token);
+      record.expectNeverSaid([TEST_TOKEN, ...shellTokens], ["service provisioned", "[redacted]"]);
     }, 180_000);
 
     it("retries 429 and cut answers within the deadline, then says UNAVAILABLE; a deleted service is gone", async () => {
