@@ -151,9 +151,9 @@ function fencedDesktop(
         await check();
         return page.navigate(url, withLease(ctx));
       },
-      act: async (action, ctx, after) => {
+      act: async (action, ctx, options) => {
         await check();
-        return page.act(action, withLease(ctx), after);
+        return page.act(action, withLease(ctx), options);
       },
     };
     Object.defineProperty(wrapped, "pageBrowser", { value: browser, enumerable: true });
