@@ -10,6 +10,11 @@ import type { Reporter, TestCase, TestModule, TestSuite } from "vitest/node";
  * writes it) or a skipped test outside one (with the note it gave
  * `context.skip`). Under CI a missing part fails instead, so these lines
  * list only capability skips there.
+ *
+ * It also repeats every error caught outside a test (an unhandled rejection,
+ * an error thrown after a test ended) after those lines: vitest fails the run
+ * for one while every test passed, and prints it above its summary, where a
+ * log cut to its tail loses it (CI prints only the tail).
  */
 export default class SkippedPartsReporter implements Reporter {
   private root = process.cwd();
@@ -24,7 +29,12 @@ export default class SkippedPartsReporter implements Reporter {
     this.filtered = vitest.config.testNamePattern !== undefined;
   }
 
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown> = []): void {
+    this.reportSkippedParts(testModules);
+    reportUnhandledErrors(unhandledErrors, this.root);
+  }
+
+  private reportSkippedParts(testModules: ReadonlyArray<TestModule>): void {
     if (this.filtered) return;
     const lines = [
       ...(this.options.leftOut ?? []).map((file) => `${file}: the whole file (${this.options.why ?? "left out"})`),
@@ -38,6 +48,26 @@ export default class SkippedPartsReporter implements Reporter {
   private file(module: TestModule): string {
     return relative(this.root, module.moduleId);
   }
+}
+
+/** Each error with the test file and test vitest attributed it to, and the head of its stack. */
+function reportUnhandledErrors(errors: ReadonlyArray<unknown>, root: string): void {
+  if (errors.length === 0) return;
+  const out = [`\nErrors outside any test (${errors.length}); vitest fails the run for them:`];
+  for (const error of errors) {
+    const fields = (typeof error === "object" && error !== null ? error : {}) as Record<string, unknown>;
+    const file = typeof fields.VITEST_TEST_PATH === "string" ? relative(root, fields.VITEST_TEST_PATH) : undefined;
+    const where = [file, fields.VITEST_TEST_NAME].filter((part) => typeof part === "string");
+    const stack = typeof fields.stack === "string" ? fields.stack : String(fields.message ?? error);
+    out.push(`  ${where.length > 0 ? where.join(" > ") : "(no test named)"}`);
+    out.push(
+      ...stack
+        .split("\n")
+        .slice(0, 8)
+        .map((line) => `    ${line}`),
+    );
+  }
+  process.stdout.write(`${out.join("\n")}\n`);
 }
 
 /** The outermost skipped suites and the skipped tests outside them, each as "what (why)". */
