@@ -131,7 +131,44 @@ describe("page tools", () => {
       omittedElements: 0,
     };
     expect(renderPageSnapshot(snapshot).split("\n")[1]).toBe(
-      '[e1 link Q3 budget review] [e2 checkbox "Remember me" checked] [e3 button "Show all checked"] [e4 link "[1] Notes"] [e5 textbox "Email" value="ada@example.test"] [e6 textbox]',
+      '[e1 link Q3 budget review][e2 checkbox "Remember me" checked][e3 button "Show all checked"][e4 link "[1] Notes"][e5 textbox "Email" value="ada@example.test"][e6 textbox]',
+    );
+  });
+
+  it("writes elements side by side without the space between them; text beside an element keeps its space", () => {
+    const element = (ref: string, role: string, name: string) => ({
+      ref,
+      role,
+      name,
+      bbox: { x: 0, y: 0, width: 10, height: 10 },
+      inViewport: true,
+    });
+    const page = (text: string, elements: PageSnapshot["elements"], delta?: PageSnapshot["delta"]): PageSnapshot => ({
+      snapshotId: "s2",
+      url: "https://example.test/",
+      title: "Mail",
+      text,
+      textTruncated: false,
+      elements,
+      omittedElements: 0,
+      ...(delta ? { delta } : {}),
+    });
+    const row = [
+      element("e1", "button", "Star"),
+      element("e2", "link", "Q3 budget review"),
+      element("e3", "button", "Next"),
+    ];
+    // "[e9]" is no element of this snapshot: it stays as the page wrote it, spaces and all.
+    expect(
+      renderPageSnapshot(page("Inbox [e1] [e2] Priya · Oct 28 [e9] [e3]\n[e1]", row)).split("\n").slice(1),
+    ).toEqual([
+      "Inbox [e1 button Star][e2 link Q3 budget review] Priya · Oct 28 [e9] [e3 button Next]",
+      "[e1 button Star]",
+    ]);
+    // A delta's new lines are written the same way.
+    const delta = { since: "s1", removed: [], unchanged: 4, textUnchanged: false };
+    expect(renderPageSnapshot(page("[e1]  [e2]", row.slice(0, 2), delta)).split("\n")[1]).toBe(
+      "[e1 button Star][e2 link Q3 budget review]",
     );
   });
 
