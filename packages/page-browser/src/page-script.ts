@@ -106,6 +106,9 @@ export const PAGE_SCRIPT = String.raw`(function (command, target, win) {
     if (el.disabled || el.getAttribute("aria-disabled") === "true") d.disabled = true;
     var expanded = el.getAttribute("aria-expanded");
     if (expanded === "true" || expanded === "false") d.expanded = expanded === "true";
+    // Only the "on" states are kept, as for checked: off is the default a person reads.
+    if (el.getAttribute("aria-pressed") === "true") d.pressed = true;
+    if (el.getAttribute("aria-selected") === "true") d.selected = true;
     if (t === "details" || (t === "summary" && el.parentElement && tag(el.parentElement) === "details")) d.expanded = !!(el.open || (el.parentElement && el.parentElement.open));
     if (doc.activeElement === el) d.focused = true;
     if (t === "iframe" || t === "frame") { d.unreachable = "frame"; if (!d.name) d.name = clean(el.getAttribute("src") || "", 80); }

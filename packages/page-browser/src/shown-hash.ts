@@ -10,6 +10,18 @@ export function hashOf(text: string): number {
 /** What a model reads of an element, hashed: a change here puts it in a delta. */
 export function shownHash(e: Omit<PageElement, "ref">): number {
   return hashOf(
-    JSON.stringify([e.role, e.name, e.value, e.options, e.checked, e.disabled, e.expanded, e.focused, e.unreachable]),
+    JSON.stringify([
+      e.role,
+      e.name,
+      e.value,
+      e.options,
+      e.checked,
+      e.disabled,
+      e.expanded,
+      e.focused,
+      e.unreachable,
+      e.pressed,
+      e.selected,
+    ]),
   );
 }

@@ -13,6 +13,10 @@ export interface PageElement {
   readonly checked?: boolean;
   readonly disabled?: boolean;
   readonly expanded?: boolean;
+  /** A toggle button that is on (`aria-pressed="true"`); absent when off or not a toggle. */
+  readonly pressed?: boolean;
+  /** The chosen tab, option, row or cell (`aria-selected="true"`); absent otherwise. */
+  readonly selected?: boolean;
   readonly focused?: boolean;
   /** Where it is in the viewport in CSS pixels, so a model can fall back to desktop tools. */
   readonly bbox: { readonly x: number; readonly y: number; readonly width: number; readonly height: number };

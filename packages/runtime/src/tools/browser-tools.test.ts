@@ -118,7 +118,7 @@ describe("page tools", () => {
       snapshotId: "s1",
       url: "https://example.test/",
       title: "Mail",
-      text: "[e1] [e2] [e3] [e4] [e5] [e6]",
+      text: "[e1] [e2] [e3] [e4] [e5] [e6] [e7] [e8]",
       textTruncated: false,
       elements: [
         element("e1", "link", "Q3 budget review"),
@@ -127,11 +127,13 @@ describe("page tools", () => {
         element("e4", "link", "[1] Notes"),
         element("e5", "textbox", "Email", { value: "ada@example.test" }),
         element("e6", "textbox", ""),
+        element("e7", "button", "Bold", { pressed: true }),
+        element("e8", "tab", "Unread selected", { selected: true }),
       ],
       omittedElements: 0,
     };
     expect(renderPageSnapshot(snapshot).split("\n")[1]).toBe(
-      '[e1 link Q3 budget review][e2 checkbox "Remember me" checked][e3 button "Show all checked"][e4 link "[1] Notes"][e5 textbox "Email" value="ada@example.test"][e6 textbox]',
+      '[e1 link Q3 budget review][e2 checkbox "Remember me" checked][e3 button "Show all checked"][e4 link "[1] Notes"][e5 textbox "Email" value="ada@example.test"][e6 textbox][e7 button "Bold" pressed][e8 tab "Unread selected" selected]',
     );
   });
 

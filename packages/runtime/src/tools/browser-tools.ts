@@ -45,6 +45,8 @@ function elementText(e: PageElement, vision: boolean): string {
   if (e.checked) after.push("checked");
   if (e.disabled) after.push("disabled");
   if (e.expanded !== undefined) after.push(e.expanded ? "expanded" : "collapsed");
+  if (e.pressed) after.push("pressed");
+  if (e.selected) after.push("selected");
   if (e.focused) after.push("focused");
   // Boxes cost ~9 tokens each; only the desktop fallback needs one.
   if (e.unreachable) after.push(`(${e.unreachable}: ${fallback(vision).at(e.bbox)})`);
@@ -53,7 +55,7 @@ function elementText(e: PageElement, vision: boolean): string {
 }
 
 // Words a bracket can end with after the name: a name ending in one is quoted, so it is never read as a state.
-const STATE_WORD = /(^|\s)(checked|disabled|expanded|collapsed|focused)$/;
+const STATE_WORD = /(^|\s)(checked|disabled|expanded|collapsed|pressed|selected|focused)$/;
 
 /**
  * The name as written in its bracket: bare when it ends the bracket (the

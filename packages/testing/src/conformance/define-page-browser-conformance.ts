@@ -150,6 +150,11 @@ export function definePageBrowserConformance(options: PageBrowserConformanceOpti
       expect(byName(selected.snapshot as PageSnapshot, "Email frequency").value).toBe("Weekly");
       const box = byName(page, "I accept the terms");
       expect(box).toMatchObject({ role: "checkbox", checked: false });
+      // Toggles and tabs say which is on, and only the one that is.
+      expect(byName(page, "Bold").pressed).toBe(true);
+      expect(byName(page, "Italic").pressed).toBeUndefined();
+      expect(byName(page, "Privacy")).toMatchObject({ role: "tab", selected: true });
+      expect(byName(page, "General").selected).toBeUndefined();
       const checked = await browser.act({ ref: box.ref, action: "check" });
       expect(byName(checked.snapshot as PageSnapshot, "I accept the terms").checked).toBe(true);
       expect(checked.snapshot?.text).toContain("Frequency w, terms true");

@@ -33,7 +33,9 @@ document.getElementById("r").onclick = function () { render(); };
 <button>Back</button>`,
   "choices.html": `<!doctype html><title>Preferences</title><body><h1>Preferences</h1>
 <label for="freq">Email frequency</label><select id="freq"><option value="d">Daily</option><option value="w">Weekly</option><option value="n">Never</option></select>
-<label><input type="checkbox" id="terms"> I accept the terms</label><p id="state"></p><script>
+<label><input type="checkbox" id="terms"> I accept the terms</label><p id="state"></p>
+<button aria-pressed="true">Bold</button><button aria-pressed="false">Italic</button>
+<div role="tablist"><button role="tab" aria-selected="false">General</button><button role="tab" aria-selected="true">Privacy</button></div><script>
 function show() { document.getElementById("state").textContent = "Frequency " + document.getElementById("freq").value + ", terms " + document.getElementById("terms").checked; }
 document.getElementById("freq").addEventListener("change", show);
 document.getElementById("terms").addEventListener("change", show);
