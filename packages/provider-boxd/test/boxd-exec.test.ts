@@ -1,8 +1,8 @@
-import { COMPUTER_LABELS, type Machine } from "@agent-computer/core";
+import { AgentComputerError, COMPUTER_LABELS, type Machine } from "@agent-computer/core";
 import { SCREEN_GATEWAY_PORT } from "@agent-computer/desktop-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BoxdClient, BoxdTokenSource } from "../src/index.js";
-import { boxdTestEnvironment, TEST_API_KEY } from "./boxd-test-environment.js";
+import { boxdTestEnvironment, TEST_API_KEY, TEST_ORG } from "./boxd-test-environment.js";
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8");
 
@@ -174,6 +174,23 @@ echo $!`,
         await made.destroy();
       }
     }, 90_000);
+
+    it("an exec on a machine whose container is gone while the service lists it running ends with a typed error", async () => {
+      const lost = await provider.provision({ computerId: "lost", homeKey: "lost" });
+      const unhandled: unknown[] = [];
+      const keep = (reason: unknown) => unhandled.push(reason);
+      process.on("unhandledRejection", keep);
+      try {
+        await env.emulator.loseContainer(TEST_ORG, lost.ref.slice("boxd:".length));
+        // Before the emulator answered such a call, it stayed open and the engine's refusal went unhandled.
+        await expect(lost.exec({ shell: "echo hi", timeoutMs: 20_000 })).rejects.toBeInstanceOf(AgentComputerError);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(unhandled).toEqual([]);
+      } finally {
+        process.off("unhandledRejection", keep);
+        await lost.destroy().catch(() => {});
+      }
+    }, 60_000);
 
     it("every request so far kept to the definition", () => {
       expect(env.emulator.recorder.calls.length).toBeGreaterThan(0);

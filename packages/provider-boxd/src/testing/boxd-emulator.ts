@@ -153,6 +153,17 @@ export class BoxdEmulator {
     await this.vms.destroy(vm);
   }
 
+  /**
+   * Removes a machine's container while the service still lists it running:
+   * what a request sees while a destroy is under way ("Removal In
+   * Progress") or after the machine's host died.
+   */
+  async loseContainer(org: string, name: string): Promise<void> {
+    const vm = this.vms.find(org, name);
+    if (!vm) throw new Error(`no machine ${name} in ${org}`);
+    await this.options.docker.getContainer(vm.containerId).remove({ force: true });
+  }
+
   async close(): Promise<void> {
     for (const name of [...this.publicUrls.keys()]) this.closePublicUrl(name);
     for (const end of this.execs) end();

@@ -93,22 +93,34 @@ async function startExec(
   const first = host.decode(method, firstBytes);
   const exchange = host.recorder.request("POST", method.path, { body: first });
   let vm: VmRecord;
+  let org: string;
   try {
-    const org = host.orgOf(call.metadata);
+    org = host.orgOf(call.metadata);
     vm = host.machine(org, String(first.vm_id));
     if (vm.status !== "running") throw new GrpcRefusal(grpc.status.FAILED_PRECONDITION, `${vm.name} is not running`);
   } catch (error) {
-    const failure = serviceErrorOf(error);
-    exchange.answer(failure.code as number);
-    call.emit("error", failure);
+    refuseCall(exchange, call, error);
     return;
   }
   const sessionFile = `/tmp/.boxd-exec-${randomBytes(6).toString("hex")}.sid`;
-  const { exec, stream } = await host.vms.startCommand(
-    vm,
-    ["setsid", "-w", "sh", "-c", SESSION_RUNNER, sessionFile, String(first.command)],
-    { user: MACHINE_USER, env: { HOME: BOXD_HOME }, workingDir: BOXD_HOME, stdin: true },
-  );
+  let started: Awaited<ReturnType<BoxdVms["startCommand"]>>;
+  try {
+    started = await host.vms.startCommand(
+      vm,
+      ["setsid", "-w", "sh", "-c", SESSION_RUNNER, sessionFile, String(first.command)],
+      { user: MACHINE_USER, env: { HOME: BOXD_HOME }, workingDir: BOXD_HOME, stdin: true },
+    );
+  } catch (error) {
+    // The machine went away between the check above and the engine's exec (a
+    // destroy under way: "Removal In Progress"); left unanswered, the failure
+    // was an unhandled rejection of the emulator (boxd-runtime.test.ts). A
+    // machine destroyed meanwhile is NOT_FOUND, as a new call would say; one
+    // the service still lists is UNAVAILABLE, the definition's answer for a
+    // service that cannot serve the call now (boxd-definition.ts, COMMON).
+    refuseCall(exchange, call, goneOrUnavailable(host, org, vm, error));
+    return;
+  }
+  const { exec, stream } = started;
   // As the machine's user, whose every exec process is: root in these containers has no CAP_KILL
   // (testing's ComputerContainers drops every capability), so as root the kill reached none of them.
   const killSession = () =>
@@ -164,6 +176,27 @@ async function startExec(
   exchange.answer(grpc.status.OK);
   call.write({ exit_code: state?.ExitCode ?? -1 });
   call.end();
+}
+
+function goneOrUnavailable(host: StreamHost, org: string, vm: VmRecord, error: unknown): GrpcRefusal {
+  try {
+    host.machine(org, vm.vm_id);
+  } catch (gone) {
+    if (gone instanceof GrpcRefusal) return gone;
+  }
+  const why = error instanceof Error ? error.message : String(error);
+  return new GrpcRefusal(grpc.status.UNAVAILABLE, `${vm.name} could not run the command: ${why}`);
+}
+
+/** Ends a call with the refusal `error` stands for (INTERNAL for any other error), recorded as its answer. */
+function refuseCall(
+  exchange: { answer(status: number): void },
+  call: grpc.ServerDuplexStream<Buffer, BoxdMessage>,
+  error: unknown,
+): void {
+  const failure = serviceErrorOf(error);
+  exchange.answer(failure.code as number);
+  call.emit("error", failure);
 }
 
 /**
