@@ -27,10 +27,14 @@
  * - Every request needs `Authorization: Bearer <token>` (401 otherwise); `forbid()` makes a verb
  *   answer 403 Forbidden as RBAC would; `failNext()` answers the next call of a verb with a status
  *   (such as 409); `cutNextExec()` drops the next exec connection after some stdin bytes.
- * Pod spec fields honoured: containers[0] image, command, args, env, workingDir, resources.limits
- * (cpu, memory), readinessProbe.exec (Ready once it passes), securityContext runAsUser/runAsGroup,
- * allowPrivilegeEscalation false (no-new-privileges), capabilities.drop ALL, a memory emptyDir at
- * /dev/shm (shm size), shareProcessNamespace (an init reaping orphans), terminationGracePeriodSeconds.
+ * Pod spec fields honoured, for each container (fixture-pod-containers.ts): image, command, args,
+ * env, workingDir, resources.limits (cpu, memory), readinessProbe.exec (the pod is Ready once every
+ * container's passes), securityContext runAsUser/runAsGroup, allowPrivilegeEscalation false
+ * (no-new-privileges), capabilities.drop ALL, memory emptyDirs (at /dev/shm the shm size; a tmpfs
+ * of the container's own elsewhere), shareProcessNamespace (an init reaping orphans, one pid
+ * namespace), terminationGracePeriodSeconds. Containers after the first join its network and IPC
+ * namespaces as a pod's do; exec runs in the one `container=` names (400 when a pod of several
+ * gets none), and containerStatuses list each.
  * Volumes: a persistentVolumeClaim volume of a claim made with `addClaim(namespace, name, hostDir)`
  * (a PVC backed by a host folder) is bind-mounted at each of its mounts' mountPath, `subPath`
  * made on first use owned by the pod's fsGroup as the kubelet would; a claim that does not exist
@@ -43,16 +47,18 @@
  * pulls (an image missing on the engine stays ErrImagePull, so the pod never becomes Ready).
  */
 import { randomUUID } from "node:crypto";
-import { chownSync, existsSync, mkdirSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
-import { join } from "node:path";
 import type { Duplex } from "node:stream";
-import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type Docker from "dockerode";
-import { WebSocket, WebSocketServer } from "ws";
+import { WebSocketServer } from "ws";
+import { apiDiscovery } from "./fixture-discovery.js";
+import { pipeExec } from "./fixture-exec-stream.js";
 import { fixtureKubeConfig } from "./fixture-kube-config.js";
+import { claimBinds, createPodContainer, execContainerIndex, FIXTURE_LABEL } from "./fixture-pod-containers.js";
+
+export { cpuCores, quantityBytes } from "./fixture-pod-containers.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: pod JSON as the API shapes it; the fixture reads and writes fields of any kind.
 export type Json = Record<string, any>;
@@ -61,12 +67,10 @@ export type FixtureVerb = "create" | "get" | "list" | "delete" | "exec";
 
 interface PodRecord {
   pod: Json;
-  containerId?: string;
+  /** The engine container of each of the pod's containers, in the spec's order, once made. */
+  containerIds: string[];
   deleting?: boolean;
 }
-
-const FIXTURE_LABEL = "org.agent-computer.kubernetes-fixture";
-const OUTPUT_IN_FLIGHT = 4 * 1024 * 1024;
 
 export class KubernetesWireFixture {
   /** Offer v5.channel.k8s.io; false makes exec fall back to v4 as an older cluster would. */
@@ -154,6 +158,7 @@ export class KubernetesWireFixture {
   addForeignPod(namespace: string, name: string, labels: Record<string, string>): void {
     const now = new Date().toISOString();
     this.pods.set(`${namespace}/${name}`, {
+      containerIds: [],
       pod: {
         apiVersion: "v1",
         kind: "Pod",
@@ -176,9 +181,15 @@ export class KubernetesWireFixture {
     return this.pods.get(`${namespace}/${name}`)?.pod;
   }
 
-  /** The engine container behind a pod. */
-  containerOf(namespace: string, name: string): string | undefined {
-    return this.pods.get(`${namespace}/${name}`)?.containerId;
+  /** The engine container behind a pod's container `container` (by name; the first by default). */
+  containerOf(namespace: string, name: string, container?: string): string | undefined {
+    const record = this.pods.get(`${namespace}/${name}`);
+    if (!record) return undefined;
+    const index =
+      container === undefined
+        ? 0
+        : ((record.pod.spec?.containers ?? []) as Json[]).findIndex((c) => c.name === container);
+    return index < 0 ? undefined : record.containerIds[index];
   }
 
   /** Deletes a pod as `kubectl delete --grace-period=N` or an eviction would. */
@@ -210,7 +221,7 @@ export class KubernetesWireFixture {
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!this.authorized(req)) return this.status(res, 401, "Unauthorized", "Unauthorized");
     const url = new URL(req.url ?? "/", "http://fixture");
-    const discovery = req.method === "GET" ? this.discovery(url.pathname) : undefined;
+    const discovery = req.method === "GET" ? apiDiscovery(url.pathname, this.port) : undefined;
     if (discovery) return this.json(res, 200, discovery);
     const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods(?:\/([^/]+))?$/.exec(url.pathname);
     if (!match) return this.status(res, 404, "NotFound", "the server could not find the requested resource");
@@ -245,37 +256,6 @@ export class KubernetesWireFixture {
     );
     await this.beginDelete(key, record, Number.isFinite(grace) ? grace : 30, false);
     return this.json(res, 200, record.pod);
-  }
-
-  /** API discovery, as kubectl reads it before a `get`: core/v1 with pods and pods/exec only. */
-  private discovery(path: string): Json | undefined {
-    if (path === "/api")
-      return {
-        kind: "APIVersions",
-        versions: ["v1"],
-        serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: `127.0.0.1:${this.port}` }],
-      };
-    if (path === "/apis") return { kind: "APIGroupList", apiVersion: "v1", groups: [] };
-    if (path === "/api/v1")
-      return {
-        kind: "APIResourceList",
-        groupVersion: "v1",
-        resources: [
-          {
-            name: "pods",
-            singularName: "",
-            namespaced: true,
-            kind: "Pod",
-            verbs: ["create", "delete", "get", "list"],
-            shortNames: ["po"],
-            categories: ["all"],
-          },
-          { name: "pods/exec", singularName: "", namespaced: true, kind: "PodExecOptions", verbs: ["create", "get"] },
-        ],
-      };
-    if (path === "/version")
-      return { major: "1", minor: "30", gitVersion: "v1.30.0-agent-computer-fixture", platform: "linux/amd64" };
-    return undefined;
   }
 
   private authorized(req: IncomingMessage): boolean {
@@ -337,19 +317,17 @@ export class KubernetesWireFixture {
       status: {
         phase: "Pending",
         conditions: [{ type: "PodScheduled", status: "True", lastTransitionTime: now }],
-        containerStatuses: [
-          {
-            name: container.name,
-            image: container.image,
-            imageID: "",
-            ready: false,
-            restartCount: 0,
-            state: { waiting: { reason: "ContainerCreating" } },
-          },
-        ],
+        containerStatuses: ((body.spec?.containers ?? []) as Json[]).map((c) => ({
+          name: c.name,
+          image: c.image,
+          imageID: "",
+          ready: false,
+          restartCount: 0,
+          state: { waiting: { reason: "ContainerCreating" } },
+        })),
       },
     };
-    const record: PodRecord = { pod };
+    const record: PodRecord = { pod, containerIds: [] };
     this.pods.set(key, record);
     void this.run(key, record).catch(() => {});
     this.json(res, 201, pod);
@@ -372,14 +350,18 @@ export class KubernetesWireFixture {
 
   // --- pods backed by containers -----------------------------------------
 
-  /** Starts the pod's container and runs its readiness probe until it passes. */
+  /**
+   * Starts the pod's containers in order, as the kubelet does
+   * (fixture-pod-containers.ts), then runs their readiness probes: the pod
+   * is Ready once every container is.
+   */
   private async run(key: string, record: PodRecord): Promise<void> {
     const pod = record.pod;
     const spec = pod.spec as Json;
-    const container = spec.containers[0] as Json;
-    const statusOf = () => pod.status.containerStatuses[0] as Json;
-    const [podNamespace] = key.split("/") as [string];
-    const unschedulable = this.unschedulable(podNamespace, spec);
+    const containers = spec.containers as Json[];
+    const statusOf = (i: number) => pod.status.containerStatuses[i] as Json;
+    const [namespace, name] = key.split("/") as [string, string];
+    const unschedulable = this.unschedulable(namespace, spec);
     if (unschedulable) {
       // As the scheduler leaves it: Pending, PodScheduled False, no container statuses.
       pod.status.conditions = [
@@ -396,80 +378,64 @@ export class KubernetesWireFixture {
       return;
     }
     spec.nodeName = "fixture-node";
-    const binds = this.binds(podNamespace, spec, container);
-    const exists = await this.docker
-      .getImage(container.image)
-      .inspect()
-      .then(
-        () => true,
-        () => false,
-      );
-    if (!exists) {
-      statusOf().state = {
-        waiting: { reason: "ErrImagePull", message: `image "${container.image}" not found on the node` },
-      };
-      return;
+    for (const [i, container] of containers.entries()) {
+      const exists = await this.docker
+        .getImage(container.image)
+        .inspect()
+        .then(
+          () => true,
+          () => false,
+        );
+      if (!exists) {
+        statusOf(i).state = {
+          waiting: { reason: "ErrImagePull", message: `image "${container.image}" not found on the node` },
+        };
+        return;
+      }
     }
-    const security = { ...spec.securityContext, ...container.securityContext } as Json;
-    const shm = (spec.volumes ?? []).find(
-      (v: Json) =>
-        v.emptyDir?.medium === "Memory" &&
-        (container.volumeMounts ?? []).some((m: Json) => m.name === v.name && m.mountPath === "/dev/shm"),
-    );
-    const [namespace, name] = key.split("/") as [string, string];
-    const created = await this.docker.createContainer({
-      name: `k8s-fixture-${this.id}-${namespace}-${name}`.slice(0, 120),
-      Image: container.image,
-      Entrypoint: container.command,
-      Cmd: container.args ?? [],
-      WorkingDir: container.workingDir,
-      User:
-        security.runAsUser === undefined
-          ? undefined
-          : `${security.runAsUser}:${security.runAsGroup ?? security.runAsUser}`,
-      Env: (container.env ?? []).map((e: Json) => `${e.name}=${e.value ?? ""}`),
-      Labels: { [FIXTURE_LABEL]: this.id, "io.kubernetes.pod.namespace": namespace, "io.kubernetes.pod.name": name },
-      HostConfig: {
-        Init: spec.shareProcessNamespace === true,
-        ShmSize: shm?.emptyDir?.sizeLimit ? quantityBytes(shm.emptyDir.sizeLimit) : undefined,
-        NanoCpus: container.resources?.limits?.cpu
-          ? Math.round(cpuCores(container.resources.limits.cpu) * 1e9)
-          : undefined,
-        Memory: container.resources?.limits?.memory ? quantityBytes(container.resources.limits.memory) : undefined,
-        CapDrop: security.capabilities?.drop?.includes("ALL") ? ["ALL"] : undefined,
-        CapAdd: security.capabilities?.add,
-        SecurityOpt: [
-          ...(security.allowPrivilegeEscalation === false ? ["no-new-privileges:true"] : []),
-          // A node that installed desktop-runtime's profile as a Localhost profile.
-          ...(security.seccompProfile?.type === "Localhost" ? [`seccomp=${computerSeccompProfile()}`] : []),
-        ],
-        Privileged: security.privileged === true,
-        Binds: binds,
-      },
-    });
-    record.containerId = created.id;
-    if (record.deleting) {
-      await created.remove({ force: true }).catch(() => {});
-      return;
+    for (const [i, container] of containers.entries()) {
+      const created = await createPodContainer(this.docker, {
+        fixtureId: this.id,
+        namespace,
+        pod: name,
+        spec,
+        container,
+        binds: claimBinds(this.claims, namespace, spec, container),
+        first: record.containerIds[0],
+        shared: containers.length > 1,
+      });
+      record.containerIds.push(created.id);
+      if (record.deleting) {
+        await created.remove({ force: true }).catch(() => {});
+        return;
+      }
+      await created.start();
+      const started = new Date().toISOString();
+      if (i === 0) {
+        const info = await created.inspect();
+        pod.status.podIP = Object.values(info.NetworkSettings.Networks ?? {})[0]?.IPAddress || undefined;
+        pod.status.startTime = started;
+      }
+      statusOf(i).state = { running: { startedAt: started } };
+      statusOf(i).containerID = `docker://${created.id}`;
     }
-    await created.start();
-    const info = await created.inspect();
-    const started = new Date().toISOString();
     pod.status.phase = "Running";
-    pod.status.podIP = Object.values(info.NetworkSettings.Networks ?? {})[0]?.IPAddress || undefined;
-    pod.status.startTime = started;
-    statusOf().state = { running: { startedAt: started } };
-    statusOf().containerID = `docker://${created.id}`;
+    await Promise.all(containers.map((container, i) => this.probeUntilReady(key, record, container, i)));
+    if (record.deleting || !this.pods.has(key)) return;
+    pod.status.conditions.push(
+      { type: "Ready", status: "True", lastTransitionTime: new Date().toISOString() },
+      { type: "ContainersReady", status: "True", lastTransitionTime: new Date().toISOString() },
+    );
+  }
+
+  /** Runs one container's readiness probe until it passes (at once without one); its status says ready then. */
+  private async probeUntilReady(key: string, record: PodRecord, container: Json, index: number): Promise<void> {
     const probe = container.readinessProbe?.exec?.command as string[] | undefined;
     for (;;) {
       if (record.deleting || !this.pods.has(key)) return;
-      const ok = probe === undefined || (await this.execExitCode(created.id, probe)) === 0;
-      if (ok) {
-        statusOf().ready = true;
-        pod.status.conditions.push(
-          { type: "Ready", status: "True", lastTransitionTime: new Date().toISOString() },
-          { type: "ContainersReady", status: "True", lastTransitionTime: new Date().toISOString() },
-        );
+      const id = record.containerIds[index] as string;
+      if (probe === undefined || (await this.execExitCode(id, probe)) === 0) {
+        record.pod.status.containerStatuses[index].ready = true;
         return;
       }
       await new Promise((r) => setTimeout(r, (container.readinessProbe?.periodSeconds ?? 10) * 1000));
@@ -501,27 +467,6 @@ export class KubernetesWireFixture {
     return undefined;
   }
 
-  /** Engine binds for the pod's claim volumes: the claim's host folder (or its subPath, made on first use). */
-  private binds(namespace: string, spec: Json, container: Json): string[] {
-    const binds: string[] = [];
-    for (const mount of (container.volumeMounts ?? []) as Json[]) {
-      const volume = ((spec.volumes ?? []) as Json[]).find((v) => v.name === mount.name);
-      const claim = volume?.persistentVolumeClaim?.claimName as string | undefined;
-      if (!claim) continue;
-      const root = this.claims.get(`${namespace}/${claim}`) as string;
-      const subPath = (mount.subPath as string | undefined) ?? "";
-      if (subPath.split("/").includes("..") || subPath.startsWith("/")) throw new Error(`bad subPath ${subPath}`);
-      const source = subPath ? join(root, subPath) : root;
-      if (!existsSync(source)) {
-        mkdirSync(source, { recursive: true, mode: 0o2775 });
-        const group = spec.securityContext?.fsGroup as number | undefined;
-        if (group !== undefined) chownSync(source, spec.securityContext?.runAsUser ?? 0, group);
-      }
-      binds.push(`${source}:${mount.mountPath}${mount.readOnly ? ":ro" : ""}`);
-    }
-    return binds;
-  }
-
   private async execExitCode(containerId: string, cmd: string[]): Promise<number | null> {
     try {
       const exec = await this.docker
@@ -548,9 +493,10 @@ export class KubernetesWireFixture {
       record.pod.metadata.resourceVersion = String(++this.resourceVersion);
     }
     const finish = async () => {
-      const container = record.containerId ? this.docker.getContainer(record.containerId) : undefined;
-      if (container && grace > 0) await container.stop({ t: grace }).catch(() => {});
-      if (container) await container.remove({ force: true }).catch(() => {});
+      // Later containers first: they live in the first one's namespaces.
+      const containers = [...record.containerIds].reverse().map((id) => this.docker.getContainer(id));
+      if (grace > 0) await Promise.all(containers.map((c) => c.stop({ t: grace }).catch(() => {})));
+      for (const container of containers) await container.remove({ force: true }).catch(() => {});
       this.pods.delete(key);
     };
     if (grace === 0 || direct) await finish();
@@ -581,12 +527,15 @@ export class KubernetesWireFixture {
     }
     const record = this.pods.get(`${namespace}/${name}`);
     if (!record) return refuse(404, "NotFound", `pods "${name}" not found`);
-    if (!record.containerId || record.pod.status.phase !== "Running") {
+    if (record.containerIds.length === 0 || record.pod.status.phase !== "Running") {
       return refuse(400, "BadRequest", `pod ${name} is not running (phase ${record.pod.status.phase})`);
     }
+    const index = execContainerIndex(record.pod.spec, name, url.searchParams.get("container"));
+    if (typeof index === "string") return refuse(400, "BadRequest", index);
+    const containerId = record.containerIds[index] as string;
     const command = url.searchParams.getAll("command");
     const withStdin = url.searchParams.get("stdin") === "true";
-    const container = this.docker.getContainer(record.containerId);
+    const container = this.docker.getContainer(containerId);
     let exec: Docker.Exec;
     try {
       exec = await container.exec({
@@ -604,113 +553,8 @@ export class KubernetesWireFixture {
     if (cut) this.cut = undefined;
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       this.protocolsUsed.push(ws.protocol);
-      this.pipeExec(ws, stream, exec, record, withStdin, cut);
+      pipeExec(this.docker, ws, stream, exec, { containerId, gone: () => record.deleting === true }, withStdin, cut);
     });
-  }
-
-  private pipeExec(
-    ws: WebSocket,
-    stream: Duplex,
-    exec: Docker.Exec,
-    record: PodRecord,
-    withStdin: boolean,
-    cut: { afterBytes: number } | undefined,
-  ): void {
-    let finished = false;
-    let stdinBytes = 0;
-    // Engine output: 8-byte frame headers (stream id, size), demultiplexed to channels 1 and 2.
-    let pending: Buffer = Buffer.alloc(0);
-    let lastOutputAt = Date.now();
-    stream.on("data", (chunk: Buffer) => {
-      lastOutputAt = Date.now();
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      while (pending.length >= 8) {
-        const size = pending.readUInt32BE(4);
-        if (pending.length < 8 + size) break;
-        const kind = pending[0];
-        const payload = pending.subarray(8, 8 + size);
-        pending = pending.subarray(8 + size);
-        if ((kind === 1 || kind === 2) && ws.readyState === WebSocket.OPEN) {
-          ws.send(Buffer.concat([Buffer.from([kind]), payload]), () => {
-            if (ws.bufferedAmount < OUTPUT_IN_FLIGHT) stream.resume();
-          });
-          if (ws.bufferedAmount >= OUTPUT_IN_FLIGHT) stream.pause();
-        }
-      }
-    });
-    stream.on("error", () => {});
-    ws.on("message", (data: Buffer) => {
-      if (data.length === 0) return;
-      const channel = data[0];
-      if (channel === 0 && withStdin) {
-        stdinBytes += data.length - 1;
-        if (cut && stdinBytes > cut.afterBytes) {
-          ws.terminate();
-          stream.destroy();
-          return;
-        }
-        if (!stream.write(data.subarray(1))) {
-          ws.pause();
-          stream.once("drain", () => ws.resume());
-        }
-      } else if (channel === 255 && data[1] === 0 && ws.protocol === "v5.channel.k8s.io") {
-        stream.end();
-      }
-    });
-    // Closing the connection ends the command's stdin; the command itself runs on, as in a cluster,
-    // its output dropped. The engine's stream must not stay paused for a reader that is gone: the
-    // engine then never finishes that exec's exit, and every later exec in the container hangs.
-    ws.on("close", () => {
-      if (!finished && withStdin) stream.end();
-      stream.resume();
-    });
-    const finish = async () => {
-      if (finished) return;
-      finished = true;
-      clearInterval(poll);
-      let status: Json;
-      try {
-        const state = await exec.inspect();
-        const running = record.containerId
-          ? (await this.docker.getContainer(record.containerId).inspect()).State.Running
-          : false;
-        if (!running || state.ExitCode === null || record.deleting) throw new Error("container is not running");
-        status =
-          state.ExitCode === 0
-            ? { metadata: {}, status: "Success" }
-            : {
-                metadata: {},
-                status: "Failure",
-                message: `command terminated with non-zero exit code: exit status ${state.ExitCode}`,
-                reason: "NonZeroExitCode",
-                details: { causes: [{ reason: "ExitCode", message: String(state.ExitCode) }] },
-              };
-      } catch (error) {
-        status = {
-          metadata: {},
-          status: "Failure",
-          message: `error executing command in container: ${(error as Error).message}`,
-          reason: "InternalError",
-        };
-      }
-      if (ws.readyState === WebSocket.OPEN) {
-        ws.send(Buffer.concat([Buffer.from([3]), Buffer.from(JSON.stringify(status))]), () => ws.close(1000));
-      }
-    };
-    stream.on("end", () => void finish());
-    stream.on("close", () => void finish());
-    // Background children may hold the output open after the command
-    // exits: then the exec ends once its output has been quiet a moment
-    // (never while output is still queued behind a slow reader).
-    const poll = setInterval(() => {
-      exec.inspect().then(
-        (state) => {
-          const quiet = !stream.isPaused() && ws.bufferedAmount === 0 && Date.now() - lastOutputAt > 200;
-          if (!state.Running && quiet) void finish();
-        },
-        () => void finish(),
-      );
-    }, 300);
   }
 
   // --- answers -------------------------------------------------------------
@@ -737,28 +581,4 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("error", reject);
   });
-}
-
-const UNITS: Record<string, number> = {
-  "": 1,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  Ki: 1024,
-  Mi: 1024 ** 2,
-  Gi: 1024 ** 3,
-  Ti: 1024 ** 4,
-};
-
-/** A memory quantity ("512Mi", "4Gi", "1G") in bytes. */
-export function quantityBytes(quantity: string): number {
-  const match = /^([0-9.]+)([A-Za-z]*)$/.exec(quantity);
-  if (!match) throw new Error(`bad quantity ${quantity}`);
-  return Math.round(Number(match[1]) * (UNITS[match[2] as string] ?? 1));
-}
-
-/** A CPU quantity ("2", "500m") in cores. */
-export function cpuCores(quantity: string): number {
-  return quantity.endsWith("m") ? Number(quantity.slice(0, -1)) / 1000 : Number(quantity);
 }
