@@ -15,7 +15,11 @@ export { type DesktopTransport, SERVICE_HAND_OVER_COMMAND } from "./desktop/desk
 export type { DesktopCommandLine, DesktopCommandRun } from "./desktop/desktop-command.js";
 export {
   CHROMIUM_MANAGED_POLICY_FILE,
+  DEVTOOLS_TRANSPORT_ENV,
   DISPLAY_APART_CHROMIUM_POLICY,
+  DISPLAY_HOME,
+  DISPLAY_HOME_BYTES,
+  DISPLAY_HOME_ENV,
   LOOPBACK_PROXY_COMMAND,
   LOOPBACK_PROXY_ENV,
   LOOPBACK_PROXY_PORT,

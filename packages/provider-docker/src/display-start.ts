@@ -1,6 +1,9 @@
 import { setTimeout as delay } from "node:timers/promises";
 import {
   CHROMIUM_MANAGED_POLICY_FILE,
+  DISPLAY_HOME,
+  DISPLAY_HOME_BYTES,
+  DISPLAY_HOME_ENV,
   LOOPBACK_PROXY_ENV,
   LOOPBACK_PROXY_PORT,
   SCREEN_GATEWAY_PORT,
@@ -36,24 +39,6 @@ export interface DisplayPlan {
   readonly container: string;
   readonly network: string;
 }
-
-/**
- * The display container's own home: its programs (openbox, x11vnc, Chromium's
- * NSS database and fonts, Python) take their configuration from here, never
- * from the workspace home, which the bot writes (issue 45, finding 1). The
- * workspace is still where bots' profiles and downloads live (`--home`, the
- * policy's DownloadDirectory).
- */
-const DISPLAY_HOME = "/run/agent-computer-display";
-/** Room for its programs' caches and logs (counted in the display container's memory). */
-const DISPLAY_HOME_BYTES = 256 * 1024 * 1024;
-const DISPLAY_HOME_ENV = [
-  `XDG_CONFIG_HOME=${DISPLAY_HOME}/config`,
-  `XDG_DATA_HOME=${DISPLAY_HOME}/data`,
-  `XDG_CACHE_HOME=${DISPLAY_HOME}/cache`,
-  `XDG_STATE_HOME=${DISPLAY_HOME}/state`,
-  "PYTHONNOUSERSITE=1",
-];
 
 /** How long a display another caller has created may take to start before it counts as abandoned. */
 const CLAIM_WAIT_MS = 60_000;
@@ -110,7 +95,8 @@ export async function startDisplayContainer(
         `${LOOPBACK_PROXY_ENV}=socks5://${COMPUTER_ALIAS}:${LOOPBACK_PROXY_PORT}`,
         // A person's terminals run beside the bot's processes, on the computer's terminal host.
         `${TERMINAL_HOST_ENV}=${COMPUTER_ALIAS}:${TERMINAL_HOST_PORT}`,
-        ...DISPLAY_HOME_ENV,
+        // Its programs' configuration from its own home, never the workspace the bot writes (issue 45, finding 1).
+        ...Object.entries(DISPLAY_HOME_ENV).map(([name, value]) => `${name}=${value}`),
       ],
       home: DISPLAY_HOME,
     });

@@ -1,6 +1,7 @@
 import { labelValueOf, type ResolvedComputerSpec } from "@agent-computer/core";
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1Container, V1Pod, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
 import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
+import { COMPUTER_START_BESIDE_DISPLAY, displayContainerOf, homeVolumeOf } from "./display-container-manifest.js";
 import type { ResolvedKubernetesProviderOptions } from "./kubernetes-provider-options.js";
 
 /** The uid and gid the computer image's user has; every pod runs as them. */
@@ -26,9 +27,13 @@ export interface MountedHomeSource {
  * 1000, no service account token (a computer never holds the API's
  * credentials), no service links (no other services' addresses in its
  * environment), no privilege escalation, all capabilities dropped, the
- * runtime's default seccomp profile, a memory-backed /dev/shm for Chromium,
- * and a shared process namespace so the pause container reaps the orphans
- * commands leave behind (as Docker's init does for provider-docker).
+ * runtime's default seccomp profile, a memory-backed /dev/shm for Chromium.
+ * With `displayContainer` (the default) the display stack runs in a second
+ * container (display-container-manifest.ts) that shares only the home, and
+ * no process namespace is shared (each container's pid 1 reaps its own
+ * orphans); without it one container holds both, in a shared process
+ * namespace so the pause container reaps the orphans commands leave behind
+ * (as Docker's init does for provider-docker).
  */
 export function computerPodManifest(
   name: string,
@@ -44,6 +49,35 @@ export function computerPodManifest(
   if (cpu !== undefined) limits.cpu = cpu;
   if (memory !== undefined) limits.memory = memory;
   const screenLimit = spec.screenLimit;
+  const apart = options.displayContainer;
+  const securityContext: V1Container["securityContext"] = {
+    allowPrivilegeEscalation: false,
+    privileged: false,
+    // Chromium's sandbox chroots inside its own user namespace, which
+    // the bounding set must still allow; nothing else is kept.
+    capabilities: { drop: ["ALL"], add: ["SYS_CHROOT"] },
+  };
+  // The home: a claim's folder when mounted; else, with a display container, a volume both see.
+  const shared = apart && !mountedHome ? homeVolumeOf(options.workspacePath) : undefined;
+  const homeMount: V1VolumeMount | undefined = mountedHome
+    ? { name: HOME_VOLUME, mountPath: options.workspacePath, subPath: `homes/${spec.homeKey}` }
+    : shared?.mount;
+  const display =
+    apart && homeMount
+      ? displayContainerOf({
+          image,
+          shmSizeLimit: options.shmSizeLimit,
+          limits,
+          homeMount,
+          securityContext,
+        })
+      : undefined;
+  const volumes: V1Volume[] = [
+    { name: "shm", emptyDir: { medium: "Memory", sizeLimit: options.shmSizeLimit } },
+    ...(mountedHome ? [{ name: HOME_VOLUME, persistentVolumeClaim: { claimName: mountedHome.claim } }] : []),
+    ...(shared ? [shared.volume] : []),
+    ...(display?.volumes ?? []),
+  ];
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -70,7 +104,8 @@ export function computerPodManifest(
     spec: {
       automountServiceAccountToken: false,
       enableServiceLinks: false,
-      shareProcessNamespace: true,
+      // Apart, the display's processes must be out of the bot's sight and reach (no /proc, no signals, no ptrace).
+      shareProcessNamespace: !apart,
       restartPolicy: "Never",
       terminationGracePeriodSeconds: options.terminationGracePeriodSeconds,
       ...(options.runtimeClassName ? { runtimeClassName: options.runtimeClassName } : {}),
@@ -104,37 +139,30 @@ export function computerPodManifest(
           name: options.containerName,
           image,
           imagePullPolicy: "IfNotPresent",
-          command: ["/bin/sh", "-c", START, "start-computer", options.workspacePath],
+          command: [
+            "/bin/sh",
+            "-c",
+            apart ? COMPUTER_START_BESIDE_DISPLAY : START,
+            "start-computer",
+            options.workspacePath,
+          ],
           workingDir: "/",
           env: [
             { name: "HOME", value: options.workspacePath },
             { name: "LANG", value: "C.UTF-8" },
           ],
           ...(Object.keys(limits).length > 0 ? { resources: { limits } } : {}),
-          securityContext: {
-            allowPrivilegeEscalation: false,
-            privileged: false,
-            // Chromium's sandbox chroots inside its own user namespace, which
-            // the bounding set must still allow; nothing else is kept.
-            capabilities: { drop: ["ALL"], add: ["SYS_CHROOT"] },
-          },
+          securityContext,
           readinessProbe: {
             exec: { command: ["test", "-d", options.workspacePath] },
             periodSeconds: 1,
             failureThreshold: 1,
           },
-          volumeMounts: [
-            { name: "shm", mountPath: "/dev/shm" },
-            ...(mountedHome
-              ? [{ name: HOME_VOLUME, mountPath: options.workspacePath, subPath: `homes/${spec.homeKey}` }]
-              : []),
-          ],
+          volumeMounts: [{ name: "shm", mountPath: "/dev/shm" }, ...(homeMount ? [homeMount] : [])],
         },
+        ...(display ? [display.container] : []),
       ],
-      volumes: [
-        { name: "shm", emptyDir: { medium: "Memory", sizeLimit: options.shmSizeLimit } },
-        ...(mountedHome ? [{ name: HOME_VOLUME, persistentVolumeClaim: { claimName: mountedHome.claim } }] : []),
-      ],
+      volumes,
     },
   } as V1Pod;
 }

@@ -59,6 +59,8 @@ export class KubernetesMachine extends CommandChannelMachine {
   private readonly commandHost: PodCommandHost;
   /** Set by stop/destroy: the pod is deleted or on its way out, so the handle is spent. */
   private deleted = false;
+  /** The display container, driven like a machine of its own (exec and the gateway's port), never exposed. */
+  private readonly display?: KubernetesMachine;
   /** Imports into one pod run one after another: they share the staging names beside the home. */
 
   constructor(
@@ -72,11 +74,23 @@ export class KubernetesMachine extends CommandChannelMachine {
      * is that home as this process sees it, when it mounts the claim too.
      */
     private readonly mount?: { localHomeDir?: string },
+    /**
+     * The pod's display container when the display runs apart
+     * (display-container-manifest.ts); `container`: the one this object's
+     * commands run in, the bot's unless set.
+     */
+    containers: { display?: string; container?: string } = {},
   ) {
-    // Desktops come from the shared Linux runtime, through this machine's exec.
-    super(workspacePath, (machine) => new LinuxDesktopRuntime(machine, { screenLimit }));
+    // Desktops come from the shared Linux runtime, through the exec of the container the display runs in.
+    // (Made during super(), before this class's fields: the display's machine is looked up per call.)
+    super(workspacePath, (machine) =>
+      (machine as KubernetesMachine).desktops(workspacePath, screenLimit, containers.display !== undefined),
+    );
     this.ref = `kubernetes:${host.namespace}/${podName}`;
-    this.pod = { namespace: host.namespace, name: podName, container: host.containerName };
+    this.pod = { namespace: host.namespace, name: podName, container: containers.container ?? host.containerName };
+    if (containers.display) {
+      this.display = new KubernetesMachine(host, podName, workspacePath, 0, mount, { container: containers.display });
+    }
     this.commandHost = {
       kubeConfig: host.kubeConfig,
       pod: this.pod,
@@ -84,6 +98,24 @@ export class KubernetesMachine extends CommandChannelMachine {
       podAlive: () => this.podAlive(),
       goneError: () => this.goneError(),
     };
+  }
+
+  /**
+   * Desktops over the display's container when it has one: only the
+   * image's desktop applications start there (desktop-runtime README,
+   * launchPrograms), as beside Docker's display container.
+   */
+  private desktops(workspacePath: string, screenLimit: number, apart: boolean): LinuxDesktopRuntime {
+    if (!apart) return new LinuxDesktopRuntime(this, { screenLimit });
+    const display = () => this.display as KubernetesMachine;
+    return new LinuxDesktopRuntime(
+      {
+        workspacePath,
+        exec: (request, ctx) => display().exec(request, ctx),
+        portUrl: (port, options, ctx) => display().portUrl(port, options, ctx),
+      },
+      { screenLimit, launchPrograms: "applications" },
+    );
   }
 
   /**
@@ -100,11 +132,13 @@ export class KubernetesMachine extends CommandChannelMachine {
 
   /** Deletes the pod: pods are not kept, the saved home is what persists (reconnect then gives "gone"). */
   async stop(ctx?: OpContext): Promise<void> {
+    this.display?.markDeleted();
     await this.delete(ctx, "stop", this.host.terminationGracePeriodSeconds);
     loggerOf(checkOpContext(ctx)).info("kubernetes machine stopped (pod deleted)", { ref: this.ref });
   }
 
   async destroy(ctx?: OpContext): Promise<void> {
+    this.display?.markDeleted();
     await this.delete(ctx, "destroy", 0);
     loggerOf(checkOpContext(ctx)).info("kubernetes machine destroyed", { ref: this.ref });
   }
@@ -346,6 +380,11 @@ export class KubernetesMachine extends CommandChannelMachine {
       if (apiStatus(error) === 404) return false;
       throw error;
     }
+  }
+
+  /** The pod is going: the display's handle is spent with the bot's. */
+  private markDeleted(): void {
+    this.deleted = true;
   }
 
   private refuseDeleted(): void {

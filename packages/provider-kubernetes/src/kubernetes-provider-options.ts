@@ -82,11 +82,21 @@ export const kubernetesProviderOptionsSchema = z.object({
     .optional(),
   /** Size of the pod's memory-backed /dev/shm (Chromium needs about 1 GiB). */
   shmSizeLimit: z.string().regex(QUANTITY, 'a quantity such as "1Gi"').default("1Gi"),
-  /** The container's name inside each pod. */
+  /** The container's name inside each pod (not `display`, the display container's). */
   containerName: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+    .refine((name) => name !== "display", "not display, the name of the pod's display container")
     .default("computer"),
+  /**
+   * Run the display stack (Xvfb, openbox, x11vnc, Chromium, the proxy relay
+   * and the screen gateway with the resident service) in a second
+   * container of the pod, from the same image, sharing only the home: the
+   * bot's processes can then neither signal, trace nor reach the display
+   * during a person's takeover (README, "Takeover"; docs/architecture.md
+   * §4). False keeps the display in the bot's container.
+   */
+  displayContainer: z.boolean().default(true),
   /**
    * The PersistentVolumeClaim, in the computer namespace, that holds the
    * app's data folder (KUBERNETES_SANDBOX_HOME_CLAIM): each pod mounts

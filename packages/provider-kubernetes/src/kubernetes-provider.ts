@@ -14,6 +14,7 @@ import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
 import { computerPodManifest, HOME_VOLUME, type MountedHomeSource } from "./computer-pod-manifest.js";
+import { DISPLAY_CONTAINER_NAME } from "./display-container-manifest.js";
 import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
 import { KubernetesMachine, podIsAlive } from "./kubernetes-machine.js";
 import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
@@ -172,6 +173,8 @@ export function kubernetesProvider(
       // Written as an annotation (computer-pod-manifest.ts), so read from there.
       Number(pod.metadata?.annotations?.[COMPUTER_POD_LABELS.screenLimit] ?? parsed.screenLimit) || 0,
       mountOf(pod),
+      // Likewise whether its display runs apart: from the pod's own containers.
+      pod.spec?.containers?.some((c) => c.name === DISPLAY_CONTAINER_NAME) ? { display: DISPLAY_CONTAINER_NAME } : {},
     );
 
   return defineSandboxProvider({
@@ -216,6 +219,7 @@ export function kubernetesProvider(
         parsed.workspacePath,
         resolved.screenLimit,
         mountedHome ? { localHomeDir: localHomeDir(resolved.homeKey) } : undefined,
+        parsed.displayContainer ? { display: DISPLAY_CONTAINER_NAME } : {},
       );
     },
 

@@ -1,4 +1,4 @@
-import { chownSync, existsSync, mkdirSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
@@ -126,26 +126,35 @@ export function execContainerIndex(spec: Json, pod: string, wanted: string | nul
   return index >= 0 ? index : `container ${wanted} is not valid for pod ${pod}`;
 }
 
-/** Engine binds for the pod's claim volumes: the claim's host folder (or its subPath, made on first use). */
-export function claimBinds(
+/**
+ * Engine binds for the pod's volumes on a node's disk: a claim's host
+ * folder (or its subPath, made on first use), and an emptyDir not in
+ * memory as a folder of `podDir` (one per pod, as the kubelet keeps under
+ * its pods folder: every container that mounts it sees the same files).
+ */
+export function volumeBinds(
   claims: ReadonlyMap<string, string>,
+  podDir: string,
   namespace: string,
   spec: Json,
   container: Json,
 ): string[] {
   const binds: string[] = [];
+  const group = spec.securityContext?.fsGroup as number | undefined;
   for (const mount of (container.volumeMounts ?? []) as Json[]) {
     const volume = ((spec.volumes ?? []) as Json[]).find((v) => v.name === mount.name);
     const claim = volume?.persistentVolumeClaim?.claimName as string | undefined;
-    if (!claim) continue;
-    const root = claims.get(`${namespace}/${claim}`) as string;
+    const onDisk = volume?.emptyDir !== undefined && volume.emptyDir.medium !== "Memory";
+    if (!claim && !onDisk) continue;
+    const root = claim ? (claims.get(`${namespace}/${claim}`) as string) : join(podDir, mount.name);
     const subPath = (mount.subPath as string | undefined) ?? "";
     if (subPath.split("/").includes("..") || subPath.startsWith("/")) throw new Error(`bad subPath ${subPath}`);
     const source = subPath ? join(root, subPath) : root;
     if (!existsSync(source)) {
       mkdirSync(source, { recursive: true, mode: 0o2775 });
-      const group = spec.securityContext?.fsGroup as number | undefined;
-      if (group !== undefined) chownSync(source, spec.securityContext?.runAsUser ?? 0, group);
+      // An emptyDir is world-writable, as the kubelet makes it.
+      if (onDisk) chmodSync(source, 0o2777);
+      if (group !== undefined) chownSync(source, claim ? (spec.securityContext?.runAsUser ?? 0) : 0, group);
     }
     binds.push(`${source}:${mount.mountPath}${mount.readOnly ? ":ro" : ""}`);
   }

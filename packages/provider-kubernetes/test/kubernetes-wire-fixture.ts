@@ -47,8 +47,11 @@
  * pulls (an image missing on the engine stays ErrImagePull, so the pod never becomes Ready).
  */
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type Docker from "dockerode";
@@ -56,7 +59,7 @@ import { WebSocketServer } from "ws";
 import { apiDiscovery } from "./fixture-discovery.js";
 import { pipeExec } from "./fixture-exec-stream.js";
 import { fixtureKubeConfig } from "./fixture-kube-config.js";
-import { claimBinds, createPodContainer, execContainerIndex, FIXTURE_LABEL } from "./fixture-pod-containers.js";
+import { createPodContainer, execContainerIndex, FIXTURE_LABEL, volumeBinds } from "./fixture-pod-containers.js";
 
 export { cpuCores, quantityBytes } from "./fixture-pod-containers.js";
 
@@ -85,6 +88,8 @@ export class KubernetesWireFixture {
   private readonly server: Server;
   private readonly wss: WebSocketServer;
   private resourceVersion = 1000;
+  /** Where pods' emptyDir volumes on disk live, a folder per pod (fixture-pod-containers.ts). */
+  private readonly emptyDirs = mkdtempSync(join(tmpdir(), "k8s-fixture-"));
   private port = 0;
   /** Exec subprotocols chosen, in order (tests check v5 and v4 both happened). */
   readonly protocolsUsed: string[] = [];
@@ -202,18 +207,23 @@ export class KubernetesWireFixture {
     for (const client of this.wss.clients) client.terminate();
     this.server.closeAllConnections?.();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
-    const left = await this.docker.listContainers({
-      all: true,
-      filters: JSON.stringify({ label: [`${FIXTURE_LABEL}=${this.id}`] }),
-    });
-    await Promise.all(
-      left.map((c) =>
-        this.docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => {}),
-      ),
-    );
+    // Containers that joined another's namespaces go first (the engine may refuse the first while they run).
+    for (const joined of [true, false]) {
+      const left = await this.docker.listContainers({
+        all: true,
+        filters: JSON.stringify({ label: [`${FIXTURE_LABEL}=${this.id}`] }),
+      });
+      const now = left.filter((c) => joined === (c.HostConfig?.NetworkMode ?? "").startsWith("container:"));
+      await Promise.all(
+        now.map((c) =>
+          this.docker
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => {}),
+        ),
+      );
+    }
+    rmSync(this.emptyDirs, { recursive: true, force: true });
   }
 
   // --- REST ---------------------------------------------------------------
@@ -400,7 +410,7 @@ export class KubernetesWireFixture {
         pod: name,
         spec,
         container,
-        binds: claimBinds(this.claims, namespace, spec, container),
+        binds: volumeBinds(this.claims, this.podDir(key), namespace, spec, container),
         first: record.containerIds[0],
         shared: containers.length > 1,
       });
@@ -497,10 +507,15 @@ export class KubernetesWireFixture {
       const containers = [...record.containerIds].reverse().map((id) => this.docker.getContainer(id));
       if (grace > 0) await Promise.all(containers.map((c) => c.stop({ t: grace }).catch(() => {})));
       for (const container of containers) await container.remove({ force: true }).catch(() => {});
+      rmSync(this.podDir(key), { recursive: true, force: true });
       this.pods.delete(key);
     };
     if (grace === 0 || direct) await finish();
     else void finish();
+  }
+
+  private podDir(key: string): string {
+    return join(this.emptyDirs, key.replace("/", "_"));
   }
 
   // --- pods/exec -----------------------------------------------------------

@@ -4,6 +4,19 @@ import type { Socket } from "node:net";
 import { CliError } from "./cli-error.js";
 
 /**
+ * Where a browser's DevTools answers: its port on the computer's loopback,
+ * or, with DevTools on a pipe, the Unix socket of its bridge
+ * (devtools-pipe-bridge.ts), which serves the same endpoints.
+ */
+export interface DevtoolsEndpoint {
+  readonly cdpPort: number;
+  readonly devtoolsSocket?: string;
+}
+
+const where = (endpoint: DevtoolsEndpoint) =>
+  endpoint.devtoolsSocket ? { socketPath: endpoint.devtoolsSocket } : { host: "127.0.0.1", port: endpoint.cdpPort };
+
+/**
  * Just enough of a WebSocket client to speak the Chrome DevTools Protocol
  * on the computer's loopback: Node 18 (the image's) has no global
  * WebSocket, and in-computer code ships without dependencies.
@@ -25,12 +38,14 @@ export class CdpConnection {
     socket.on("error", fail);
   }
 
-  static open(wsUrl: string, timeoutMs = 5000): Promise<CdpConnection> {
+  /** Connects to `wsUrl`, through the bridge's socket when `endpoint` has one (its URLs name no real host). */
+  static open(wsUrl: string, endpoint?: DevtoolsEndpoint, timeoutMs = 5000): Promise<CdpConnection> {
     const url = new URL(wsUrl);
     return new Promise((resolve, reject) => {
       const req = request({
-        host: url.hostname,
-        port: url.port,
+        ...(endpoint?.devtoolsSocket
+          ? { socketPath: endpoint.devtoolsSocket }
+          : { host: url.hostname, port: url.port }),
         path: url.pathname,
         timeout: timeoutMs,
         headers: {
@@ -141,10 +156,10 @@ function bigLength(length: number): Buffer {
   return b;
 }
 
-/** GETs a DevTools HTTP endpoint (/json/version, /json/list) on loopback. */
-export function cdpJson<T>(port: number, path: string, timeoutMs = 2000): Promise<T> {
+/** GETs a DevTools HTTP endpoint (/json/version, /json/list) of the browser at `endpoint`. */
+export function cdpJson<T>(endpoint: DevtoolsEndpoint, path: string, timeoutMs = 2000): Promise<T> {
   return new Promise((resolve, reject) => {
-    const req = get({ host: "127.0.0.1", port, path, timeout: timeoutMs }, (res) => {
+    const req = get({ ...where(endpoint), path, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {

@@ -2,7 +2,8 @@ import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { LOOPBACK_PROXY_ENV } from "../../src/desktop/display-apart-policy.js";
+import { fileURLToPath } from "node:url";
+import { DEVTOOLS_TRANSPORT_ENV, LOOPBACK_PROXY_ENV } from "../../src/desktop/display-apart-policy.js";
 import { CdpConnection, cdpJson } from "./cdp-connection.js";
 import { CliError } from "./cli-error.js";
 import { clearStaleXLock, type DesktopState, FIRST_CDP_PORT, FIRST_DISPLAY } from "./desktop-state.js";
@@ -82,6 +83,7 @@ export async function startDesktop(state: DesktopState, request: StartRequest): 
         width: request.width,
         height: request.height,
         cdpPort: FIRST_CDP_PORT + slot,
+        ...(sharesBotNamespaces() ? { devtoolsSocket: join(state.slotDir(slot), "devtools.sock") } : {}),
         incarnation: randomBytes(16).toString("base64url"),
         status: "starting",
         ...(me ? { starter: me } : {}),
@@ -128,6 +130,7 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
       dir,
       "-nolisten",
       "tcp",
+      ...sharedNamespaceXArguments(),
       "-noreset",
     ]);
     state.save(record);
@@ -157,6 +160,39 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
     state.save(record);
     await launchBrowser(state, record, request.home, record.browserProxy);
   }
+}
+
+/**
+ * Whether the display shares the bot's network and IPC namespaces but not
+ * its files (a display container in a Kubernetes pod, DEVTOOLS_TRANSPORT_ENV
+ * "pipe"): then DevTools runs on a pipe behind a bridge's Unix socket, X
+ * listens on its file socket only, and nothing uses SysV shared memory.
+ */
+export const sharesBotNamespaces = () => process.env[DEVTOOLS_TRANSPORT_ENV] === "pipe";
+
+/**
+ * Where the display shares the bot's network and IPC namespaces (a pod,
+ * DEVTOOLS_TRANSPORT_ENV "pipe"): X takes clients on its Unix socket in
+ * this container's /tmp only. Its abstract socket lives in the network
+ * namespace, where the bot's processes would reach it (`-nolisten local`),
+ * and MIT-SHM would hand clients' images over in SysV segments of the IPC
+ * namespace the pod's containers share, readable by the bot's uid.
+ */
+function sharedNamespaceXArguments(): string[] {
+  return sharesBotNamespaces() ? ["-nolisten", "local", "-extension", "MIT-SHM"] : [];
+}
+
+/**
+ * The browser's program and arguments: Chromium's wrapper, or with
+ * DevTools on a pipe the bridge that starts it (devtools-pipe-bridge.ts).
+ */
+function browserCommand(record: DisplaySlotRecord, args: string[]): { program: string; args: string[] } {
+  if (!record.devtoolsSocket) return { program: "agent-computer-chromium", args };
+  const bundle = fileURLToPath(import.meta.url);
+  return {
+    program: process.execPath,
+    args: [bundle, "devtools-bridge", record.devtoolsSocket, "--", "agent-computer-chromium", ...args],
+  };
 }
 
 /**
@@ -212,29 +248,29 @@ export async function launchBrowser(
   // blank page, not the new-tab page, which keeps loading (and animating
   // its tab) while it waits for a network the computer may not have.
   const firstRun = !existsSync(join(profile, "Default", "Sessions"));
-  record.browser = launch(
-    dir,
-    "browser",
-    "agent-computer-chromium",
-    [
-      profile,
-      "--start-maximized",
-      "--window-position=0,0",
-      `--window-size=${record.width},${record.height}`,
-      "--restore-last-session",
-      "--hide-crash-restore-bubble",
-      "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
-      ...proxyArguments(proxyServer),
-      ...(firstRun ? ["about:blank"] : []),
-    ],
-    { DISPLAY: display, CDP_PORT: String(record.cdpPort), XDG_CONFIG_HOME: join(dir, "config") },
-  );
+  const browser = browserCommand(record, [
+    profile,
+    "--start-maximized",
+    "--window-position=0,0",
+    `--window-size=${record.width},${record.height}`,
+    "--restore-last-session",
+    "--hide-crash-restore-bubble",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+    ...proxyArguments(proxyServer),
+    ...(firstRun ? ["about:blank"] : []),
+  ]);
+  record.browser = launch(dir, "browser", browser.program, browser.args, {
+    DISPLAY: display,
+    // "pipe": the wrapper opens no DevTools port; the bridge adds --remote-debugging-pipe.
+    CDP_PORT: record.devtoolsSocket ? "pipe" : String(record.cdpPort),
+    XDG_CONFIG_HOME: join(dir, "config"),
+  });
   delete record.windowMappedAgain;
   state.save(record);
   const seen = { page: false, window: false, pageSince: 0 };
   await until(
     async () => {
-      const targets = await cdpJson<{ type: string }[]>(record.cdpPort, "/json/list").catch(() => []);
+      const targets = await cdpJson<{ type: string }[]>(record, "/json/list").catch(() => []);
       seen.page = targets.some((t) => t.type === "page");
       seen.window = seen.page && browserWindowShown(display);
       if (seen.page && !seen.pageSince) seen.pageSince = Date.now();
@@ -360,8 +396,8 @@ export async function closeBrowser(record: DisplaySlotRecord): Promise<boolean> 
 async function closeBrowserProcess(record: DisplaySlotRecord): Promise<boolean> {
   if (!isAlive(record.browser)) return true;
   try {
-    const version = await cdpJson<{ webSocketDebuggerUrl: string }>(record.cdpPort, "/json/version");
-    const cdp = await CdpConnection.open(version.webSocketDebuggerUrl);
+    const version = await cdpJson<{ webSocketDebuggerUrl: string }>(record, "/json/version");
+    const cdp = await CdpConnection.open(version.webSocketDebuggerUrl, record);
     await cdp.call("Browser.close", {}, 5000).catch(() => {});
     cdp.close();
   } catch {

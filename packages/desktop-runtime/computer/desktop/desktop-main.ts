@@ -5,11 +5,13 @@
 // service; this file adds the long-lived processes and the process I/O.
 import { readFileSync } from "node:fs";
 import { isBotId } from "@agent-computer/core";
+import { TERMINAL_HOST_PORT } from "../../src/desktop/display-apart-policy.js";
 import { CliError } from "./cli-error.js";
 import { parseCliOptions } from "./cli-options.js";
 import { handOverServiceKey } from "./desktop-service.js";
 import { DesktopState } from "./desktop-state.js";
 import { runDesktopVerb, USAGE } from "./desktop-verbs.js";
+import { runDevtoolsBridge } from "./devtools-pipe-bridge.js";
 import { runGateway } from "./gateway-main.js";
 import { runLoopbackProxy } from "./loopback-proxy.js";
 import { RELAY_FIRST_PORT, RELAY_PORT_COUNT, runProxyRelay } from "./proxy-relay.js";
@@ -35,6 +37,20 @@ async function main(argv: string[]): Promise<void> {
       // with the terminal host beside it: one process serves both ends the display reaches the computer by.
       await Promise.all([runLoopbackProxy(), runTerminalHost(new DesktopState(stateDir()))]);
       return;
+    case "terminal-host":
+      // Long-lived: the bot's container's own command beside a display container that shares its loopback
+      // (a Kubernetes pod), which reaches it there: on loopback only, never the pod's address.
+      await runTerminalHost(new DesktopState(stateDir()), TERMINAL_HOST_PORT, "127.0.0.1");
+      return;
+    case "devtools-bridge": {
+      // Long-lived: started detached by `start` as the browser's parent (devtools-pipe-bridge.ts).
+      const [socketPath, separator, program, ...args] = rest;
+      if (!socketPath?.startsWith("/") || separator !== "--" || !program) {
+        throw new CliError("INVALID_ARGUMENT", "usage: desktop devtools-bridge SOCKET -- PROGRAM [ARGS...]");
+      }
+      process.exitCode = await runDevtoolsBridge(socketPath, program, args);
+      return;
+    }
     case "proxy-relay": {
       // Long-lived: started detached by `start` (proxy-relay-process.ts), credentials on stdin.
       const opts = parseCliOptions(rest, USAGE);
@@ -67,7 +83,7 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).then(
   () => {
-    process.exitCode = 0;
+    process.exitCode ??= 0;
   },
   (error: unknown) => {
     if (!(error instanceof CliError)) {

@@ -62,11 +62,11 @@ export async function openInBrowser(record: DisplaySlotRecord, path: string): Pr
     );
   }
   const url = pathToFileURL(path).href;
-  const version = await cdpJson<{ webSocketDebuggerUrl?: string }>(record.cdpPort, "/json/version").catch(() => {
+  const version = await cdpJson<{ webSocketDebuggerUrl?: string }>(record, "/json/version").catch(() => {
     throw new CliError("UNAVAILABLE", `The browser of ${record.bot} does not answer; is its desktop quiesced?`);
   });
   if (!version.webSocketDebuggerUrl) throw new CliError("UNAVAILABLE", `The browser of ${record.bot} does not answer.`);
-  const cdp = await CdpConnection.open(version.webSocketDebuggerUrl);
+  const cdp = await CdpConnection.open(version.webSocketDebuggerUrl, record);
   try {
     await cdp.call("Target.createTarget", { url });
   } finally {

@@ -9,14 +9,12 @@ import { sleep } from "./process-status.js";
  * host to read what a page shows.
  */
 export async function onFirstPage<T>(record: DisplaySlotRecord, work: (cdp: CdpConnection) => Promise<T>): Promise<T> {
-  const targets = await cdpJson<{ type: string; webSocketDebuggerUrl?: string }[]>(record.cdpPort, "/json/list").catch(
-    () => {
-      throw new CliError("UNAVAILABLE", `The browser of ${record.bot} does not answer; is its desktop quiesced?`);
-    },
-  );
+  const targets = await cdpJson<{ type: string; webSocketDebuggerUrl?: string }[]>(record, "/json/list").catch(() => {
+    throw new CliError("UNAVAILABLE", `The browser of ${record.bot} does not answer; is its desktop quiesced?`);
+  });
   const page = targets.find((t) => t.type === "page" && t.webSocketDebuggerUrl);
   if (!page?.webSocketDebuggerUrl) throw new CliError("NOT_FOUND", `The browser of ${record.bot} has no open tab.`);
-  const cdp = await CdpConnection.open(page.webSocketDebuggerUrl);
+  const cdp = await CdpConnection.open(page.webSocketDebuggerUrl, record);
   try {
     return await work(cdp);
   } finally {

@@ -45,7 +45,7 @@ export interface VerbIo {
 export const LONG_LIVED_VERBS = new Set(["gateway", "loopback-proxy", "proxy-relay", "service"]);
 
 export const USAGE =
-  "usage: desktop start|stop|observe|act|page|browse|open|launch --bot ID [options] | desktop list|quiesce|resume | desktop loopback-proxy|proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
+  "usage: desktop start|stop|observe|act|page|browse|open|launch --bot ID [options] | desktop list|quiesce|resume | desktop loopback-proxy|terminal-host|devtools-bridge|proxy-relay|scan-background [options] | desktop screen grant|revoke | desktop terminal grant|revoke | desktop gateway (see the desktop-runtime README)";
 
 function options(argv: readonly string[]): Map<string, string> {
   return parseCliOptions(argv, USAGE);

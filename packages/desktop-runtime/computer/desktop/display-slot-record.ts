@@ -14,6 +14,12 @@ export interface DisplaySlotRecord {
   /** Chromium's DevTools port on 127.0.0.1. */
   readonly cdpPort: number;
   /**
+   * Where DevTools is instead when it runs on a pipe (DEVTOOLS_TRANSPORT_ENV
+   * "pipe"): the bridge's Unix socket in the slot's folder
+   * (devtools-pipe-bridge.ts); `cdpPort` is then unused.
+   */
+  readonly devtoolsSocket?: string;
+  /**
    * Random, new for every claim of a slot: screen capabilities are bound to
    * it, so a display given to another bot never serves an old capability.
    */

@@ -52,14 +52,12 @@ interface FocusProbe {
  * the value is written to a line, a log or an argument.
  */
 export async function typeSecretIntoFocusedTab(record: DisplaySlotRecord, secret: BatchSecret): Promise<void> {
-  const targets = await cdpJson<{ type: string; webSocketDebuggerUrl?: string }[]>(record.cdpPort, "/json/list").catch(
-    () => {
-      throw new CliError("UNAVAILABLE", `The browser of ${record.bot} does not answer; is its desktop quiesced?`);
-    },
-  );
+  const targets = await cdpJson<{ type: string; webSocketDebuggerUrl?: string }[]>(record, "/json/list").catch(() => {
+    throw new CliError("UNAVAILABLE", `The browser of ${record.bot} does not answer; is its desktop quiesced?`);
+  });
   for (const target of targets) {
     if (target.type !== "page" || !target.webSocketDebuggerUrl) continue;
-    const cdp = await CdpConnection.open(target.webSocketDebuggerUrl);
+    const cdp = await CdpConnection.open(target.webSocketDebuggerUrl, record);
     try {
       const world = await ownWorld(cdp);
       const probe = await probeFocus(cdp, world);

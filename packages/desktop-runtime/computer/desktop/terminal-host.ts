@@ -155,16 +155,18 @@ export function createTerminalHost(state: DesktopState): { server: Server; serve
 
 /**
  * Serves until SIGTERM or SIGINT on every address of the computer (its pair
- * network with the display is the only one the display reaches it by).
+ * network with the display is the only one the display reaches it by), or
+ * on `host` only (loopback, where the display shares it: in a pod the
+ * pod's address is the cluster's to reach).
  * A port the bot took first is tried again every few seconds: the bot then
  * holds a person's terminals, which are its own shells anyway.
  */
-export async function runTerminalHost(state: DesktopState, port = TERMINAL_HOST_PORT): Promise<void> {
+export async function runTerminalHost(state: DesktopState, port = TERMINAL_HOST_PORT, host?: string): Promise<void> {
   const { server, servers } = createTerminalHost(state);
   for (;;) {
     const listening = await new Promise<boolean>((resolve) => {
       server.once("error", () => resolve(false));
-      server.listen({ port, exclusive: true }, () => resolve(true));
+      server.listen({ port, host, exclusive: true }, () => resolve(true));
     });
     if (listening) break;
     server.removeAllListeners("error");

@@ -60,3 +60,33 @@ export const LOOPBACK_PROXY_COMMAND = Object.freeze([
   "-c",
   "while :; do desktop loopback-proxy >/dev/null 2>&1; sleep 1; done & exec sleep infinity",
 ]);
+
+/**
+ * The display side's own home: its programs (openbox, x11vnc, Chromium's
+ * NSS database and fonts, Python) take their configuration from here, never
+ * from the workspace home, which the bot writes (issue 45, finding 1). The
+ * workspace is still where bots' profiles and downloads live (`--home`, the
+ * policy's DownloadDirectory). A provider gives it a memory file system of
+ * DISPLAY_HOME_BYTES (counted in the display's memory).
+ */
+export const DISPLAY_HOME = "/run/agent-computer-display";
+/** Room for the display's programs' caches and logs. */
+export const DISPLAY_HOME_BYTES = 256 * 1024 * 1024;
+/** The display side's environment besides HOME: every XDG folder in DISPLAY_HOME, and no Python user site. */
+export const DISPLAY_HOME_ENV: Readonly<Record<string, string>> = Object.freeze({
+  XDG_CONFIG_HOME: `${DISPLAY_HOME}/config`,
+  XDG_DATA_HOME: `${DISPLAY_HOME}/data`,
+  XDG_CACHE_HOME: `${DISPLAY_HOME}/cache`,
+  XDG_STATE_HOME: `${DISPLAY_HOME}/state`,
+  PYTHONNOUSERSITE: "1",
+});
+
+/**
+ * The environment variable that makes a display's Chromium offer DevTools
+ * on a pipe instead of a TCP port (`"pipe"`): where the display shares the
+ * bot's loopback but not its files (a Kubernetes pod), its DevTools is then
+ * a Unix socket in the display's own file system
+ * (computer/desktop/devtools-pipe-bridge.ts), which no process of the bot
+ * reaches.
+ */
+export const DEVTOOLS_TRANSPORT_ENV = "AGENT_COMPUTER_DEVTOOLS";

@@ -1,0 +1,158 @@
+import { spawnSync } from "node:child_process";
+import type { Machine } from "@agent-computer/core";
+import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { RfbTestClient, TerminalTestClient } from "@agent-computer/testing/provider-test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DISPLAY_CONTAINER_NAME } from "../src/display-container-manifest.js";
+import { kubernetesTestEnvironment, TEST_NAMESPACE } from "./kubernetes-test-environment.js";
+
+// The display stack in a second container of the computer's pod (README,
+// "Takeover"; docs/architecture.md §4, "Whose input a display takes"): the
+// two containers share one loopback and one IPC namespace, nothing else. A
+// bot steered by a prompt injection, with every command its shell allows,
+// finds no way to a person's takeover there: no X socket (filesystem or
+// abstract), no DevTools (TCP or socket), no x11vnc that takes a client
+// without the gateway's password, no gateway process, control socket or
+// SysV segment. The same probe in the display's container finds what is
+// there, so a probe that found nothing anywhere proves nothing. And the
+// xdotool loop of issue 21 loses the pointer on a shared display and
+// never wins it from a display apart.
+const env = await kubernetesTestEnvironment("kubernetes display container");
+if (!env.missing) {
+  const { fixture } = env;
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const podOf = (m: Machine) => m.ref.slice(`kubernetes:${TEST_NAMESPACE}/`.length);
+  const containerOf = (m: Machine, container?: string) =>
+    fixture.containerOf(TEST_NAMESPACE, podOf(m), container) as string;
+  const run = (container: string, script: string) =>
+    spawnSync("docker", ["exec", "-u", "1000", container, "bash", "-c", script], { encoding: "utf8" });
+  const machines: Machine[] = [];
+  const provision = async (displayContainer: boolean, name: string) => {
+    const provider = env.provider({ seccompLocalhostProfile: "agent-computer/chromium.json", displayContainer });
+    const machine = await provider.provision({ computerId: name, homeKey: `${name}-${Date.now()}` });
+    machines.push(machine);
+    return machine;
+  };
+  afterAll(async () => {
+    for (const m of machines) await m.destroy().catch(() => {});
+  });
+
+  /** What a process finds of the display from where it runs; one word per way in. */
+  const probeOf = (display: string) =>
+    [
+      `DISPLAY=${display} xdotool mousemove 1 1 >/dev/null 2>&1 && echo x-input`,
+      `DISPLAY=${display} xdotool getmouselocation >/dev/null 2>&1 && echo x-read`,
+      "ls /tmp/.X11-unix 2>/dev/null | grep -q . && echo x-socket",
+      // The abstract X socket is the network namespace's, which the pod's containers share.
+      "grep -q '@/tmp/.X11-unix' /proc/net/unix && echo x-abstract",
+      'for p in $(seq 9300 9309); do grep -qi ":$(printf %04X $p) 00000000:0000 0A" /proc/net/tcp && echo devtools-tcp-$p; done',
+      'for s in /tmp/agent-computer-desktops/slot-*/devtools.sock; do curl -s --max-time 2 --unix-socket "$s" http://x/json/version 2>/dev/null | grep -q webSocketDebuggerUrl && echo devtools; done',
+      // An RFB client as a bot would write it: any x11vnc that offers security type None (1) takes its input.
+      `python3 -c '${VNC_PROBE}'`,
+      "pgrep -f 'X[v]fb|x11[v]nc|chromi[u]m|desktop[.]mjs gatewa[y]' >/dev/null && echo processes",
+      "ls /tmp/agent-computer-desktops/gateway 2>/dev/null | grep -q . && echo control-socket",
+      // SysV shared memory is the IPC namespace's, which the pod's containers share too.
+      '[ "$(tail -n +2 /proc/sysvipc/shm | wc -l)" = 0 ] || echo sysv-shm',
+      "true",
+    ].join("; ");
+
+  describe("kubernetes display container", () => {
+    let machine: Machine;
+    let desktop: LinuxDesktopSession;
+
+    beforeAll(async () => {
+      machine = await provision(true, "display-apart");
+      desktop = (await machine.openDesktop?.("apart-bot")) as LinuxDesktopSession;
+    }, 240_000);
+
+    it("runs the bot's desktop in the pod's display container, and the bot's calls still observe, act and read pages", async () => {
+      const pod = fixture.podJson(TEST_NAMESPACE, podOf(machine));
+      expect(pod?.spec.containers.map((c: { name: string }) => c.name)).toEqual(["computer", DISPLAY_CONTAINER_NAME]);
+      expect(pod?.spec.shareProcessNamespace).toBe(false);
+      expect(pod?.status.containerStatuses.map((s: { ready: boolean }) => s.ready)).toEqual([true, true]);
+      expect((await desktop.act([{ type: "move", x: 33, y: 44 }])).ok).toBe(true);
+      expect((await desktop.observe(undefined, { includeImage: false })).cursor).toEqual({ x: 33, y: 44 });
+      expect(await desktop.evaluateInPage("6 * 7")).toBe(42);
+      // The profile lives in the shared home; the browser runs in the display's container only.
+      expect(run(containerOf(machine), "ls -d ~/.browser-profiles/apart-bot/Default").status).toBe(0);
+      expect(run(containerOf(machine, DISPLAY_CONTAINER_NAME), "pgrep -c chromium").stdout.trim()).not.toBe("0");
+    }, 120_000);
+
+    it("leaves a bot no way to the display during a takeover, where the display's container finds every one", async () => {
+      const control = await RfbTestClient.open(await desktop.screenEndpoint("control"));
+      await control.handshake();
+      try {
+        const probe = probeOf(desktop.display);
+        const attack = run(containerOf(machine), probe);
+        expect(attack.stderr).toBe("");
+        expect(attack.stdout.trim()).toBe("");
+        const there = run(containerOf(machine, DISPLAY_CONTAINER_NAME), probe);
+        expect(there.stdout.trim().split("\n").sort()).toEqual(
+          ["control-socket", "devtools", "processes", "x-input", "x-read", "x-socket"].sort(),
+        );
+      } finally {
+        control.close();
+      }
+    }, 60_000);
+
+    it("runs a person's terminal in the bot's container, beside its processes", async () => {
+      const stamp = Date.now();
+      expect(run(containerOf(machine), `echo only-in-the-computer > /tmp/bot-${stamp}`).status).toBe(0);
+      const control = await desktop.screenEndpoint("control");
+      const terminal = await TerminalTestClient.open(
+        await desktop.terminalEndpoint(undefined, { controlId: control.id }),
+      );
+      try {
+        const [, file] = await terminal.run(`printf 'F=%s\\n' "$(cat /tmp/bot-${stamp})"`, /F=(\S*)\n/);
+        expect(file).toBe("only-in-the-computer");
+      } finally {
+        terminal.close();
+        await desktop.revokeEndpoint(control.id);
+      }
+    }, 60_000);
+  });
+
+  describe("kubernetes display container: takeover input", () => {
+    /** A person takes control, puts the pointer at (400, 300) while the bot's xdotool loop runs, and reads where it is 2 s later. */
+    const pointerAfterTakeover = async (displayContainer: boolean) => {
+      const machine = await provision(displayContainer, `takeover-${displayContainer ? "apart" : "shared"}`);
+      const desktop = (await machine.openDesktop?.("bot-1")) as LinuxDesktopSession;
+      const loop = `nohup sh -c 'while true; do DISPLAY=${desktop.display} xdotool mousemove 5 5 2>/dev/null; sleep 0.05; done' >/dev/null 2>&1 &`;
+      expect(run(containerOf(machine), loop).status).toBe(0);
+      const control = await RfbTestClient.open(await desktop.screenEndpoint("control"));
+      try {
+        await control.handshake();
+        for (let i = 0; i < 10; i++) {
+          control.pointer(400, 300);
+          await sleep(100);
+        }
+        await sleep(2000);
+        return (await desktop.observe(undefined, { includeImage: false })).cursor;
+      } finally {
+        control.close();
+        await machine.destroy().catch(() => {});
+      }
+    };
+
+    it("loses the person's pointer to the bot's loop on a display the bot shares (displayContainer: false)", async () => {
+      expect(await pointerAfterTakeover(false)).toEqual({ x: 5, y: 5 });
+    }, 240_000);
+
+    it("keeps the person's pointer where they put it when the display runs in the pod's display container", async () => {
+      expect(await pointerAfterTakeover(true)).toEqual({ x: 400, y: 300 });
+    }, 240_000);
+  });
+}
+
+/** Prints vnc-open-<port> for each x11vnc port (5700-5709) that offers RFB security type None. */
+const VNC_PROBE = [
+  "import socket",
+  "for p in range(5700, 5710):",
+  "  try:",
+  '    s = socket.create_connection(("127.0.0.1", p), timeout=3)',
+  '    s.recv(12); s.sendall(b"RFB 003.008\\n")',
+  '    n = s.recv(1)[0]; types = s.recv(n) if n else b""',
+  '    if 1 in types: print("vnc-open-%d" % p)',
+  "    s.close()",
+  "  except Exception: pass",
+].join("\n");
