@@ -1,7 +1,12 @@
 import { spawnSync } from "node:child_process";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { RfbTestClient, TerminalTestClient } from "@agent-computer/testing/provider-test";
+import {
+  impostorHeard,
+  RfbTestClient,
+  startImpostorGateway,
+  TerminalTestClient,
+} from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISPLAY_CONTAINER_NAME } from "../src/display-container-manifest.js";
 import { kubernetesTestEnvironment, TEST_NAMESPACE } from "./kubernetes-test-environment.js";
@@ -110,6 +115,29 @@ if (!env.missing) {
         await desktop.revokeEndpoint(control.id);
       }
     }, 60_000);
+  });
+
+  describe("kubernetes display container: the gateway's port", () => {
+    // The port is the pod's, so the bot can take it before the display's gateway starts. The host
+    // proves the gateway before it sends a call or a token (gateway-impostor.test.ts at the root):
+    // a bot that got there first hears hellos and nothing a person or the host would give.
+    it("gives a bot that bound the gateway's port first no call, no key and no screen token", async () => {
+      const machine = await provision(true, "port-first");
+      await startImpostorGateway(machine);
+      const desktop = (await machine.openDesktop?.("bot-1")) as LinuxDesktopSession;
+      // The desktop itself still works: its calls went through exec into the display's container.
+      expect((await desktop.act([{ type: "move", x: 7, y: 8 }])).ok).toBe(true);
+      const granted = await desktop.screenEndpoint("view").then(
+        (endpoint) => ({ token: endpoint.token }),
+        (error: { code?: string }) => ({ refused: error.code }),
+      );
+      const heard = await impostorHeard(machine);
+      expect(heard).toContain("LISTENING");
+      expect(heard).not.toMatch(/"t":"call"|"method"/);
+      if ("token" in granted) expect(heard).not.toContain(granted.token);
+      else expect(granted.refused).toBe("UNAVAILABLE");
+      await machine.destroy();
+    }, 240_000);
   });
 
   describe("kubernetes display container: takeover input", () => {

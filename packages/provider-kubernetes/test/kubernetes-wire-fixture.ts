@@ -15,8 +15,7 @@
  *                                                  ErrImagePull), podIP; 404 NotFound
  * - GET    /api/v1/namespaces/{ns}/pods?labelSelector=k=v,k2=v2   200 PodList (equality selectors)
  * - DELETE /api/v1/namespaces/{ns}/pods/{name}?gracePeriodSeconds=N   200 Pod with deletionTimestamp;
- *                                                  the container is stopped with that grace (0 removes
- *                                                  it at once) and the pod disappears after
+ *                                                  containers stop with that grace, then the pod goes
  * - GET    /api/v1/namespaces/{ns}/pods/{name}/exec?command=..&container=..&stdin=..&stdout=..&stderr=..
  *          websocket upgrade with subprotocol v5.channel.k8s.io (unless turned off) or
  *          v4.channel.k8s.io; binary frames whose first byte is the channel: 0 stdin, 1 stdout,
@@ -35,10 +34,10 @@
  * namespace), terminationGracePeriodSeconds. Containers after the first join its network and IPC
  * namespaces as a pod's do; exec runs in the one `container=` names (400 when a pod of several
  * gets none), and containerStatuses list each.
- * Volumes: a persistentVolumeClaim volume of a claim made with `addClaim(namespace, name, hostDir)`
- * (a PVC backed by a host folder) is bind-mounted at each of its mounts' mountPath, `subPath`
- * made on first use owned by the pod's fsGroup as the kubelet would; a claim that does not exist
- * leaves the pod Pending (PodScheduled False, `persistentvolumeclaim "x" not found`).
+ * Volumes: a claim made with `addClaim(namespace, name, hostDir)` (a PVC backed by a host folder)
+ * is bind-mounted at each mount's mountPath, `subPath` made on first use owned by the fsGroup; an
+ * emptyDir on disk is a folder per pod every container mounting it shares; a missing claim leaves
+ * the pod Pending (PodScheduled False, `persistentvolumeclaim "x" not found`).
  * Scheduling, on one node: a required podAffinity term (matchLabels, namespaces) must match a
  * running pod, a computer pod or one made with `addForeignPod` (the pods that hold a volume);
  * otherwise the pod stays Pending with PodScheduled False, reason Unschedulable and the
@@ -93,6 +92,8 @@ export class KubernetesWireFixture {
   private port = 0;
   /** Exec subprotocols chosen, in order (tests check v5 and v4 both happened). */
   readonly protocolsUsed: string[] = [];
+  /** Every exec started, in order: the pod, the container's name and the command. */
+  readonly execsStarted: { pod: string; container: string; command: string[] }[] = [];
 
   constructor(
     private readonly docker: Docker,
@@ -410,7 +411,7 @@ export class KubernetesWireFixture {
         pod: name,
         spec,
         container,
-        binds: volumeBinds(this.claims, this.podDir(key), namespace, spec, container),
+        binds: volumeBinds(this.claims, join(this.emptyDirs, key.replace("/", "_")), namespace, spec, container),
         first: record.containerIds[0],
         shared: containers.length > 1,
       });
@@ -507,15 +508,11 @@ export class KubernetesWireFixture {
       const containers = [...record.containerIds].reverse().map((id) => this.docker.getContainer(id));
       if (grace > 0) await Promise.all(containers.map((c) => c.stop({ t: grace }).catch(() => {})));
       for (const container of containers) await container.remove({ force: true }).catch(() => {});
-      rmSync(this.podDir(key), { recursive: true, force: true });
+      rmSync(join(this.emptyDirs, key.replace("/", "_")), { recursive: true, force: true });
       this.pods.delete(key);
     };
     if (grace === 0 || direct) await finish();
     else void finish();
-  }
-
-  private podDir(key: string): string {
-    return join(this.emptyDirs, key.replace("/", "_"));
   }
 
   // --- pods/exec -----------------------------------------------------------
@@ -548,7 +545,9 @@ export class KubernetesWireFixture {
     const index = execContainerIndex(record.pod.spec, name, url.searchParams.get("container"));
     if (typeof index === "string") return refuse(400, "BadRequest", index);
     const containerId = record.containerIds[index] as string;
+
     const command = url.searchParams.getAll("command");
+    this.execsStarted.push({ pod: name, container: record.pod.spec.containers[index].name, command });
     const withStdin = url.searchParams.get("stdin") === "true";
     const container = this.docker.getContainer(containerId);
     let exec: Docker.Exec;
