@@ -39,8 +39,26 @@ interface PendingCall {
   readonly resolve?: (result: Record<string, unknown>) => void;
 }
 
-/** Runs until the program exits; its exit code becomes this process's. */
+/** A started bridge: its browser's exit (the code) and a way to stop it. */
+export interface StartedBridge {
+  readonly exited: Promise<number>;
+  stop(): void;
+}
+
+/** Runs until the program exits (SIGTERM and SIGINT stop it); its exit code becomes this process's. */
 export async function runDevtoolsBridge(socketPath: string, program: string, args: readonly string[]): Promise<number> {
+  const bridge = await startDevtoolsBridge(socketPath, program, args);
+  process.once("SIGTERM", bridge.stop);
+  process.once("SIGINT", bridge.stop);
+  return bridge.exited;
+}
+
+/** Starts `program` with `--remote-debugging-pipe` and serves its DevTools on `socketPath` (0600). */
+export async function startDevtoolsBridge(
+  socketPath: string,
+  program: string,
+  args: readonly string[],
+): Promise<StartedBridge> {
   const child = spawn(program, [...args, "--remote-debugging-pipe"], {
     stdio: ["ignore", "inherit", "inherit", "pipe", "pipe"],
   });
@@ -58,13 +76,15 @@ export async function runDevtoolsBridge(socketPath: string, program: string, arg
       resolve();
     });
   });
-  const stop = () => child.kill("SIGTERM");
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
-  const code = await new Promise<number>((resolve) => child.once("exit", (c, s) => resolve(c ?? (s ? 1 : 0))));
-  server.close();
-  rmSync(socketPath, { force: true });
-  return code;
+  const exited = new Promise<number>((resolve) => child.once("exit", (c, s) => resolve(c ?? (s ? 1 : 0)))).then(
+    (code) => {
+      bridge.close();
+      server.close();
+      rmSync(socketPath, { force: true });
+      return code;
+    },
+  );
+  return { exited, stop: () => child.kill("SIGTERM") };
 }
 
 class PipeBridge {
@@ -180,6 +200,11 @@ class PipeBridge {
       });
       this.write({ id, method, params });
     });
+  }
+
+  /** Ends every client's connection (the browser is gone). */
+  close(): void {
+    for (const ws of this.wss.clients) ws.terminate();
   }
 
   private write(message: Record<string, unknown>): void {
