@@ -100,6 +100,16 @@ if (!env.missing) {
       }
     }, 60_000);
 
+    it("reaps the orphans commands leave in either container, with no process namespace shared", async () => {
+      const containers = [containerOf(machine), containerOf(machine, DISPLAY_CONTAINER_NAME)];
+      for (const container of containers)
+        expect(run(container, "for i in 1 2 3; do (sleep 0.2 &); done").status).toBe(0);
+      await sleep(2500);
+      for (const container of containers) {
+        expect(run(container, "ps -eo stat= | grep -c '^Z' || true").stdout.trim(), container).toBe("0");
+      }
+    }, 30_000);
+
     it("runs a person's terminal in the bot's container, beside its processes", async () => {
       const stamp = Date.now();
       expect(run(containerOf(machine), `echo only-in-the-computer > /tmp/bot-${stamp}`).status).toBe(0);
