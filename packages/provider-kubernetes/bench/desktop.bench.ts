@@ -23,6 +23,9 @@ const provider = kubernetesProvider(
     namespace: NAMESPACE,
     image: host.image,
     seccompLocalhostProfile: "agent-computer/chromium.json",
+    // One container, so the exec baseline, the exec runtime and the service all drive the same display
+    // (the display container's desktop calls take the same path, through the display's exec and port).
+    displayContainer: false,
   },
   {},
 );
