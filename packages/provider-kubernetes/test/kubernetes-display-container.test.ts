@@ -100,6 +100,35 @@ if (!env.missing) {
       }
     }, 60_000);
 
+    it("loads pages the bot serves on the pod's loopback, and types a secret into one through DevTools on the pipe", async () => {
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const served = run(
+        containerOf(machine),
+        `mkdir -p ~/served && echo '<!doctype html><title>Login</title><label for="p">Password</label><input id="p" type="password">' > ~/served/index.html
+        cd ~/served && setsid nohup python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &
+        for i in $(seq 1 100); do curl -fs http://127.0.0.1:${port}/ >/dev/null && exit 0; sleep 0.1; done; exit 1`,
+      );
+      expect(served.status).toBe(0);
+      try {
+        const origin = `http://127.0.0.1:${port}`;
+        const browser = desktop.pageBrowser;
+        if (!browser) throw new Error("the desktop has a page browser");
+        const page = await browser.navigate(`${origin}/index.html`);
+        expect(page.title).toBe("Login");
+        // The person's click into the password field, as the page browser gives it.
+        const field = page.elements.find((e) => e.name === "Password")?.ref;
+        await browser.act({ ref: field as string, action: "click" });
+        const secret = `pw-${Date.now()}`;
+        const typed = await desktop.act([{ type: "type_secret", secret: "login" }], undefined, {
+          secrets: [{ name: "login", value: secret, origins: [origin] }],
+        });
+        expect(typed.ok, JSON.stringify(typed)).toBe(true);
+        expect(await desktop.evaluateInPage("document.getElementById('p').value")).toBe(secret);
+      } finally {
+        run(containerOf(machine), `pkill -f 'http.server ${port}'`);
+      }
+    }, 60_000);
+
     it("reaps the orphans commands leave in either container, with no process namespace shared", async () => {
       const containers = [containerOf(machine), containerOf(machine, DISPLAY_CONTAINER_NAME)];
       for (const container of containers)
