@@ -1,4 +1,4 @@
-import type { Json } from "./kubernetes-wire-fixture.js";
+import type { Json } from "./fixture-json.js";
 
 /** API discovery, as kubectl reads it before a `get`: core/v1 with pods and pods/exec only. */
 export function apiDiscovery(path: string, port: number): Json | undefined {

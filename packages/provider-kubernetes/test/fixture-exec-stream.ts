@@ -1,7 +1,7 @@
 import type { Duplex } from "node:stream";
 import type Docker from "dockerode";
 import { WebSocket } from "ws";
-import type { Json } from "./kubernetes-wire-fixture.js";
+import type { Json } from "./fixture-json.js";
 
 /** Engine output held for a slow exec reader before the engine's stream pauses. */
 const OUTPUT_IN_FLIGHT = 4 * 1024 * 1024;

@@ -2,17 +2,17 @@ import { chmodSync, chownSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import type Docker from "dockerode";
-import type { Json } from "./kubernetes-wire-fixture.js";
+import type { Json } from "./fixture-json.js";
 
 // How the wire fixture (kubernetes-wire-fixture.ts) makes a pod's
 // containers, the way a kubelet does on one node: every container of the
 // pod from its own image with its own securityContext, command, limits and
 // mounts; the first holds the pod's namespaces (the kubelet's pause
 // container) and every later one joins its network namespace (one
-// loopback, one port space) and its IPC namespace, which Kubernetes shares
-// among a pod's containers ("Containers in a Pod share the same IPC
-// namespace", kubernetes.io/docs/concepts/workloads/pods, and the
-// pod-networking page for the network). Filesystems are each container's
+// loopback, one port space) and its IPC namespace: Kubernetes' Pods page
+// (kubernetes.io/docs/concepts/workloads/pods, resource sharing and
+// communication) has a pod's containers share an IP address and port space
+// and talk over SystemV IPC and POSIX shared memory. Filesystems are each container's
 // own, and so is the pid namespace unless `shareProcessNamespace`.
 
 /** The label the fixture puts on every engine container it makes, with its own id. */

@@ -57,13 +57,12 @@ import type Docker from "dockerode";
 import { WebSocketServer } from "ws";
 import { apiDiscovery } from "./fixture-discovery.js";
 import { pipeExec } from "./fixture-exec-stream.js";
+import type { Json } from "./fixture-json.js";
 import { fixtureKubeConfig } from "./fixture-kube-config.js";
 import { createPodContainer, execContainerIndex, FIXTURE_LABEL, volumeBinds } from "./fixture-pod-containers.js";
 
+export type { Json } from "./fixture-json.js";
 export { cpuCores, quantityBytes } from "./fixture-pod-containers.js";
-
-// biome-ignore lint/suspicious/noExplicitAny: pod JSON as the API shapes it; the fixture reads and writes fields of any kind.
-export type Json = Record<string, any>;
 /** A verb the provider uses, as RBAC names it (exec is `create pods/exec`). */
 export type FixtureVerb = "create" | "get" | "list" | "delete" | "exec";
 
