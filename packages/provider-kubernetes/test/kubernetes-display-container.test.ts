@@ -1,12 +1,14 @@
 import { spawnSync } from "node:child_process";
+import { Writable } from "node:stream";
 import type { Machine } from "@agent-computer/core";
-import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { DISPLAY_HOME, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import {
   impostorHeard,
   RfbTestClient,
   startImpostorGateway,
   TerminalTestClient,
 } from "@agent-computer/testing/provider-test";
+import { Exec } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISPLAY_CONTAINER_NAME } from "../src/display-container-manifest.js";
 import { kubernetesTestEnvironment, TEST_NAMESPACE } from "./kubernetes-test-environment.js";
@@ -128,6 +130,38 @@ if (!env.missing) {
         run(containerOf(machine), `pkill -f 'http.server ${port}'`);
       }
     }, 60_000);
+
+    it("runs an exec in the container the API names, and refuses a pod of two without one, as the API server does", async () => {
+      const execIn = async (container: string) => {
+        let out = "";
+        const stdout = new Writable({
+          write: (chunk, _encoding, done) => {
+            out += chunk;
+            done();
+          },
+        });
+        const status = new Promise<string>((resolve, reject) => {
+          new Exec(fixture.kubeConfig())
+            .exec(
+              TEST_NAMESPACE,
+              podOf(machine),
+              container,
+              ["sh", "-c", "echo $HOME"],
+              stdout,
+              null,
+              null,
+              false,
+              (s) => resolve(s.status ?? ""),
+            )
+            .catch(reject);
+        });
+        return { status: await status, out: out.trim() };
+      };
+      expect(await execIn(DISPLAY_CONTAINER_NAME)).toEqual({ status: "Success", out: DISPLAY_HOME });
+      expect(await execIn("computer")).toEqual({ status: "Success", out: machine.workspacePath });
+      await expect(execIn("")).rejects.toThrow(/400/);
+      await expect(execIn("nope")).rejects.toThrow(/400/);
+    }, 30_000);
 
     it("reaps the orphans commands leave in either container, with no process namespace shared", async () => {
       const containers = [containerOf(machine), containerOf(machine, DISPLAY_CONTAINER_NAME)];
