@@ -10,6 +10,8 @@ const ALLOWED: Record<string, string[]> = {
   core: [],
   leases: ["core"],
   secrets: ["core", "leases"],
+  // Egress by policy (issue 53): the rules and the proxy that enforces them, for any provider to run.
+  egress: ["core"],
   checkpoint: ["core"],
   "page-browser": ["core"],
   testing: ["core", "leases", "checkpoint", "page-browser"],
@@ -19,7 +21,7 @@ const ALLOWED: Record<string, string[]> = {
   "state-store-sqlite": ["core", "leases"],
   "state-store-postgres": ["core", "leases"],
   "home-store-s3": ["core", "leases", "checkpoint"],
-  "provider-docker": ["core", "checkpoint", "desktop-runtime"],
+  "provider-docker": ["core", "checkpoint", "desktop-runtime", "egress"],
   "provider-kubernetes": ["core", "checkpoint", "desktop-runtime"],
   "provider-host": ["core", "checkpoint", "desktop-runtime"],
   // What every hosted provider shares (docs/writing-a-hosted-provider.md).

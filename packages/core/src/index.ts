@@ -26,6 +26,12 @@ export {
 export { type DesktopOptions, desktopOptionsSchema } from "./contract/desktop-options.js";
 export type { DesktopSession } from "./contract/desktop-session.js";
 export {
+  type EgressPolicy,
+  egressHostPatternSchema,
+  egressPolicySchema,
+  type ResolvedEgressPolicy,
+} from "./contract/egress-policy.js";
+export {
   DEFAULT_MAX_OUTPUT_BYTES,
   type ExecRequest,
   execRequestSchema,

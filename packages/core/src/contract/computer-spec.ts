@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { egressPolicySchema } from "./egress-policy.js";
 import { computerIdSchema, homeKeySchema } from "./ids.js";
 
 const labelKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,126}$/, "a label key of letters, digits, . _ / -");
@@ -22,6 +23,12 @@ export const computerSpecSchema = z.object({
   screenLimit: z.number().int().nonnegative().default(0),
   /** Labels the provider attaches so `list` can find the machine. */
   labels: z.record(labelKey, z.string().max(256)).default({}),
+  /**
+   * Where the machine's network traffic may go; absent, the provider's
+   * default. Only a provider with `capabilities.egress` takes one (the
+   * others refuse the spec, `UNSUPPORTED`).
+   */
+  egress: egressPolicySchema.optional(),
 });
 
 export type ComputerSpec = z.input<typeof computerSpecSchema>;

@@ -39,6 +39,12 @@ export const providerCapabilitiesSchema = z.object({
    * means true.
    */
   keepsScreensBetweenRuns: z.boolean().optional(),
+  /**
+   * A spec's `egress` policy is enforced outside the machine's reach
+   * (docs/architecture.md §9). Absent means false: such a provider refuses
+   * a spec with one (`UNSUPPORTED`).
+   */
+  egress: z.boolean().optional(),
 });
 
 export type ProviderCapabilities = z.infer<typeof providerCapabilitiesSchema>;

@@ -1,6 +1,8 @@
+import type { ResolvedComputerSpec } from "../contract/computer-spec.js";
 import { signalOf } from "../contract/op-context.js";
 import { providerRefId } from "../contract/provider-ref.js";
 import type { SandboxProvider } from "../contract/sandbox-provider.js";
+import { AgentComputerError } from "../errors/agent-computer-error.js";
 import { enterOperation } from "./enter-operation.js";
 import { listRequestOf } from "./list-request.js";
 import { provisionRequestOf } from "./provision-request.js";
@@ -20,7 +22,10 @@ export function defineSandboxProvider<Id>(definition: SandboxProviderDefinition<
     capabilities: definition.capabilities,
     provision: async (spec, ctx) =>
       definition.provision(
-        await provisionRequestOf(spec, ctx, defaults, (resolved) => definition.checkSpec?.(resolved)),
+        await provisionRequestOf(spec, ctx, defaults, (resolved) => {
+          refuseUnenforcedEgress(definition.kind, definition.capabilities.egress, resolved);
+          definition.checkSpec?.(resolved);
+        }),
       ),
     reconnect: async (ref, ctx) => {
       const id = definition.machineId(providerRefId(ref, definition.kind));
@@ -29,4 +34,14 @@ export function defineSandboxProvider<Id>(definition: SandboxProviderDefinition<
     },
     list: async (filter, ctx) => definition.list(listRequestOf(filter, ctx)),
   };
+}
+
+/** A policy a provider cannot enforce is refused, never ignored: a computer it fences nothing for would run unfenced. */
+function refuseUnenforcedEgress(kind: string, enforces: boolean | undefined, spec: ResolvedComputerSpec): void {
+  if (spec.egress && !enforces) {
+    throw new AgentComputerError(
+      "UNSUPPORTED",
+      `The ${kind} provider does not enforce egress policies; provision without \`egress\` or on a provider whose capabilities.egress is true.`,
+    );
+  }
 }

@@ -1,0 +1,129 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEgressProxy } from "./egress-proxy.js";
+import type { EgressDenial } from "./egress-refusal.js";
+import { EgressRules } from "./egress-rules.js";
+
+// A real proxy on loopback in front of a real upstream on loopback, which the
+// policy names as an allowed private range (the way a test stands a host in
+// for a public one without changing the rule for anyone else).
+const denials: EgressDenial[] = [];
+let upstream: http.Server;
+let echo: net.Server;
+let proxy: http.Server;
+let proxyPort = 0;
+let upstreamPort = 0;
+let echoPort = 0;
+
+const listen = async (server: net.Server) => {
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  return (server.address() as AddressInfo).port;
+};
+
+beforeAll(async () => {
+  upstream = http.createServer((request, response) =>
+    response.end(`upstream saw ${request.headers.host} ${request.url}`),
+  );
+  echo = net.createServer((socket) => socket.pipe(socket));
+  upstreamPort = await listen(upstream);
+  echoPort = await listen(echo);
+  const rules = new EgressRules(
+    { name: "fixture-policy", allow: ["allowed.test", "rebind.test"], allowPrivate: ["127.0.0.1/32"] },
+    { resolve: async (host) => ({ "allowed.test": ["127.0.0.1"], "rebind.test": ["127.0.0.2"] })[host] ?? [] },
+  );
+  proxy = createEgressProxy({
+    policyFor: ({ remoteAddress }) => (remoteAddress === "127.0.0.1" ? { rules, computerId: "c-1" } : undefined),
+    onDenied: (denial) => denials.push(denial),
+  });
+  proxyPort = await listen(proxy);
+});
+
+afterAll(async () => {
+  for (const server of [proxy, upstream, echo]) {
+    server.closeAllConnections?.();
+    await new Promise((done) => server.close(done));
+  }
+});
+
+function viaProxy(url: string): Promise<{ status: number; body: string; refusal?: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.request({ host: "127.0.0.1", port: proxyPort, path: url, agent: false }, (response) => {
+      let body = "";
+      response.on("data", (chunk) => (body += chunk));
+      response.on("end", () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          body,
+          refusal: response.headers["x-agent-computer-egress"] as string | undefined,
+        }),
+      );
+    });
+    request.on("error", reject);
+    request.end();
+  });
+}
+
+function connectVia(target: string): Promise<{ head: string; socket: net.Socket }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(proxyPort, "127.0.0.1", () =>
+      socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`),
+    );
+    let head = "";
+    const onData = (chunk: Buffer) => {
+      head += chunk.toString();
+      if (!head.includes("\r\n\r\n")) return;
+      socket.off("data", onData);
+      resolve({ head, socket });
+    };
+    socket.on("data", onData);
+    socket.on("error", reject);
+  });
+}
+
+describe("egress proxy", () => {
+  it("forwards a request to an allowed host, to the address it judged, with the request's Host", async () => {
+    const answer = await viaProxy(`http://allowed.test:${upstreamPort}/page?x=1`);
+    expect(answer).toMatchObject({ status: 200, body: `upstream saw allowed.test:${upstreamPort} /page?x=1` });
+  });
+
+  it("refuses another host with a 403 naming the policy and the host, and reports it", async () => {
+    denials.length = 0;
+    const answer = await viaProxy(`http://other.test:${upstreamPort}/`);
+    expect(answer.status).toBe(403);
+    expect(answer.refusal).toBe("not-allowed");
+    expect(answer.body).toContain('egress policy "fixture-policy"');
+    expect(answer.body).toContain("other.test");
+    expect(denials).toEqual([
+      expect.objectContaining({
+        policy: "fixture-policy",
+        host: "other.test",
+        port: upstreamPort,
+        reason: "not-allowed",
+        computerId: "c-1",
+      }),
+    ]);
+  });
+
+  it("refuses an allowed name that resolves to a private address outside the allowance", async () => {
+    const answer = await viaProxy(`http://rebind.test:${upstreamPort}/`);
+    expect(answer.status).toBe(403);
+    expect(answer.body).toContain("rebind.test");
+    expect(answer.refusal).toBe("private-address");
+  });
+
+  it("tunnels CONNECT to an allowed host and refuses one to another with a 403", async () => {
+    const open = await connectVia(`allowed.test:${echoPort}`);
+    expect(open.head).toMatch(/^HTTP\/1\.1 200/);
+    const echoed = new Promise<string>((done) => open.socket.once("data", (chunk) => done(chunk.toString())));
+    open.socket.write("ping through the tunnel");
+    expect(await echoed).toBe("ping through the tunnel");
+    open.socket.destroy();
+
+    const refused = await connectVia(`127.0.0.3:${echoPort}`);
+    expect(refused.head).toMatch(/^HTTP\/1\.1 403/);
+    expect(refused.head).toContain("not-allowed");
+    refused.socket.destroy();
+  });
+});

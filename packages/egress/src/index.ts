@@ -1,0 +1,19 @@
+export { AddressRules, METADATA_ADDRESSES } from "./address-rules.js";
+export {
+  createEgressProxy,
+  EGRESS_REFUSAL_HEADER,
+  type EgressClientPolicy,
+  type EgressProxyOptions,
+  refusalText,
+} from "./egress-proxy.js";
+export { type EgressDenial, type EgressRefusalReason, REFUSAL_TEXT } from "./egress-refusal.js";
+export {
+  EgressRules,
+  type EgressRulesOptions,
+  type EgressVerdict,
+  type HostResolver,
+  systemResolver,
+} from "./egress-rules.js";
+export { hostMatchesAny, normalizeHost } from "./host-pattern.js";
+export { type EgressPolicyFile, policyDirectory, policyFileName } from "./policy-directory.js";
+export { egressProxyScriptPath } from "./proxy-script.js";
