@@ -33,6 +33,10 @@ export interface ContainerExtras {
   readonly cmd?: string[];
   /** `HOME` (the workspace unless said). */
   readonly home?: string;
+  /** Names the container answers to on `settings.network` (a user-defined network). */
+  readonly aliases?: string[];
+  /** The servers Docker's embedded resolver forwards names it does not know to (default: the host's). */
+  readonly dns?: string[];
 }
 
 export type ContainerRole = "computer" | "display";
@@ -47,6 +51,8 @@ export function containerSpec(
     env = [],
     cmd = ["sleep", "infinity"],
     home = settings.workspacePath,
+    aliases,
+    dns,
   }: ContainerExtras,
 ): Docker.ContainerCreateOptions {
   const { resources } = settings;
@@ -61,7 +67,9 @@ export function containerSpec(
     Env: [`HOME=${home}`, "LANG=C.UTF-8", "AGENT_COMPUTER_GATEWAY_SOURCES=default-gateway", ...env],
     Labels: settings.labels,
     ExposedPorts: Object.fromEntries(published.map((p) => [`${p}/tcp`, {}])),
+    ...(aliases ? { NetworkingConfig: { EndpointsConfig: { [settings.network]: { Aliases: aliases } } } } : {}),
     HostConfig: {
+      ...(dns ? { Dns: dns } : {}),
       Mounts: [{ Type: "bind", Source: settings.homeDir, Target: settings.workspacePath }, ...mounts],
       NetworkMode: settings.network,
       PortBindings: Object.fromEntries(published.map((p) => [`${p}/tcp`, [{ HostIp: "127.0.0.1", HostPort: "" }]])),

@@ -3,6 +3,7 @@ import { AgentComputerError } from "@agent-computer/core";
 import type Docker from "dockerode";
 import { DISPLAY_LABELS } from "./computer-labels.js";
 import { createdOrder } from "./computer-network.js";
+import { EGRESS_LABELS } from "./egress-labels.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
 
 // A computer and its display container share one network of their own
@@ -61,6 +62,7 @@ export async function ensurePairNetwork(
   name: string,
   pool: string,
   signal: AbortSignal,
+  labels: Record<string, string> = {},
 ): Promise<void> {
   try {
     signal.throwIfAborted();
@@ -69,11 +71,17 @@ export async function ensurePairNetwork(
   } catch (error) {
     if (engineStatus(error) !== 404) throw engineFailure(error, `look up the display's network ${name}`);
   }
-  await createPairNetwork(docker, name, pool, signal);
+  await createPairNetwork(docker, name, pool, signal, labels);
 }
 
 /** Makes the pair network `name` on a free /29 of `pool`; one of that name made meanwhile is taken. */
-async function createPairNetwork(docker: Docker, name: string, pool: string, signal: AbortSignal): Promise<string> {
+async function createPairNetwork(
+  docker: Docker,
+  name: string,
+  pool: string,
+  signal: AbortSignal,
+  labels: Record<string, string>,
+): Promise<string> {
   const subnets = pairSubnets(pool);
   let refused: unknown;
   for (let attempt = 0; attempt < SUBNET_TRIES; attempt++) {
@@ -85,7 +93,7 @@ async function createPairNetwork(docker: Docker, name: string, pool: string, sig
         Internal: true,
         CheckDuplicate: true,
         IPAM: { Driver: "default", Config: [{ Subnet: subnets.subnet(randomInt(subnets.count)) }] },
-        Labels: { [DISPLAY_LABELS.pairNetwork]: "true" },
+        Labels: { ...labels, [DISPLAY_LABELS.pairNetwork]: "true" },
         abortSignal: signal,
       });
       return name;
@@ -120,10 +128,31 @@ export async function joinPairNetwork(
 /** Removes a pair network once its containers are gone; one already gone is fine. */
 export async function removePairNetwork(docker: Docker, network: string): Promise<void> {
   try {
+    await detachEgressProxies(docker, network);
     await docker.getNetwork(network).remove();
   } catch (error) {
     if (engineStatus(error) !== 404) throw engineFailure(error, `remove the display's network ${network}`);
   }
+}
+
+/**
+ * Takes the shared egress proxy (egress-proxy-container.ts) off a pair
+ * network where it is all that is left, so the network can go: a computer
+ * with a policy shares its network with the proxy, which outlives it.
+ */
+async function detachEgressProxies(docker: Docker, network: string, signal?: AbortSignal): Promise<void> {
+  signal?.throwIfAborted();
+  const info = await docker.getNetwork(network).inspect();
+  const endpoints = Object.keys(info.Containers ?? {});
+  if (endpoints.length === 0) return;
+  const proxies = await docker.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [EGRESS_LABELS.proxy], network: [info.Id] }),
+    abortSignal: signal,
+  });
+  const proxyIds = new Set(proxies.map((p) => p.Id));
+  if (!endpoints.every((id) => proxyIds.has(id))) return;
+  for (const id of endpoints) await docker.getNetwork(network).disconnect({ Container: id, Force: true });
 }
 
 /**
@@ -146,9 +175,8 @@ export async function removeOrphanPairNetworks(docker: Docker, signal: AbortSign
   const removed: string[] = [];
   for (const network of networks) {
     if (createdOrder(network.Created) > oldEnough) continue;
-    const gone = await docker
-      .getNetwork(network.Id)
-      .remove({ abortSignal: signal })
+    const gone = await detachEgressProxies(docker, network.Id, signal)
+      .then(() => docker.getNetwork(network.Id).remove({ abortSignal: signal }))
       .then(() => true)
       .catch(() => false);
     if (gone) removed.push(network.Name);

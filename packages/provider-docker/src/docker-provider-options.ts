@@ -1,4 +1,6 @@
+import { egressPolicySchema } from "@agent-computer/core";
 import { COMPUTER_SHM_BYTES } from "@agent-computer/desktop-runtime";
+import type { EgressDenial } from "@agent-computer/egress";
 import type Docker from "dockerode";
 import { z } from "zod";
 import { ISOLATED_NETWORK } from "./computer-network.js";
@@ -101,6 +103,19 @@ export const dockerProviderOptionsSchema = z.object({
    * default plus Chromium's namespace calls).
    */
   seccompProfile: z.string().min(2).optional(),
+  /**
+   * The egress policy of every computer whose spec gives none (a spec's
+   * `egress` wins). Absent: computers reach the network as before (the
+   * bridge, README "Network"). With a policy, a computer's only way out is
+   * the provider's egress proxy (README, "Egress by policy").
+   */
+  egress: egressPolicySchema.optional(),
+  /**
+   * Called for each request the egress proxy refused, with the computer's
+   * id: the app's activity event. Reports come from the proxy's log, from
+   * when this provider first used the proxy.
+   */
+  onEgressDenied: z.custom<(denial: EgressDenial) => void>((v) => typeof v === "function").optional(),
   /** Seconds `stop` waits before the engine kills the machine (default 5). */
   stopTimeoutSeconds: z.number().int().nonnegative().default(5),
 });

@@ -28,11 +28,19 @@ import {
   startContainer,
 } from "./container-spec.js";
 import { removeOrphanDisplays } from "./display-containers.js";
-import { pairNetworkName, removeOrphanPairNetworks } from "./display-network.js";
+import {
+  COMPUTER_ALIAS,
+  ensurePairNetwork,
+  pairNetworkName,
+  removeOrphanPairNetworks,
+  removePairNetwork,
+} from "./display-network.js";
 import type { DisplayPlan, DisplayStartHost } from "./display-start.js";
 import { DockerMachine } from "./docker-machine.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docker-provider-options.js";
+import { EGRESS_LABELS, EGRESS_PROXY_ENV } from "./egress-labels.js";
+import { EgressProxyKeeper, networkPolicyLabel } from "./egress-proxy-container.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
 
 /**
@@ -41,6 +49,7 @@ import { engineFailure, engineStatus } from "./engine-failure.js";
  */
 export const DOCKER_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
+  egress: true,
   multiScreen: true,
   pageBrowser: true,
   terminal: true,
@@ -69,6 +78,12 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
   // Load lazily: a caller passing its own profile never reads the file.
   const seccomp = () => parsed.seccompProfile ?? computerSeccompProfile();
   const prepareNetwork = networkPreparer(docker, parsed.network);
+  const egressProxy = new EgressProxyKeeper({
+    docker,
+    dataDir,
+    bridgeNetwork: prepareNetwork,
+    onDenied: parsed.onEgressDenied,
+  });
 
   // How a display container is made, on its computer's first desktop call (display-start.ts).
   const displayHost: DisplayStartHost = {
@@ -88,10 +103,11 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       return file;
     },
   };
-  const machineOptions = (screenLimit: number, display: DisplayPlan | undefined) => ({
+  const machineOptions = (screenLimit: number, display: DisplayPlan | undefined, egressPolicy?: string) => ({
     screenLimit,
     desktopTransport: parsed.desktopTransport,
     ...(display ? { display: { plan: display, host: displayHost } } : {}),
+    ...(egressPolicy ? { egressPolicy } : {}),
   });
 
   const machineOf = (info: Docker.ContainerInspectInfo): DockerMachine => {
@@ -113,6 +129,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       machineOptions(
         Number.isInteger(screenLimit) ? screenLimit : 0,
         container && network ? { container, network } : undefined,
+        info.Config.Labels?.[EGRESS_LABELS.policy],
       ),
     );
   };
@@ -158,7 +175,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         seccomp: seccomp(),
         labels,
       };
-      const provisioned = (containerId: string, display?: DisplayPlan) => {
+      const provisioned = (containerId: string, display?: DisplayPlan, egressPolicy?: string) => {
         loggerOf(context).info("docker machine provisioned", {
           ref: `docker:${containerId}`,
           homeKey: resolved.homeKey,
@@ -169,9 +186,16 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           containerId,
           parsed.workspacePath,
           homeDir,
-          machineOptions(screenLimit, display),
+          machineOptions(screenLimit, display, egressPolicy),
         );
       };
+      const policy = resolved.egress ?? parsed.egress;
+      if (policy && (!parsed.displayContainer || parsed.ports.length > 0)) {
+        throw new AgentComputerError(
+          "UNSUPPORTED",
+          "An egress policy needs the display in its own container and no published ports (dockerProvider({ displayContainer: true, ports: [] })): the computer's only network is then internal, with the egress proxy on it.",
+        );
+      }
       if (!parsed.displayContainer) {
         // The screen gateway's port is published where the gateway runs (loopback only; its websockets need a token).
         const published = [...new Set([SCREEN_GATEWAY_PORT, ...parsed.ports])];
@@ -189,6 +213,51 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       );
       const displayName = nameOf("display");
       const display = { container: displayName, network: pairNetworkName(displayName) };
+      if (policy) {
+        // The computer's one network is the internal one it will share with its display, with the egress
+        // proxy on it (README, "Egress by policy"): the network is made and the proxy serves the policy there
+        // before the computer exists, so its first request already meets the policy.
+        const label = networkPolicyLabel(resolved.computerId, policy);
+        const computerName = nameOf("computer");
+        try {
+          await ensurePairNetwork(docker, display.network, parsed.displayNetworkPool, signal, {
+            [EGRESS_LABELS.networkPolicy]: label,
+          });
+          await egressProxy.serve(display.network, label, image, signal);
+          const fenced = containerSpec(
+            {
+              ...settings,
+              network: display.network,
+              labels: {
+                ...labels,
+                [DISPLAY_LABELS.displayContainer]: display.container,
+                [DISPLAY_LABELS.displayNetwork]: display.network,
+                [EGRESS_LABELS.policy]: policy.name,
+              },
+            },
+            computerName,
+            {
+              cmd: [...LOOPBACK_PROXY_COMMAND],
+              aliases: [COMPUTER_ALIAS],
+              // Names the embedded resolver does not know go nowhere: no DNS queries leave by the engine's resolver.
+              dns: ["127.0.0.1"],
+              env: [...EGRESS_PROXY_ENV],
+            },
+          );
+          const container = await createContainer(docker, signal, "computer", fenced);
+          await startContainer(container, "computer", signal);
+          return provisioned(container.id, display, policy.name);
+        } catch (error) {
+          await docker
+            .getContainer(computerName)
+            .remove({ force: true })
+            .catch(() => {});
+          await removePairNetwork(docker, display.network).catch(() => {});
+          throw error;
+        } finally {
+          await sweep;
+        }
+      }
       const spec = containerSpec(
         {
           ...settings,

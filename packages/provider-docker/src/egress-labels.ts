@@ -1,0 +1,36 @@
+/**
+ * Labels of egress by policy (README, "Egress by policy"): the shared proxy
+ * carries `proxy` (the provider's data folder it serves); a computer with a
+ * policy carries `policy` (its name) and `network` (its internal network,
+ * the one it shares with the proxy, and later its display); that network
+ * carries `networkPolicy`, the policy file's JSON, so a proxy made again
+ * rejoins every such network and serves each its own policy.
+ */
+export const EGRESS_LABELS = {
+  proxy: "agent-computer.org/egress-proxy",
+  policy: "agent-computer.org/egress-policy",
+  networkPolicy: "agent-computer.org/egress-network-policy",
+} as const;
+
+/** The name the proxy answers to on every computer's network (the computer's HTTP_PROXY names it). */
+export const EGRESS_PROXY_ALIAS = "egress-proxy";
+/** The port the proxy listens on. */
+export const EGRESS_PROXY_PORT = 3128;
+
+/**
+ * The computer's environment with a policy: for convenience only (curl,
+ * pip, npm, git find the proxy); unsetting them takes nothing away, since
+ * the computer's network has no other way out.
+ */
+export const EGRESS_PROXY_ENV: readonly string[] = (() => {
+  const proxy = `http://${EGRESS_PROXY_ALIAS}:${EGRESS_PROXY_PORT}`;
+  const direct = "localhost,127.0.0.1,::1";
+  return [
+    `HTTP_PROXY=${proxy}`,
+    `http_proxy=${proxy}`,
+    `HTTPS_PROXY=${proxy}`,
+    `https_proxy=${proxy}`,
+    `NO_PROXY=${direct}`,
+    `no_proxy=${direct}`,
+  ];
+})();
