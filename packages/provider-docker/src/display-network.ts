@@ -62,7 +62,7 @@ export async function ensurePairNetwork(
   name: string,
   pool: string,
   signal: AbortSignal,
-  labels: Record<string, string> = {},
+  extra: PairNetworkExtras = {},
 ): Promise<void> {
   try {
     signal.throwIfAborted();
@@ -71,7 +71,21 @@ export async function ensurePairNetwork(
   } catch (error) {
     if (engineStatus(error) !== 404) throw engineFailure(error, `look up the display's network ${name}`);
   }
-  await createPairNetwork(docker, name, pool, signal, labels);
+  await createPairNetwork(docker, name, pool, signal, extra);
+}
+
+/** What a computer with an egress policy asks more of its pair network. */
+export interface PairNetworkExtras {
+  readonly labels?: Record<string, string>;
+  /**
+   * Gives the host no address on the network (the bridge driver's
+   * `inhibit_ipv4`). An internal network still lets its containers reach
+   * every address of the host itself through the bridge's own address,
+   * the host's loopback services on its other addresses included (measured:
+   * a fenced computer reached a server on this host at the provider
+   * bridge's gateway); with no host address on it, nothing routes there.
+   */
+  readonly hostless?: boolean;
 }
 
 /** Makes the pair network `name` on a free /29 of `pool`; one of that name made meanwhile is taken. */
@@ -80,7 +94,7 @@ async function createPairNetwork(
   name: string,
   pool: string,
   signal: AbortSignal,
-  labels: Record<string, string>,
+  { labels = {}, hostless = false }: PairNetworkExtras,
 ): Promise<string> {
   const subnets = pairSubnets(pool);
   let refused: unknown;
@@ -92,6 +106,7 @@ async function createPairNetwork(
         Driver: "bridge",
         Internal: true,
         CheckDuplicate: true,
+        ...(hostless ? { Options: { "com.docker.network.bridge.inhibit_ipv4": "true" } } : {}),
         IPAM: { Driver: "default", Config: [{ Subnet: subnets.subnet(randomInt(subnets.count)) }] },
         Labels: { ...labels, [DISPLAY_LABELS.pairNetwork]: "true" },
         abortSignal: signal,

@@ -221,7 +221,8 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         const computerName = nameOf("computer");
         try {
           await ensurePairNetwork(docker, display.network, parsed.displayNetworkPool, signal, {
-            [EGRESS_LABELS.networkPolicy]: label,
+            labels: { [EGRESS_LABELS.networkPolicy]: label },
+            hostless: true,
           });
           await egressProxy.serve(display.network, label, image, signal);
           const fenced = containerSpec(
