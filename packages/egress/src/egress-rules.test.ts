@@ -1,6 +1,6 @@
 import type { AgentComputerError } from "@agent-computer/core";
 import { describe, expect, it } from "vitest";
-import { EgressRules } from "./egress-rules.js";
+import { cachingResolver, EgressRules } from "./egress-rules.js";
 
 const resolverOf =
   (table: Record<string, string[]>) =>
@@ -86,5 +86,24 @@ describe("EgressRules", () => {
         expect.objectContaining({ code: "INVALID_ARGUMENT" }) as unknown as AgentComputerError,
       );
     }
+  });
+
+  it("asks the resolver once per name within the cache time, and judges a kept answer like a fresh one", async () => {
+    let asked = 0;
+    let answer = ["93.184.216.34"];
+    const resolve = cachingResolver(async () => {
+      asked++;
+      return answer;
+    }, 60_000);
+    const rules = new EgressRules({ allow: ["a.example.test"] }, { resolve });
+    expect(await rules.judge("a.example.test")).toMatchObject({ allowed: true });
+    answer = ["10.0.0.1"];
+    expect(await rules.judge("a.example.test")).toMatchObject({ allowed: true, address: "93.184.216.34" });
+    expect(asked).toBe(1);
+    const fresh = new EgressRules(
+      { allow: ["a.example.test"] },
+      { resolve: cachingResolver(async () => ["10.0.0.1"]) },
+    );
+    expect(await fresh.judge("a.example.test")).toMatchObject({ allowed: false, reason: "private-address" });
   });
 });

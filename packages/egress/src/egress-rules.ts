@@ -11,6 +11,28 @@ export type HostResolver = (host: string) => Promise<string[]>;
 export const systemResolver: HostResolver = async (host) =>
   (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
 
+/**
+ * Keeps each name's addresses for `ttlMs` (the proxy asks Docker's resolver
+ * once per name, not once per request: measured, a lookup was most of the
+ * added latency of a request on a new connection). A kept answer is judged
+ * like a fresh one and connected to as judged, so caching opens no way
+ * around the rules; a name's new addresses are seen after `ttlMs`.
+ */
+export function cachingResolver(resolve: HostResolver, ttlMs = 5_000, maxNames = 4_096): HostResolver {
+  const kept = new Map<string, { addresses: Promise<string[]>; until: number }>();
+  return (host) => {
+    const now = Date.now();
+    const found = kept.get(host);
+    if (found && found.until > now) return found.addresses;
+    if (kept.size >= maxNames) kept.clear();
+    const addresses = resolve(host);
+    kept.set(host, { addresses, until: now + ttlMs });
+    // A failed lookup is not kept: the next request asks again.
+    addresses.catch(() => kept.delete(host));
+    return addresses;
+  };
+}
+
 /** What the proxy does with one destination: connect to exactly `address`, or refuse for `reason`. */
 export type EgressVerdict =
   | { readonly allowed: true; readonly host: string; readonly address: string }

@@ -8,6 +8,7 @@ export {
 } from "./egress-proxy.js";
 export { type EgressDenial, type EgressRefusalReason, REFUSAL_TEXT } from "./egress-refusal.js";
 export {
+  cachingResolver,
   EgressRules,
   type EgressRulesOptions,
   type EgressVerdict,

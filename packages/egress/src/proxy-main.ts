@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createEgressProxy } from "./egress-proxy.js";
+import { cachingResolver, systemResolver } from "./egress-rules.js";
 import { policyDirectory } from "./policy-directory.js";
 
 // The proxy as a container runs it (provider-docker's shared egress proxy):
@@ -16,7 +17,10 @@ interface ProxyConfig {
 
 const config = JSON.parse(readFileSync(process.argv[2] ?? "", "utf8")) as ProxyConfig;
 const server = createEgressProxy({
-  policyFor: policyDirectory(config.policiesDir, { hostAddresses: config.hostAddresses ?? [] }),
+  policyFor: policyDirectory(config.policiesDir, {
+    hostAddresses: config.hostAddresses ?? [],
+    resolve: cachingResolver(systemResolver),
+  }),
   onDenied: (denial) => process.stdout.write(`${JSON.stringify({ egressDenied: denial })}\n`),
 });
 server.listen(config.port, "0.0.0.0", () => process.stdout.write(`${JSON.stringify({ listening: config.port })}\n`));

@@ -1,0 +1,110 @@
+// The programs the egress bench runs in containers of the computer image (its Node 18).
+
+/** The fixture server: `/bytes?n=N` streams N bytes from a 1 MiB buffer, `/tiny` answers two bytes. */
+export const BENCH_SERVER = `
+const http = require("http");
+const chunk = Buffer.alloc(1 << 20, 120);
+http.createServer((request, response) => {
+  const url = new URL(request.url, "http://x");
+  if (url.pathname === "/tiny") return response.end("ok");
+  let left = Number(url.searchParams.get("n"));
+  response.writeHead(200, { "content-length": left });
+  const more = () => {
+    while (left > 0) {
+      const part = left >= chunk.length ? chunk : chunk.subarray(0, left);
+      left -= part.length;
+      if (!response.write(part)) return response.once("drain", more);
+    }
+    response.end();
+  };
+  more();
+}).listen(8080, "0.0.0.0");
+`;
+
+/**
+ * The client, in the computer: one download of \`bytes\` and \`requests\`
+ * small requests, direct to \`directHost\` and through the proxy to
+ * \`proxiedHost\`, timed inside the computer (so no exec round trip enters
+ * a figure), in the order given. Prints JSON: per side, the download's
+ * seconds and the mean milliseconds per small request, on one kept
+ * connection and on a new connection each.
+ */
+export function benchClient(options: {
+  directHost: string;
+  proxiedHost: string;
+  proxy: string;
+  bytes: number;
+  requests: number;
+  order: ("direct" | "proxied" | "tunnelled")[];
+}): string {
+  return `
+const http = require("http");
+const { performance } = require("perf_hooks");
+const o = ${JSON.stringify(options)};
+const [proxyHost, proxyPort] = o.proxy.split(":");
+function get(side, path, agent) {
+  const target = side === "direct" ? o.directHost : o.proxiedHost;
+  const request = side === "direct"
+    ? { host: target, port: 8080, path, agent }
+    : { host: proxyHost, port: Number(proxyPort), path: "http://" + target + ":8080" + path, headers: { host: target + ":8080" }, agent };
+  return new Promise((resolve, reject) => {
+    http.get(request, (response) => {
+      let size = 0;
+      response.on("data", (c) => (size += c.length));
+      response.on("end", () => (response.statusCode === 200 ? resolve(size) : reject(new Error(side + " answered " + response.statusCode))));
+      response.on("error", reject);
+    }).on("error", reject);
+  });
+}
+// A download through a CONNECT tunnel (as every HTTPS download goes), the response read raw off the socket.
+function tunnelledDownload(path) {
+  return new Promise((resolve, reject) => {
+    const connect = http.request({ host: proxyHost, port: Number(proxyPort), method: "CONNECT", path: o.proxiedHost + ":8080" });
+    connect.on("connect", (response, socket) => {
+      if (response.statusCode !== 200) return reject(new Error("CONNECT answered " + response.statusCode));
+      let size = 0;
+      let head = "";
+      let body = -1;
+      socket.on("data", (chunk) => {
+        if (body >= 0) return void (body += chunk.length);
+        head += chunk.toString("latin1");
+        const end = head.indexOf("\\r\\n\\r\\n");
+        if (end >= 0) body = head.length - end - 4;
+      });
+      socket.on("end", () => resolve(body));
+      socket.on("error", reject);
+      socket.write("GET " + path + " HTTP/1.1\\r\\nHost: " + o.proxiedHost + "\\r\\nConnection: close\\r\\n\\r\\n");
+    });
+    connect.on("error", reject);
+    connect.end();
+  });
+}
+async function side(name) {
+  if (name === "tunnelled") {
+    const start = performance.now();
+    const got = await tunnelledDownload("/bytes?n=" + o.bytes);
+    if (got !== o.bytes) throw new Error("tunnelled download gave " + got + " bytes of " + o.bytes);
+    return { seconds: (performance.now() - start) / 1000 };
+  }
+  let start = performance.now();
+  const got = await get(name, "/bytes?n=" + o.bytes, false);
+  if (got !== o.bytes) throw new Error(name + " download gave " + got + " bytes of " + o.bytes);
+  const seconds = (performance.now() - start) / 1000;
+  const kept = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  await get(name, "/tiny", kept);
+  start = performance.now();
+  for (let i = 0; i < o.requests; i++) await get(name, "/tiny", kept);
+  const keptMs = (performance.now() - start) / o.requests;
+  kept.destroy();
+  start = performance.now();
+  for (let i = 0; i < o.requests; i++) await get(name, "/tiny", false);
+  const freshMs = (performance.now() - start) / o.requests;
+  return { seconds, keptMs, freshMs };
+}
+(async () => {
+  const out = {};
+  for (const name of o.order) out[name] = await side(name);
+  process.stdout.write(JSON.stringify(out));
+})().catch((error) => { process.stderr.write(String(error && error.stack || error)); process.exit(1); });
+`;
+}

@@ -1,0 +1,195 @@
+// `npm run bench -- egress [--runs N] [--warmup N]`: what egress by policy
+// costs a computer (README, "Egress by policy"; issue 53). From one fenced
+// computer, a download and small requests to one fixture server, direct
+// (the bench joins the server to the computer's own network, the one
+// place the computer reaches without the proxy) against through the egress
+// proxy (the server's name on a network the proxy joins), each timed
+// inside the computer so no exec round trip enters a figure; goals:
+// throughput ratio >= 0.8, added latency per request < 2 ms. Then the
+// provision time of a computer with a policy against one without, and the
+// shared proxy against a proxy container per computer.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Machine } from "@agent-computer/core";
+import { computerImageRef } from "@agent-computer/desktop-runtime";
+import { benchOptionsFromArgv, median, runBench } from "@agent-computer/testing/bench";
+import { chooseTestProvider } from "@agent-computer/testing/provider-test";
+import Docker from "dockerode";
+import { DISPLAY_LABELS } from "../src/computer-labels.js";
+import { EGRESS_PROXY_PORT } from "../src/egress-labels.js";
+import { egressProxyName } from "../src/egress-proxy-container.js";
+import { checkDockerHost, dockerProvider } from "../src/index.js";
+import { BENCH_SERVER, benchClient } from "./egress-bench-scripts.js";
+
+const chosen = await chooseTestProvider({ kind: "docker", check: checkDockerHost, create: dockerProvider });
+if (chosen.missing) throw new Error(`The egress bench cannot run: ${chosen.missing}`);
+const options = benchOptionsFromArgv();
+const runs = options.runs ?? 5;
+const warmup = options.warmup ?? 1;
+const write = (line: string) => process.stdout.write(`${line}\n`);
+const docker = new Docker();
+const dataDir = await mkdtemp(join(tmpdir(), "agent-computer-egress-bench-"));
+const provider = chosen.provider({ dataDir });
+const image = await computerImageRef();
+const tag = Math.random().toString(36).slice(2, 8);
+const fixtureNetwork = `ac-egress-bench-${tag}`;
+const subnet = `10.218.${1 + Math.floor(Math.random() * 250)}.0/24`;
+const FIXTURE_NAME = "fixture.bench.test";
+const BYTES = 256 * 2 ** 20;
+const REQUESTS = 200;
+const machines: Machine[] = [];
+const extraContainers: string[] = [];
+const policy = { name: "bench", allow: [FIXTURE_NAME], allowPrivate: [subnet] };
+const idOf = (m: Machine) => m.ref.slice("docker:".length);
+
+async function exec(m: Machine, argv: string[]): Promise<string> {
+  const result = await m.exec({ argv, timeoutMs: 600_000 });
+  const out = Buffer.from(result.stdout).toString();
+  if (result.exitCode !== 0)
+    throw new Error(`${argv[0]} failed in the computer: ${Buffer.from(result.stderr).toString()}`);
+  return out;
+}
+
+/** The fixture server, on a network of its own under FIXTURE_NAME, and joined to `computerNetwork` too; its address there. */
+async function startFixture(computerNetwork: string): Promise<string> {
+  await docker.createNetwork({ Name: fixtureNetwork, Driver: "bridge", IPAM: { Config: [{ Subnet: subnet }] } });
+  const server = await docker.createContainer({
+    name: `${fixtureNetwork}-server`,
+    Image: image,
+    Cmd: ["node", "-e", BENCH_SERVER],
+    User: "1000:1000",
+    HostConfig: { NetworkMode: fixtureNetwork },
+    NetworkingConfig: { EndpointsConfig: { [fixtureNetwork]: { Aliases: [FIXTURE_NAME] } } },
+  });
+  extraContainers.push(server.id);
+  await server.start();
+  await docker.getNetwork(computerNetwork).connect({ Container: server.id });
+  await docker.getNetwork(fixtureNetwork).connect({ Container: egressProxyName(dataDir) });
+  const info = await server.inspect();
+  const direct = info.NetworkSettings.Networks[computerNetwork]?.IPAddress;
+  if (!direct)
+    throw new Error("the fixture server has no address on the computer's network: the direct baseline cannot run");
+  return direct;
+}
+
+interface SideFigures {
+  seconds: number;
+  keptMs: number;
+  freshMs: number;
+}
+
+async function transferFigures(fenced: Machine, directHost: string): Promise<void> {
+  const samples: { direct: SideFigures; proxied: SideFigures; tunnelled: { seconds: number } }[] = [];
+  for (let i = 0; i < warmup + runs; i++) {
+    const order = i % 2 === 0 ? ["direct", "proxied", "tunnelled"] : ["tunnelled", "proxied", "direct"];
+    const script = benchClient({
+      directHost,
+      proxiedHost: FIXTURE_NAME,
+      proxy: `egress-proxy:${EGRESS_PROXY_PORT}`,
+      bytes: BYTES,
+      requests: REQUESTS,
+      order: order as ("direct" | "proxied" | "tunnelled")[],
+    });
+    const figures = JSON.parse(await exec(fenced, ["node", "-e", script])) as (typeof samples)[number];
+    if (!(figures.direct.seconds > 0) || !(figures.proxied.seconds > 0) || !(figures.tunnelled.seconds > 0))
+      throw new Error("a download took no time: nothing was measured");
+    if (i >= warmup) samples.push(figures);
+  }
+  const mbps = (side: "direct" | "proxied" | "tunnelled") => median(samples.map((s) => BYTES / s[side].seconds / 1e6));
+  const ms = (side: "direct" | "proxied", key: "keptMs" | "freshMs") => median(samples.map((s) => s[side][key]));
+  const added = (key: "keptMs" | "freshMs") => median(samples.map((s) => s.proxied[key] - s.direct[key]));
+  write(`# egress proxy: one computer, one server (warm-up ${warmup}, ${runs} runs, medians, timed in the computer)`);
+  write(
+    `download of ${BYTES / 2 ** 20} MiB over plain HTTP: through the proxy ${mbps("proxied").toFixed(0)} MB/s | direct ${mbps("direct").toFixed(0)} MB/s | ratio ${(mbps("proxied") / mbps("direct")).toFixed(3)} (goal >= 0.8)`,
+  );
+  write(
+    `download of ${BYTES / 2 ** 20} MiB through a CONNECT tunnel (how HTTPS goes): ${mbps("tunnelled").toFixed(0)} MB/s | direct ${mbps("direct").toFixed(0)} MB/s | ratio ${(mbps("tunnelled") / mbps("direct")).toFixed(3)} (goal >= 0.8)`,
+  );
+  for (const [key, what] of [
+    ["keptMs", "on one kept connection"],
+    ["freshMs", "on a new connection each"],
+  ] as const) {
+    write(
+      `small request ${what}: through the proxy ${ms("proxied", key).toFixed(3)} ms | direct ${ms("direct", key).toFixed(3)} ms | added ${added(key).toFixed(3)} ms per request (goal < 2 ms)`,
+    );
+  }
+}
+
+/** A proxy container of the computer's own, as a proxy per computer would be: made, started, joined to its network. */
+async function ownProxyFor(m: Machine): Promise<void> {
+  const shared = await docker.getContainer(egressProxyName(dataDir)).inspect();
+  const network = (await docker.getContainer(idOf(m)).inspect()).Config.Labels?.[DISPLAY_LABELS.displayNetwork] ?? "";
+  const own = await docker.createContainer({
+    name: `agent-computer-egress-own-${idOf(m).slice(0, 12)}`,
+    Image: shared.Image,
+    Cmd: shared.Config.Cmd,
+    User: shared.Config.User,
+    HostConfig: { ...shared.HostConfig, RestartPolicy: { Name: "no" } },
+  });
+  extraContainers.push(own.id);
+  await own.start();
+  await docker.getNetwork(network).connect({ Container: own.id, EndpointConfig: { Aliases: ["own-egress-proxy"] } });
+}
+
+async function provisionFigures(): Promise<void> {
+  let n = 0;
+  const provisionThenExec = async (egress: boolean, ownProxy = false) => {
+    const m = await provider.provision({
+      computerId: `bench-${n}`,
+      homeKey: `egress-bench-${tag}-${n++}`,
+      ...(egress ? { egress: policy } : {}),
+    });
+    machines.push(m);
+    if (ownProxy) await ownProxyFor(m);
+    await exec(m, ["true"]);
+  };
+  await runBench(
+    "docker computer: provision to first exec",
+    [
+      {
+        name: "with an egress policy against without",
+        unit: "ms",
+        subject: { label: "with a policy (shared proxy)", run: () => provisionThenExec(true) },
+        baseline: { label: "without a policy", run: () => provisionThenExec(false) },
+      },
+      {
+        name: "a proxy container per computer against the shared proxy",
+        unit: "ms",
+        subject: { label: "a proxy of its own", run: () => provisionThenExec(true, true) },
+        baseline: { label: "shared proxy", run: () => provisionThenExec(true) },
+      },
+    ],
+    { runs, warmup },
+  );
+}
+
+try {
+  const fenced = await provider.provision({
+    computerId: "bench-fenced",
+    homeKey: `egress-bench-${tag}`,
+    egress: policy,
+  });
+  machines.push(fenced);
+  const network = (await docker.getContainer(idOf(fenced)).inspect()).Config.Labels?.[DISPLAY_LABELS.displayNetwork];
+  if (!network) throw new Error("the fenced computer names no network of its own");
+  const directHost = await startFixture(network);
+  await transferFigures(fenced, directHost);
+  await provisionFigures();
+} finally {
+  for (const id of extraContainers)
+    await docker
+      .getContainer(id)
+      .remove({ force: true })
+      .catch(() => {});
+  for (const m of machines) await m.destroy().catch(() => {});
+  await docker
+    .getContainer(egressProxyName(dataDir))
+    .remove({ force: true })
+    .catch(() => {});
+  await docker
+    .getNetwork(fixtureNetwork)
+    .remove()
+    .catch(() => {});
+  await rm(dataDir, { recursive: true, force: true });
+}
