@@ -113,7 +113,7 @@ export class EgressProxyKeeper {
           CapDrop: ["ALL"],
           SecurityOpt: ["no-new-privileges:true"],
           RestartPolicy: { Name: "unless-stopped" },
-          // As a computer's default: a CFS quota of one CPU throttled the proxy in bursts on a loaded host (bench/egress.bench.ts).
+          // A computer's default: one proxy serves every fenced computer of the data folder.
           NanoCpus: 2e9,
           Memory: 256 * 2 ** 20,
           PidsLimit: 256,
