@@ -171,5 +171,19 @@ if (!env.missing) {
         shared.provision({ computerId: "shared", homeKey: `egress-shared-${run}`, egress: {} }),
       ).rejects.toMatchObject({ code: "UNSUPPORTED" });
     });
+
+    it("keeps the fence through stop and reconnect: same network, same policy, desktops still refused", async () => {
+      await fenced.stop();
+      const again = await provider.reconnect(fenced.ref);
+      if (again === "gone") throw new Error("the fenced computer was not found again");
+      fenced = again;
+      const allowedAgain = await sh(fenced, "curl -sS --max-time 10 http://allowed.example.test:8080/");
+      expect(allowedAgain.out, allowedAgain.err).toBe(FIXTURE_REPLY);
+      const refused = await sh(fenced, "curl -sS --max-time 10 http://other.example.test:8080/");
+      expect(refused.out).toContain('"fixture-allowlist"');
+      const direct = await sh(fenced, `curl -sS --noproxy '*' --max-time 3 http://${gateway}:${host.httpPort}/`);
+      expect(direct.exitCode).not.toBe(0);
+      await expect(fenced.openDesktop?.("bot-2")).rejects.toMatchObject({ code: "UNSUPPORTED" });
+    });
   });
 }

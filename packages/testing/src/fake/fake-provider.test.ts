@@ -14,6 +14,13 @@ import { createFakeProvider } from "./fake-provider.js";
 const spec = { computerId: "c1", homeKey: "h1", labels: { team: "t" } };
 
 describe("fake provider", () => {
+  it("refuses an egress policy it cannot enforce", async () => {
+    const provider = createFakeProvider({ root: await mkdtemp(join(tmpdir(), "fake-egress-")) });
+    await expect(provider.provision({ ...spec, egress: { allow: ["example.com"] } })).rejects.toMatchObject({
+      code: "UNSUPPORTED",
+    });
+  });
+
   it("keeps machines across provider instances that share a root", async () => {
     const root = await mkdtemp(join(tmpdir(), "fake-root-"));
     const first = createFakeProvider({ root });

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Machine, SandboxProvider } from "@agent-computer/core";
 import {
+  AgentComputerError,
   type ComputerSpec,
   checkOpContext,
   computerSpecSchema,
@@ -134,6 +135,10 @@ export function createFakeProvider(
 
     async provision(spec: ComputerSpec, ctx?: OpContext): Promise<Machine> {
       const resolved = parseInput(computerSpecSchema, spec, "ComputerSpec");
+      // A folder of this host fences nothing: a policy is refused, as defineSandboxProvider refuses it.
+      if (resolved.egress) {
+        throw new AgentComputerError("UNSUPPORTED", "The fake provider does not enforce egress policies.");
+      }
       throwIfDone(checkOpContext(ctx), "provision");
       const id = randomUUID();
       const base = await root;
