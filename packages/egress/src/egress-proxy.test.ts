@@ -16,6 +16,10 @@ let proxy: http.Server;
 let proxyPort = 0;
 let upstreamPort = 0;
 let echoPort = 0;
+let socks: net.Server;
+let socksPort = 0;
+/** Targets the fake SOCKS server below opened: the computer's loopback proxy's stand-in. */
+const socksTargets: string[] = [];
 
 const listen = async (server: net.Server) => {
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
@@ -29,12 +33,17 @@ beforeAll(async () => {
   echo = net.createServer((socket) => socket.pipe(socket));
   upstreamPort = await listen(upstream);
   echoPort = await listen(echo);
+  socks = net.createServer((socket) => minimalSocks5(socket));
+  socksPort = await listen(socks);
   const rules = new EgressRules(
     { name: "fixture-policy", allow: ["allowed.test", "rebind.test"], allowPrivate: ["127.0.0.1/32"] },
     { resolve: async (host) => ({ "allowed.test": ["127.0.0.1"], "rebind.test": ["127.0.0.2"] })[host] ?? [] },
   );
   proxy = createEgressProxy({
-    policyFor: ({ remoteAddress }) => (remoteAddress === "127.0.0.1" ? { rules, computerId: "c-1" } : undefined),
+    policyFor: ({ remoteAddress }) =>
+      remoteAddress === "127.0.0.1"
+        ? { rules, computerId: "c-1", loopbackVia: { host: "127.0.0.1", port: socksPort } }
+        : undefined,
     onDenied: (denial) => denials.push(denial),
   });
   proxyPort = await listen(proxy);
@@ -42,8 +51,28 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const server of [proxy, upstream]) server.closeAllConnections();
-  for (const server of [proxy, upstream, echo]) await new Promise((done) => server.close(done));
+  for (const server of [proxy, upstream, echo, socks]) await new Promise((done) => server.close(done));
 });
+
+/** Just enough SOCKS5 (no auth, CONNECT to an IPv4 address or a name, which it opens on 127.0.0.1). */
+function minimalSocks5(socket: net.Socket): void {
+  socket.once("data", () => {
+    socket.write(Buffer.from([5, 0]));
+    socket.once("data", (request) => {
+      const kind = request[3];
+      const host =
+        kind === 1 ? [...request.subarray(4, 8)].join(".") : request.subarray(5, 5 + (request[4] ?? 0)).toString();
+      const port = request.readUInt16BE(request.length - 2);
+      socksTargets.push(`${host}:${port}`);
+      const target = net.connect(port, "127.0.0.1", () => {
+        socket.write(Buffer.from([5, 0, 0, 1, 127, 0, 0, 1, 0, 0]));
+        target.pipe(socket);
+        socket.pipe(target);
+      });
+      target.on("error", () => socket.destroy());
+    });
+  });
+}
 
 function viaProxy(url: string): Promise<{ status: number; body: string; refusal?: string }> {
   return new Promise((resolve, reject) => {
@@ -119,9 +148,22 @@ describe("egress proxy", () => {
     expect(await echoed).toBe("ping through the tunnel");
     open.socket.destroy();
 
-    const refused = await connectVia(`127.0.0.3:${echoPort}`);
+    const refused = await connectVia(`10.9.9.9:${echoPort}`);
     expect(refused.head).toMatch(/^HTTP\/1\.1 403/);
     expect(refused.head).toContain("not-allowed");
     refused.socket.destroy();
+  });
+
+  it("sends loopback destinations to the computer's loopback through its SOCKS server, plain and tunnelled", async () => {
+    socksTargets.length = 0;
+    const plain = await viaProxy(`http://localhost:${upstreamPort}/own-page`);
+    expect(plain).toMatchObject({ status: 200, body: `upstream saw localhost:${upstreamPort} /own-page` });
+    const open = await connectVia(`127.0.0.1:${echoPort}`);
+    expect(open.head).toMatch(/^HTTP\/1\.1 200/);
+    const echoed = new Promise<string>((done) => open.socket.once("data", (chunk) => done(chunk.toString())));
+    open.socket.write("loopback through socks");
+    expect(await echoed).toBe("loopback through socks");
+    open.socket.destroy();
+    expect(socksTargets).toEqual([`localhost:${upstreamPort}`, `127.0.0.1:${echoPort}`]);
   });
 });

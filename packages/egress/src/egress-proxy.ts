@@ -4,11 +4,23 @@ import type { Duplex } from "node:stream";
 import type { EgressDenial, EgressRefusalReason } from "./egress-refusal.js";
 import { REFUSAL_TEXT } from "./egress-refusal.js";
 import type { EgressRules } from "./egress-rules.js";
+import { isLoopbackHost, normalizeHost } from "./host-pattern.js";
+import { connectThroughSocks5 } from "./socks5-connect.js";
 
 /** The rules a client's requests are judged by, and whose computer they are (for the denial's report). */
 export interface EgressClientPolicy {
   readonly rules: EgressRules;
   readonly computerId?: string;
+  /**
+   * A SOCKS5 server that opens the client's computer's loopback (its
+   * loopback proxy): loopback destinations (`localhost`, 127/8, ::1) go
+   * there, whatever the rules say, instead of being refused. This is how a
+   * display's browser, whose every URL comes to the proxy, still loads
+   * pages its bot serves on its computer's `localhost` (provider-docker
+   * README, "Egress by policy"). Absent: loopback is refused like any
+   * private address.
+   */
+  readonly loopbackVia?: { readonly host: string; readonly port: number };
 }
 
 export interface EgressProxyOptions {
@@ -88,18 +100,34 @@ export function createEgressProxy(options: EgressProxyOptions): http.Server {
       return refuseResponse(response, policy?.rules.name ?? "none", host, reason);
     }
     const port = Number(target.port || 80);
+    const loopback = loopbackRoute(policy, target.hostname);
+    if (loopback) {
+      const socket = await connectThroughSocks5(loopback, normalizeHost(target.hostname), port);
+      // Paused by connectThroughSocks5 until someone reads: the request's parser reads from here on.
+      return relay(request, response, { createConnection: () => socket.resume() }, target, port);
+    }
     const verdict = await policy.rules.judge(target.hostname);
     if (!verdict.allowed) {
       report({ ...denialOf(policy, verdict.host, port, verdict.reason), address: verdict.address });
       return refuseResponse(response, policy.rules.name, verdict.host, verdict.reason);
     }
+    return relay(request, response, { host: verdict.address, agent: upstreamAgent }, target, port);
+  }
+
+  /** Sends the client's request on and its answer back, over `via` (an address, or a socket already open). */
+  function relay(
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+    via: http.RequestOptions,
+    target: URL,
+    port: number,
+  ): void {
     const upstream = http.request({
-      host: verdict.address,
+      ...via,
       port,
       method: request.method,
       path: `${target.pathname}${target.search}`,
       headers: { ...endToEndHeaders(request.headers), host: target.host },
-      agent: upstreamAgent,
       setHost: false,
     });
     upstream.on("response", (answer) => {
@@ -110,7 +138,7 @@ export function createEgressProxy(options: EgressProxyOptions): http.Server {
     });
     upstream.on("error", (error) => {
       if (!response.headersSent) response.writeHead(502, { "content-type": "text/plain" });
-      response.end(`egress proxy: ${verdict.host}:${port} did not answer (${error.message})\n`);
+      response.end(`egress proxy: ${target.hostname}:${port} did not answer (${error.message})\n`);
     });
     request.pipe(upstream);
   }
@@ -127,6 +155,19 @@ export function createEgressProxy(options: EgressProxyOptions): http.Server {
       const reason = policy ? "bad-request" : "no-policy";
       report({ policy: policy?.rules.name ?? "none", host: target?.host ?? "", port: target?.port ?? 0, reason });
       return refuseTunnel(client, policy?.rules.name ?? "none", target?.host ?? "", reason);
+    }
+    const loopback = loopbackRoute(policy, target.host);
+    if (loopback) {
+      const opened = await connectThroughSocks5(loopback, normalizeHost(target.host), target.port).catch(
+        (error: Error) => error,
+      );
+      if (opened instanceof Error) {
+        client.end(
+          plainAnswer(502, `egress proxy: ${target.host}:${target.port} did not answer (${opened.message})\n`),
+        );
+        return;
+      }
+      return splice(client, opened, head);
     }
     const verdict = await policy.rules.judge(target.host);
     if (!verdict.allowed) {
@@ -154,6 +195,21 @@ export function createEgressProxy(options: EgressProxyOptions): http.Server {
 
   server.on("close", () => upstreamAgent.destroy());
   return server;
+}
+
+/** Joins a client to an upstream socket already open, after telling the client the tunnel is there. */
+function splice(client: net.Socket, upstream: net.Socket, head: Buffer): void {
+  client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+  if (head.length > 0) upstream.write(head);
+  upstream.pipe(client);
+  client.pipe(upstream);
+  upstream.on("error", () => client.destroy());
+  client.on("close", () => upstream.destroy());
+}
+
+/** Where a loopback destination goes for this client: its computer's loopback, or nowhere special (undefined). */
+function loopbackRoute(policy: EgressClientPolicy, host: string) {
+  return policy.loopbackVia && isLoopbackHost(normalizeHost(host)) ? policy.loopbackVia : undefined;
 }
 
 function denialOf(policy: EgressClientPolicy, host: string, port: number, reason: EgressRefusalReason) {

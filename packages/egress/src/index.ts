@@ -15,6 +15,7 @@ export {
   type HostResolver,
   systemResolver,
 } from "./egress-rules.js";
-export { hostMatchesAny, normalizeHost } from "./host-pattern.js";
+export { hostMatchesAny, isLoopbackHost, normalizeHost } from "./host-pattern.js";
 export { type EgressPolicyFile, policyDirectory, policyFileName } from "./policy-directory.js";
 export { egressProxyScriptPath } from "./proxy-script.js";
+export { connectThroughSocks5 } from "./socks5-connect.js";

@@ -13,6 +13,8 @@ import { EgressRules, type EgressRulesOptions } from "./egress-rules.js";
 export interface EgressPolicyFile {
   readonly computerId?: string;
   readonly policy: EgressPolicy;
+  /** `EgressClientPolicy.loopbackVia`: the SOCKS5 server that opens the computer's loopback. */
+  readonly loopbackVia?: { readonly host: string; readonly port: number };
 }
 
 /** The file name of the policy served on the proxy's address `localAddress`. */
@@ -40,7 +42,11 @@ export function policyDirectory(
       let policy = checked.get(text);
       if (!policy) {
         const file = JSON.parse(text) as EgressPolicyFile;
-        policy = { rules: new EgressRules(file.policy, options), computerId: file.computerId };
+        policy = {
+          rules: new EgressRules(file.policy, options),
+          computerId: file.computerId,
+          ...(file.loopbackVia ? { loopbackVia: file.loopbackVia } : {}),
+        };
         if (checked.size >= 4_096) checked.clear();
         checked.set(text, policy);
       }
