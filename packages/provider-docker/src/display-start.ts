@@ -14,6 +14,7 @@ import type Docker from "dockerode";
 import { COMPUTER_LABELS, DISPLAY_LABELS } from "./computer-labels.js";
 import { type ComputerContainerSettings, containerSpec, createContainer } from "./container-spec.js";
 import { COMPUTER_ALIAS, ensurePairNetwork, joinPairNetwork } from "./display-network.js";
+import { EGRESS_LABELS } from "./egress-labels.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
 
 // A computer's display container (`displayContainer: true`) starts on the
@@ -28,8 +29,13 @@ export interface DisplayStartHost {
   readonly docker: Docker;
   /** `displayNetworkPool`: where the pair network takes its /29. */
   readonly networkPool: string;
-  /** Writes the display's Chromium policy on the engine's host and gives its path (mounted read-only). */
-  policyFile(): Promise<string>;
+  /**
+   * Writes the display's Chromium policy on the engine's host and gives its path (mounted read-only);
+   * `fenced`: its computer has an egress policy, so the browser sends every URL to the egress proxy.
+   */
+  policyFile(fenced: boolean): Promise<string>;
+  /** The provider's bridge: a fenced computer's display joins it (for its gateway's port) besides the pair network. */
+  bridgeNetwork(): Promise<string>;
   /** The seccomp profile as JSON text. */
   seccomp(): string;
 }
@@ -80,10 +86,15 @@ export async function startDisplayContainer(
       await delay(100, undefined, { signal });
       continue;
     }
-    const spec = containerSpec(displaySettings(computer, home, host.seccomp()), plan.container, {
+    // A fenced computer's own network is the pair network: its display takes the provider's bridge for the
+    // gateway's port, and its browser reaches the web only through the egress proxy (README, "Egress by policy").
+    const fenced = computer.Config.Labels?.[EGRESS_LABELS.policy] !== undefined;
+    const settings = displaySettings(computer, home, host.seccomp());
+    const network = fenced ? await host.bridgeNetwork() : settings.network;
+    const spec = containerSpec({ ...settings, network }, plan.container, {
       published: [SCREEN_GATEWAY_PORT],
       mounts: [
-        { Type: "bind", Source: await host.policyFile(), Target: CHROMIUM_MANAGED_POLICY_FILE, ReadOnly: true },
+        { Type: "bind", Source: await host.policyFile(fenced), Target: CHROMIUM_MANAGED_POLICY_FILE, ReadOnly: true },
         {
           Type: "tmpfs",
           Source: "",

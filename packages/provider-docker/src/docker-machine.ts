@@ -37,8 +37,6 @@ export interface DockerMachineOptions {
    * made on the first desktop call (display-start.ts), with what `host` gives.
    */
   readonly display?: { readonly plan: DisplayPlan; readonly host: DisplayStartHost };
-  /** The name of the computer's egress policy, when it has one (its only way out is the egress proxy). */
-  readonly egressPolicy?: string;
 }
 
 /** A computer's display container, driven like a machine of its own, and how it is made. */
@@ -67,7 +65,6 @@ export class DockerMachine extends CommandChannelMachine {
   private readonly display?: MachineDisplay;
   /** The display container's start, once per machine object; undefined until a desktop call (or after one failed). */
   private displayStart?: Promise<void>;
-  private readonly egressPolicy?: string;
 
   constructor(
     private readonly host: DockerMachineHost,
@@ -82,7 +79,6 @@ export class DockerMachine extends CommandChannelMachine {
     super(workspacePath, (machine) => (machine as DockerMachine).desktopsOf(workspacePath, options));
     this.ref = `docker:${containerId}`;
     this.container = host.docker.getContainer(containerId);
-    this.egressPolicy = options.egressPolicy;
     if (options.display) {
       const machine = new DockerMachine(host, options.display.plan.container, workspacePath, homeDir);
       this.display = { ...options.display, machine };
@@ -145,14 +141,6 @@ export class DockerMachine extends CommandChannelMachine {
 
   /** The machine desktop calls go to: the display's, started first when this object has not yet seen it run. */
   private async desktopMachine(ctx: OpContext | undefined): Promise<DockerMachine> {
-    if (this.egressPolicy !== undefined) {
-      // Not built yet: the display's Chromium would need the egress proxy for every non-loopback URL and
-      // WebRTC kept from sending UDP around it, which the image's desktop runtime does not do today.
-      throw new AgentComputerError(
-        "UNSUPPORTED",
-        `${this.ref} has the egress policy "${this.egressPolicy}": desktops on a computer with an egress policy are not built yet (its display's browser would reach the network around the proxy). Provision without \`egress\` for desktops.`,
-      );
-    }
     if (!this.display) return this;
     if (!this.displayStart) {
       const start = this.startDisplay(this.display);

@@ -39,7 +39,7 @@ import type { DisplayPlan, DisplayStartHost } from "./display-start.js";
 import { DockerMachine } from "./docker-machine.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docker-provider-options.js";
-import { EGRESS_LABELS, EGRESS_PROXY_ENV } from "./egress-labels.js";
+import { EGRESS_CHROMIUM_POLICY, EGRESS_LABELS, EGRESS_PROXY_ENV } from "./egress-labels.js";
 import { EgressProxyKeeper, networkPolicyLabel } from "./egress-proxy-container.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
 
@@ -90,24 +90,28 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
     docker,
     networkPool: parsed.displayNetworkPool,
     seccomp,
+    bridgeNetwork: prepareNetwork,
     // Rewritten at each display start (the policy may have changed with the package), mounted read-only
     // into the display container; replaced whole, so a display starting meanwhile never reads half of it.
-    policyFile: async () => {
-      const file = join(dataDir, "display", "chromium-policy.json");
+    policyFile: async (fenced) => {
+      const file = join(dataDir, "display", fenced ? "chromium-policy-egress.json" : "chromium-policy.json");
       await mkdir(dirname(file), { recursive: true });
       // Downloads go to the workspace, as they did when the display's HOME was the workspace.
-      const policy = { ...DISPLAY_APART_CHROMIUM_POLICY, DownloadDirectory: `${parsed.workspacePath}/Downloads` };
+      const policy = {
+        ...DISPLAY_APART_CHROMIUM_POLICY,
+        DownloadDirectory: `${parsed.workspacePath}/Downloads`,
+        ...(fenced ? EGRESS_CHROMIUM_POLICY : {}),
+      };
       const written = `${file}.${randomBytes(4).toString("hex")}`;
       await writeFile(written, JSON.stringify(policy), { mode: 0o644 });
       await rename(written, file);
       return file;
     },
   };
-  const machineOptions = (screenLimit: number, display: DisplayPlan | undefined, egressPolicy?: string) => ({
+  const machineOptions = (screenLimit: number, display: DisplayPlan | undefined) => ({
     screenLimit,
     desktopTransport: parsed.desktopTransport,
     ...(display ? { display: { plan: display, host: displayHost } } : {}),
-    ...(egressPolicy ? { egressPolicy } : {}),
   });
 
   const machineOf = (info: Docker.ContainerInspectInfo): DockerMachine => {
@@ -129,7 +133,6 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       machineOptions(
         Number.isInteger(screenLimit) ? screenLimit : 0,
         container && network ? { container, network } : undefined,
-        info.Config.Labels?.[EGRESS_LABELS.policy],
       ),
     );
   };
@@ -175,7 +178,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         seccomp: seccomp(),
         labels,
       };
-      const provisioned = (containerId: string, display?: DisplayPlan, egressPolicy?: string) => {
+      const provisioned = (containerId: string, display?: DisplayPlan) => {
         loggerOf(context).info("docker machine provisioned", {
           ref: `docker:${containerId}`,
           homeKey: resolved.homeKey,
@@ -186,7 +189,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           containerId,
           parsed.workspacePath,
           homeDir,
-          machineOptions(screenLimit, display, egressPolicy),
+          machineOptions(screenLimit, display),
         );
       };
       const policy = resolved.egress ?? parsed.egress;
@@ -247,7 +250,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           );
           const container = await createContainer(docker, signal, "computer", fenced);
           await startContainer(container, "computer", signal);
-          return provisioned(container.id, display, policy.name);
+          return provisioned(container.id, display);
         } catch (error) {
           await docker
             .getContainer(computerName)

@@ -34,3 +34,19 @@ export const EGRESS_PROXY_ENV: readonly string[] = (() => {
     `no_proxy=${direct}`,
   ];
 })();
+
+/**
+ * What a fenced computer's display adds to its Chromium's managed policy
+ * (which wins over the command line's proxy flags): every URL, loopback
+ * included (`<-loopback>`), goes to the egress proxy, which sends loopback
+ * ones to the computer's loopback and judges the rest; WebRTC sends no UDP
+ * that does not go through the proxy (so none: the proxy carries TCP).
+ */
+export const EGRESS_CHROMIUM_POLICY = Object.freeze({
+  ProxySettings: {
+    ProxyMode: "fixed_servers",
+    ProxyServer: `${EGRESS_PROXY_ALIAS}:${EGRESS_PROXY_PORT}`,
+    ProxyBypassList: "<-loopback>",
+  },
+  WebRtcIPHandling: "disable_non_proxied_udp",
+});

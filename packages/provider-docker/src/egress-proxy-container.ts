@@ -3,6 +3,7 @@ import { copyFile, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import type { ResolvedEgressPolicy } from "@agent-computer/core";
+import { LOOPBACK_PROXY_PORT } from "@agent-computer/desktop-runtime";
 import {
   type EgressDenial,
   type EgressPolicyFile,
@@ -10,6 +11,7 @@ import {
   policyFileName,
 } from "@agent-computer/egress";
 import type Docker from "dockerode";
+import { COMPUTER_ALIAS } from "./display-network.js";
 import { EGRESS_LABELS, EGRESS_PROXY_ALIAS, EGRESS_PROXY_PORT } from "./egress-labels.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
 import { EngineOutputDemuxer } from "./engine-output-demuxer.js";
@@ -40,9 +42,15 @@ export function egressProxyName(dataDir: string): string {
   return `agent-computer-egress-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`;
 }
 
-/** The label value of a network that a computer with `policy` shares with the proxy. */
+/**
+ * The label value of a network that a computer with `policy` shares with
+ * the proxy: its policy file. Loopback destinations go to the computer's
+ * loopback proxy, so its display's browser, whose every URL comes to the
+ * egress proxy, still loads the bot's `localhost` pages.
+ */
 export function networkPolicyLabel(computerId: string, policy: ResolvedEgressPolicy): string {
-  return JSON.stringify({ computerId, policy } satisfies EgressPolicyFile);
+  const loopbackVia = { host: COMPUTER_ALIAS, port: LOOPBACK_PROXY_PORT };
+  return JSON.stringify({ computerId, policy, loopbackVia } satisfies EgressPolicyFile);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Machine } from "@agent-computer/core";
+import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import type { EgressDenial } from "@agent-computer/egress";
 import { temporaryDataDir } from "@agent-computer/testing/provider-test";
@@ -164,15 +165,39 @@ if (!env.missing) {
       );
     });
 
-    it("refuses desktops on a computer with a policy (not built yet) and a policy with a shared display", async () => {
-      await expect(fenced.openDesktop?.("bot-1")).rejects.toMatchObject({ code: "UNSUPPORTED" });
+    it("refuses a policy with a shared display, which would put the bot beside a browser on the bridge", async () => {
       const shared = env.provider({ dataDir, displayContainer: false });
       await expect(
         shared.provision({ computerId: "shared", homeKey: `egress-shared-${run}`, egress: {} }),
       ).rejects.toMatchObject({ code: "UNSUPPORTED" });
     });
 
-    it("keeps the fence through stop and reconnect: same network, same policy, desktops still refused", async () => {
+    it("gives the display's browser the web only through the proxy, the bot's localhost pages still, and no WebRTC UDP", async () => {
+      const served = await sh(
+        fenced,
+        `mkdir -p site && printf bot-local-page > site/index.html && cd site && (setsid nohup python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &)
+for i in $(seq 1 50); do curl -fs --noproxy '*' http://127.0.0.1:8765/ >/dev/null && exit 0; sleep 0.1; done; exit 1`,
+      );
+      expect(served.exitCode, served.err).toBe(0);
+      const desktop = (await fenced.openDesktop?.("browser-bot")) as LinuxDesktopSession;
+      const textOf = (url: string) => desktop.evaluateInPage("document.body.innerText", undefined, { url });
+      expect(await textOf("http://allowed.example.test:8080/")).toBe(FIXTURE_REPLY);
+      expect(await textOf("http://other.example.test:8080/")).toContain(
+        'Refused by the egress policy "fixture-allowlist": other.example.test',
+      );
+      expect(await textOf("http://127.0.0.1:8765/")).toBe("bot-local-page");
+      // The host, straight from a page: refused by the proxy (not allowed), never reached.
+      expect(await textOf(`http://${gateway}:${host.httpPort}/`)).toContain("Refused by the egress policy");
+      // WebRTC gathering candidates against a STUN server on the host: with no UDP but through the proxy, none leaves.
+      await desktop.evaluateInPage(
+        `(() => { const pc = new RTCPeerConnection({ iceServers: [{ urls: "stun:${gateway}:${host.udpPort}" }] }); pc.createDataChannel("probe"); pc.createOffer().then((offer) => pc.setLocalDescription(offer)); return "gathering"; })()`,
+      );
+      await new Promise((done) => setTimeout(done, 4000));
+      expect(host.arrived).toEqual({ http: 0, udp: 0 });
+      await desktop.release();
+    }, 180_000);
+
+    it("keeps the fence through stop and reconnect: same network, same policy, for the bot and its browser", async () => {
       await fenced.stop();
       const again = await provider.reconnect(fenced.ref);
       if (again === "gone") throw new Error("the fenced computer was not found again");
@@ -183,7 +208,11 @@ if (!env.missing) {
       expect(refused.out).toContain('"fixture-allowlist"');
       const direct = await sh(fenced, `curl -sS --noproxy '*' --max-time 3 http://${gateway}:${host.httpPort}/`);
       expect(direct.exitCode).not.toBe(0);
-      await expect(fenced.openDesktop?.("bot-2")).rejects.toMatchObject({ code: "UNSUPPORTED" });
+      const desktop = (await fenced.openDesktop?.("bot-2")) as LinuxDesktopSession;
+      expect(
+        await desktop.evaluateInPage("document.body.innerText", undefined, { url: "http://other.example.test:8080/" }),
+      ).toContain("Refused by the egress policy");
+      await desktop.release();
     });
   });
 }
