@@ -37,6 +37,13 @@ export interface DockerMachineOptions {
    * made on the first desktop call (display-start.ts), with what `host` gives.
    */
   readonly display?: { readonly plan: DisplayPlan; readonly host: DisplayStartHost };
+  /**
+   * The computer has an egress policy: its display's container sits on the
+   * provider's bridge, so nothing the bot names may start there (`launch`
+   * is refused): an image application given a URL (ImageMagick's
+   * `display`, say) would fetch it around the egress proxy.
+   */
+  readonly fenced?: boolean;
 }
 
 /** A computer's display container, driven like a machine of its own, and how it is made. */
@@ -111,7 +118,7 @@ export class DockerMachine extends CommandChannelMachine {
         screenLimit: options.screenLimit ?? 0,
         transport: options.desktopTransport ?? "service",
         // Beside the display, only the image's desktop applications (desktop-runtime README, launchPrograms).
-        launchPrograms: options.display === undefined ? true : "applications",
+        launchPrograms: options.fenced ? false : options.display === undefined ? true : "applications",
       },
     );
     if (!options.display) return runtime;

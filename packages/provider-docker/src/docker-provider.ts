@@ -108,10 +108,11 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       return file;
     },
   };
-  const machineOptions = (screenLimit: number, display: DisplayPlan | undefined) => ({
+  const machineOptions = (screenLimit: number, display: DisplayPlan | undefined, fenced = false) => ({
     screenLimit,
     desktopTransport: parsed.desktopTransport,
     ...(display ? { display: { plan: display, host: displayHost } } : {}),
+    fenced,
   });
 
   const machineOf = (info: Docker.ContainerInspectInfo): DockerMachine => {
@@ -133,6 +134,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       machineOptions(
         Number.isInteger(screenLimit) ? screenLimit : 0,
         container && network ? { container, network } : undefined,
+        info.Config.Labels?.[EGRESS_LABELS.policy] !== undefined,
       ),
     );
   };
@@ -178,7 +180,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
         seccomp: seccomp(),
         labels,
       };
-      const provisioned = (containerId: string, display?: DisplayPlan) => {
+      const provisioned = (containerId: string, display?: DisplayPlan, fenced = false) => {
         loggerOf(context).info("docker machine provisioned", {
           ref: `docker:${containerId}`,
           homeKey: resolved.homeKey,
@@ -189,7 +191,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           containerId,
           parsed.workspacePath,
           homeDir,
-          machineOptions(screenLimit, display),
+          machineOptions(screenLimit, display, fenced),
         );
       };
       const policy = resolved.egress ?? parsed.egress;
@@ -250,7 +252,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
           );
           const container = await createContainer(docker, signal, "computer", fenced);
           await startContainer(container, "computer", signal);
-          return provisioned(container.id, display);
+          return provisioned(container.id, display, true);
         } catch (error) {
           await docker
             .getContainer(computerName)

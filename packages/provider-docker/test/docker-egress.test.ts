@@ -194,6 +194,12 @@ for i in $(seq 1 50); do curl -fs --noproxy '*' http://127.0.0.1:8765/ >/dev/nul
       );
       await new Promise((done) => setTimeout(done, 4000));
       expect(host.arrived).toEqual({ http: 0, udp: 0 });
+      // An image application given a URL would fetch it from the display's container, around the proxy.
+      await expect(desktop.launch?.(["display", `http://${gateway}:${host.httpPort}/`])).rejects.toMatchObject({
+        code: "UNSUPPORTED",
+      });
+      await new Promise((done) => setTimeout(done, 1000));
+      expect(host.arrived.http).toBe(0);
       await desktop.release();
     }, 180_000);
 
