@@ -43,6 +43,7 @@ export interface ComputerLifecycleParts {
   /** Names this runtime's machines (`COMPUTER_LABELS.deployment`). */
   readonly deployment: string;
   readonly spec: ComputerRuntimeOptions["spec"];
+  readonly egressFor?: ComputerRuntimeOptions["egressFor"];
   readonly settings: RuntimeSettings & { readonly backgroundWorkHolds: boolean };
   readonly browserProxy?: BrowserProxyResolver;
 }
@@ -563,6 +564,7 @@ export class ComputerLifecycle {
   private machineDefaults(): MachineDefaults {
     return {
       spec: this.parts.spec,
+      ...(this.parts.egressFor ? { egressFor: this.parts.egressFor } : {}),
       teamScreenLimit: this.parts.settings.screenLimit,
       deploymentLabels: this.deploymentLabels,
     };

@@ -1,6 +1,6 @@
 import type { AgentHomeStore } from "@agent-computer/checkpoint";
-import type { ComputerSpec, Logger, SandboxProvider } from "@agent-computer/core";
-import type { StateStore } from "@agent-computer/leases";
+import type { ComputerSpec, EgressPolicy, Logger, SandboxProvider } from "@agent-computer/core";
+import type { ComputerScope, StateStore } from "@agent-computer/leases";
 import type { BrowserProxyResolver } from "./browser-proxy.js";
 import type { ComputerEvent } from "./computer-event.js";
 import type { ComputerOperationsOptions } from "./computer-operations-options.js";
@@ -14,8 +14,18 @@ export interface ComputerRuntimeOptions {
   /** Where checkpoints live (LocalAgentHomeStore, ObjectAgentHomeStore). */
   homeStore: AgentHomeStore;
   logger?: Logger;
-  /** Image, resources and labels for every computer this runtime provisions. */
-  spec?: Pick<ComputerSpec, "image" | "resources" | "labels">;
+  /**
+   * Image, resources, labels and egress policy for every computer this
+   * runtime provisions (a policy needs a provider with
+   * `capabilities.egress`; others refuse the provision, `UNSUPPORTED`).
+   */
+  spec?: Pick<ComputerSpec, "image" | "resources" | "labels" | "egress">;
+  /**
+   * The egress policy of a computer by its scope: the Team computer, or a
+   * Private computer's bot (issue 53, per computer and per bot). Undefined
+   * from it: `spec.egress`, then the provider's default.
+   */
+  egressFor?: (scope: ComputerScope) => EgressPolicy | undefined;
   /** Most active desktops per Team computer; 0 = no cap. Default `SANDBOX_TEAM_SCREEN_LIMIT` or 0. */
   screenLimit?: number;
   /** Suspend a computer nobody used for this long. Default `SANDBOX_IDLE_MS` or 15 minutes; 0 = never. */

@@ -118,6 +118,7 @@ export class ComputerRuntime {
       leaseTtlMs: this.leaseTtlMs,
       deployment: this.deployment,
       spec: options.spec,
+      ...(options.egressFor ? { egressFor: options.egressFor } : {}),
       ...(options.browserProxy ? { browserProxy: options.browserProxy } : {}),
       settings: {
         screenLimit: parsed.screenLimit ?? env.screenLimit,

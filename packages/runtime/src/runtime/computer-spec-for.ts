@@ -10,6 +10,7 @@ export interface MachineDefaults {
   /** Most active desktops on a Team computer; 0 = no cap. */
   readonly teamScreenLimit: number;
   readonly deploymentLabels: Readonly<Record<string, string>>;
+  readonly egressFor?: ComputerRuntimeOptions["egressFor"];
 }
 
 /**
@@ -20,11 +21,13 @@ export interface MachineDefaults {
 export function computerSpecFor(record: ComputerRecord, defaults: MachineDefaults): ComputerSpec {
   const scope = scopeOf(record);
   const { spec } = defaults;
+  const egress = defaults.egressFor?.(scope) ?? spec?.egress;
   return {
     computerId: record.computerId,
     homeKey: record.homeKey,
     ...(spec?.image ? { image: spec.image } : {}),
     ...(spec?.resources ? { resources: spec.resources } : {}),
+    ...(egress ? { egress } : {}),
     screenLimit: scope.kind === "team" ? defaults.teamScreenLimit : 0,
     labels: {
       ...spec?.labels,
