@@ -28,20 +28,15 @@ import {
   startContainer,
 } from "./container-spec.js";
 import { removeOrphanDisplays } from "./display-containers.js";
-import {
-  COMPUTER_ALIAS,
-  ensurePairNetwork,
-  pairNetworkName,
-  removeOrphanPairNetworks,
-  removePairNetwork,
-} from "./display-network.js";
+import { pairNetworkName, removeOrphanPairNetworks } from "./display-network.js";
 import type { DisplayPlan, DisplayStartHost } from "./display-start.js";
 import { DockerMachine } from "./docker-machine.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docker-provider-options.js";
-import { EGRESS_CHROMIUM_POLICY, EGRESS_LABELS, EGRESS_PROXY_ENV } from "./egress-labels.js";
-import { EgressProxyKeeper, networkPolicyLabel } from "./egress-proxy-container.js";
+import { EGRESS_CHROMIUM_POLICY, EGRESS_LABELS } from "./egress-labels.js";
+import { EgressProxyKeeper } from "./egress-proxy-container.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
+import { createFencedComputer } from "./fenced-computer.js";
 
 /**
  * Desktops (several per computer) from the shared Linux desktop runtime;
@@ -219,47 +214,19 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
       const displayName = nameOf("display");
       const display = { container: displayName, network: pairNetworkName(displayName) };
       if (policy) {
-        // The computer's one network is the internal one it will share with its display, with the egress
-        // proxy on it (README, "Egress by policy"): the network is made and the proxy serves the policy there
-        // before the computer exists, so its first request already meets the policy.
-        const label = networkPolicyLabel(resolved.computerId, policy);
-        const computerName = nameOf("computer");
         try {
-          await ensurePairNetwork(docker, display.network, parsed.displayNetworkPool, signal, {
-            labels: { [EGRESS_LABELS.networkPolicy]: label },
-            hostless: true,
+          const id = await createFencedComputer({
+            docker,
+            egressProxy,
+            computerId: resolved.computerId,
+            policy,
+            settings,
+            display,
+            containerName: nameOf("computer"),
+            networkPool: parsed.displayNetworkPool,
+            signal,
           });
-          await egressProxy.serve(display.network, label, image, signal);
-          const fenced = containerSpec(
-            {
-              ...settings,
-              network: display.network,
-              labels: {
-                ...labels,
-                [DISPLAY_LABELS.displayContainer]: display.container,
-                [DISPLAY_LABELS.displayNetwork]: display.network,
-                [EGRESS_LABELS.policy]: policy.name,
-              },
-            },
-            computerName,
-            {
-              cmd: [...LOOPBACK_PROXY_COMMAND],
-              aliases: [COMPUTER_ALIAS],
-              // Names the embedded resolver does not know go nowhere: no DNS queries leave by the engine's resolver.
-              dns: ["127.0.0.1"],
-              env: [...EGRESS_PROXY_ENV],
-            },
-          );
-          const container = await createContainer(docker, signal, "computer", fenced);
-          await startContainer(container, "computer", signal);
-          return provisioned(container.id, display, true);
-        } catch (error) {
-          await docker
-            .getContainer(computerName)
-            .remove({ force: true })
-            .catch(() => {});
-          await removePairNetwork(docker, display.network).catch(() => {});
-          throw error;
+          return provisioned(id, display, true);
         } finally {
           await sweep;
         }
