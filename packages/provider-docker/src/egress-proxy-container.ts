@@ -86,8 +86,8 @@ export class EgressProxyKeeper {
       throw error;
     });
     return this.ready.then(async (proxy) => {
-      // Removed by hand since: made again by this call.
-      if ((await stateOf(proxy)) !== "missing") return proxy;
+      // A proxy that restarted ended the log stream: follow it again. Removed by hand: made again by this call.
+      if ((await stateOf(proxy)) !== "missing") return this.follow(proxy);
       this.ready = undefined;
       return this.ensure(image, signal);
     });
