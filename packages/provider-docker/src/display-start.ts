@@ -110,6 +110,8 @@ export async function startDisplayContainer(
         ...Object.entries(DISPLAY_HOME_ENV).map(([name, value]) => `${name}=${value}`),
       ],
       home: DISPLAY_HOME,
+      // Its browser resolves nothing itself (the proxy does): no name a page makes up leaves as a DNS query.
+      ...(fenced ? { dns: ["127.0.0.1"] } : {}),
     });
     try {
       await createContainer(docker, signal, "display", spec);

@@ -194,6 +194,10 @@ for i in $(seq 1 50); do curl -fs --noproxy '*' http://127.0.0.1:8765/ >/dev/nul
       );
       await new Promise((done) => setTimeout(done, 4000));
       expect(host.arrived).toEqual({ http: 0, udp: 0 });
+      // The display's container forwards no name to the host's resolvers (its browser resolves nothing itself).
+      const labels = (await env.docker.getContainer(fenced.ref.slice("docker:".length)).inspect()).Config.Labels ?? {};
+      const display = await env.docker.getContainer(labels["agent-computer.org/display-container"] ?? "").inspect();
+      expect(display.HostConfig.Dns).toEqual(["127.0.0.1"]);
       // An image application given a URL would fetch it from the display's container, around the proxy.
       await expect(desktop.launch?.(["display", `http://${gateway}:${host.httpPort}/`])).rejects.toMatchObject({
         code: "UNSUPPORTED",
