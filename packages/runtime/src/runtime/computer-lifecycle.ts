@@ -562,12 +562,9 @@ export class ComputerLifecycle {
   }
 
   private machineDefaults(): MachineDefaults {
-    return {
-      spec: this.parts.spec,
-      ...(this.parts.egressFor ? { egressFor: this.parts.egressFor } : {}),
-      teamScreenLimit: this.parts.settings.screenLimit,
-      deploymentLabels: this.deploymentLabels,
-    };
+    const { spec, egressFor, settings } = this.parts;
+    const defaults = { spec, teamScreenLimit: settings.screenLimit, deploymentLabels: this.deploymentLabels };
+    return egressFor ? { ...defaults, egressFor } : defaults;
   }
 
   private checkpointParts(): HomeCheckpointParts {
