@@ -1,6 +1,7 @@
 import http from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
+import { endToEndHeaders } from "@agent-computer/core/provider-utils";
 import type { EgressDenial, EgressRefusalReason } from "./egress-refusal.js";
 import { REFUSAL_TEXT } from "./egress-refusal.js";
 import type { EgressRules } from "./egress-rules.js";
@@ -37,19 +38,6 @@ export interface EgressProxyOptions {
   /** Called once per refused request; its failure is ignored (a refusal never waits on a report). */
   readonly onDenied?: (denial: EgressDenial) => void;
 }
-
-/** Headers that describe one hop and are not passed on (RFC 9110 §7.6.1), plus the proxy's own. */
-const HOP_HEADERS = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
 
 /** Marks a refusal as the proxy's, so a program can tell it from a 403 of the site. */
 export const EGRESS_REFUSAL_HEADER = "x-agent-computer-egress";
@@ -268,13 +256,4 @@ function connectTarget(raw: string): { host: string; port: number } | undefined 
   const port = Number(match?.[2]);
   if (!match?.[1] || !(port >= 1 && port <= 65535)) return undefined;
   return { host: match[1], port };
-}
-
-function endToEndHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
-  const named = String(headers.connection ?? "")
-    .split(",")
-    .map((name) => name.trim().toLowerCase());
-  return Object.fromEntries(
-    Object.entries(headers).filter(([name]) => !HOP_HEADERS.has(name) && !named.includes(name)),
-  ) as http.OutgoingHttpHeaders;
 }

@@ -7,6 +7,7 @@ export { abortable, destroyOnAbort } from "./abortable.js";
 // A machine reached through a command channel: exec and home files over the provider's runCommand.
 export { CommandChannelMachine } from "./command-channel-machine.js";
 export { defineSandboxProvider } from "./define-sandbox-provider.js";
+export { endToEndHeaders } from "./end-to-end-headers.js";
 export { enterOperation } from "./enter-operation.js";
 // A home's files: a folder of this host, or a machine through its command
 // channel, and the MachineFiles a machine builds over either.

@@ -9,6 +9,7 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
+import { endToEndHeaders } from "@agent-computer/core/provider-utils";
 import { CliError } from "./cli-error.js";
 
 /**
@@ -70,32 +71,6 @@ function upstreamOf(input: unknown): Upstream {
     port: Number(url.port) || (secure ? 443 : 80),
     authorization: `Basic ${Buffer.from(`${given.username}:${given.password}`, "utf8").toString("base64")}`,
   };
-}
-
-// Hop-by-hop headers (RFC 9110 §7.6.1) and the proxy's own: never forwarded.
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
-
-function forwardable(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
-  const out: http.OutgoingHttpHeaders = {};
-  const named = String(headers.connection ?? "")
-    .toLowerCase()
-    .split(",")
-    .map((h) => h.trim());
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.includes(name)) continue;
-    out[name] = value;
-  }
-  return out;
 }
 
 /** The relay's own answer: a page a person or a model can read, so a failed upstream is never a blank hang. */
@@ -184,7 +159,7 @@ export async function runProxyRelay(bot: string, port: number): Promise<void> {
       port: upstream.port,
       method: req.method,
       path: url,
-      headers: { ...forwardable(req.headers), "proxy-authorization": upstream.authorization },
+      headers: { ...endToEndHeaders(req.headers), "proxy-authorization": upstream.authorization },
       agent,
     });
     forward.on("socket", connectDeadline);
@@ -196,7 +171,7 @@ export async function runProxyRelay(bot: string, port: number): Promise<void> {
         res.writeHead(502, headers).end(body);
         return;
       }
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, forwardable(answer.headers));
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.headers));
       answer.pipe(res);
     });
     forward.on("error", (error: NodeJS.ErrnoException) => {
