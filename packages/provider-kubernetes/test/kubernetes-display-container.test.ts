@@ -4,6 +4,7 @@ import type { Machine } from "@agent-computer/core";
 import { DISPLAY_HOME, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import {
   impostorHeard,
+  pointerAfterTakeover,
   RfbTestClient,
   startImpostorGateway,
   TerminalTestClient,
@@ -214,33 +215,23 @@ if (!env.missing) {
   });
 
   describe("kubernetes display container: takeover input", () => {
-    /** A person takes control, puts the pointer at (400, 300) while the bot's xdotool loop runs, and reads where it is 2 s later. */
-    const pointerAfterTakeover = async (displayContainer: boolean) => {
+    /** The bot's pointer loop, then a person's control (pointerAfterTakeover): where the pointer ends. */
+    const pointerAfterTakeoverOn = async (displayContainer: boolean) => {
       const machine = await provision(displayContainer, `takeover-${displayContainer ? "apart" : "shared"}`);
-      const desktop = (await machine.openDesktop?.("bot-1")) as LinuxDesktopSession;
-      const loop = `nohup sh -c 'while true; do DISPLAY=${desktop.display} xdotool mousemove 5 5 2>/dev/null; sleep 0.05; done' >/dev/null 2>&1 &`;
-      expect(run(containerOf(machine), loop).status).toBe(0);
-      const control = await RfbTestClient.open(await desktop.screenEndpoint("control"));
       try {
-        await control.handshake();
-        for (let i = 0; i < 10; i++) {
-          control.pointer(400, 300);
-          await sleep(100);
-        }
-        await sleep(2000);
-        return (await desktop.observe(undefined, { includeImage: false })).cursor;
+        const desktop = (await machine.openDesktop?.("bot-1")) as LinuxDesktopSession;
+        return await pointerAfterTakeover(desktop, desktop.display, (line) => run(containerOf(machine), line).status);
       } finally {
-        control.close();
         await machine.destroy().catch(() => {});
       }
     };
 
     it("loses the person's pointer to the bot's loop on a display the bot shares (displayContainer: false)", async () => {
-      expect(await pointerAfterTakeover(false)).toEqual({ x: 5, y: 5 });
+      expect(await pointerAfterTakeoverOn(false)).toEqual({ x: 5, y: 5 });
     }, 240_000);
 
     it("keeps the person's pointer where they put it when the display runs in the pod's display container", async () => {
-      expect(await pointerAfterTakeover(true)).toEqual({ x: 400, y: 300 });
+      expect(await pointerAfterTakeoverOn(true)).toEqual({ x: 400, y: 300 });
     }, 240_000);
   });
 }

@@ -10,6 +10,7 @@ export { failureOf } from "./failure-of.js";
 export { historyOf, pixelsOf, SITE, SITE_PORT, serveFixtureSite } from "./fixture-site.js";
 export { IMPOSTOR_LOG, impostorHeard, startImpostorGateway } from "./impostor-gateway.js";
 export { countBytes, writeMixedHome } from "./mixed-home.js";
+export { pointerAfterTakeover } from "./pointer-after-takeover.js";
 export { provisionToFirstExec } from "./provision-to-first-exec.js";
 export { reportMissingProvider } from "./report-missing-provider.js";
 export { type Closed, RfbTestClient, refusalOf } from "./rfb-test-client.js";
