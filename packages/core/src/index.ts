@@ -26,7 +26,9 @@ export {
 export { type DesktopOptions, desktopOptionsSchema } from "./contract/desktop-options.js";
 export type { DesktopSession } from "./contract/desktop-session.js";
 export {
+  type EgressCredential,
   type EgressPolicy,
+  egressCredentialSchema,
   egressHostPatternSchema,
   egressPolicySchema,
   type ResolvedEgressPolicy,

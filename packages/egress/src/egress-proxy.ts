@@ -1,7 +1,14 @@
 import http from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
+import tls from "node:tls";
 import { endToEndHeaders } from "@agent-computer/core/provider-utils";
+import {
+  type CredentialHeader,
+  type EgressCredentials,
+  headersWithCredential,
+  TunnelInterceptor,
+} from "./credential-injection.js";
 import type { EgressDenial, EgressRefusalReason } from "./egress-refusal.js";
 import { REFUSAL_TEXT } from "./egress-refusal.js";
 import type { EgressRules } from "./egress-rules.js";
@@ -22,6 +29,12 @@ export interface EgressClientPolicy {
    * private address.
    */
   readonly loopbackVia?: { readonly host: string; readonly port: number };
+  /**
+   * The headers this client's requests get on the way out, by host
+   * (credential-injection.ts): added to plain HTTP, and to HTTPS by
+   * terminating CONNECT tunnels to those hosts only.
+   */
+  readonly credentials?: EgressCredentials;
 }
 
 export interface EgressProxyOptions {
@@ -37,13 +50,19 @@ export interface EgressProxyOptions {
   }) => EgressClientPolicy | undefined | Promise<EgressClientPolicy | undefined>;
   /** Called once per refused request; its failure is ignored (a refusal never waits on a report). */
   readonly onDenied?: (denial: EgressDenial) => void;
+  /**
+   * The CAs a host named in a credential must prove itself with when the
+   * proxy re-encrypts to it. Default: Node's bundled roots (`tls.rootCertificates`).
+   */
+  readonly upstreamCa?: readonly string[];
 }
 
 /** Marks a refusal as the proxy's, so a program can tell it from a 403 of the site. */
 export const EGRESS_REFUSAL_HEADER = "x-agent-computer-egress";
 
 /**
- * An HTTP forward proxy with CONNECT tunnels (no TLS interception) that
+ * An HTTP forward proxy with CONNECT tunnels (TLS terminated only for
+ * the hosts a client's credentials name) that
  * lets each request through only where its client's policy allows the
  * destination, connecting to the very address it judged. A refusal is an
  * HTTP 403 whose body names the policy, the host and the reason, and one
@@ -52,6 +71,7 @@ export const EGRESS_REFUSAL_HEADER = "x-agent-computer-egress";
 export function createEgressProxy(options: EgressProxyOptions): http.Server {
   // Upstream connections are kept and reused per resolved address, so a client's keep-alive costs no new handshake.
   const upstreamAgent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const interceptor = new TunnelInterceptor(options.upstreamCa ?? tls.rootCertificates);
   const policies = new WeakMap<net.Socket, Promise<EgressClientPolicy | undefined>>();
   const policyOf = (socket: net.Socket) => {
     let found = policies.get(socket);
@@ -92,14 +112,15 @@ export function createEgressProxy(options: EgressProxyOptions): http.Server {
     if (loopback) {
       const socket = await connectThroughSocks5(loopback, normalizeHost(target.hostname), port);
       // Paused by connectThroughSocks5 until someone reads: the request's parser reads from here on.
-      return relay(request, response, { createConnection: () => socket.resume() }, target, port);
+      return relay(request, response, { createConnection: () => socket.resume() }, target, port, undefined);
     }
     const verdict = await policy.rules.judge(target.hostname);
     if (!verdict.allowed) {
       report({ ...denialOf(policy, verdict.host, port, verdict.reason), address: verdict.address });
       return refuseResponse(response, policy.rules.name, verdict.host, verdict.reason);
     }
-    return relay(request, response, { host: verdict.address, agent: upstreamAgent }, target, port);
+    const credential = policy.credentials?.headerFor(verdict.host);
+    return relay(request, response, { host: verdict.address, agent: upstreamAgent }, target, port, credential);
   }
 
   /** Sends the client's request on and its answer back, over `via` (an address, or a socket already open). */
@@ -109,13 +130,14 @@ export function createEgressProxy(options: EgressProxyOptions): http.Server {
     via: http.RequestOptions,
     target: URL,
     port: number,
+    credential: CredentialHeader | undefined,
   ): void {
     const upstream = http.request({
       ...via,
       port,
       method: request.method,
       path: `${target.pathname}${target.search}`,
-      headers: { ...endToEndHeaders(request.headers), host: target.host },
+      headers: headersWithCredential(request.headers, target.host, credential),
       setHost: false,
     });
     upstream.on("response", (answer) => {
@@ -162,6 +184,11 @@ export function createEgressProxy(options: EgressProxyOptions): http.Server {
       report({ ...denialOf(policy, verdict.host, target.port, verdict.reason), address: verdict.address });
       return refuseTunnel(client, policy.rules.name, verdict.host, verdict.reason);
     }
+    const credential = policy.credentials?.headerFor(verdict.host);
+    if (credential && policy.credentials) {
+      const intercepted = { host: verdict.host, address: verdict.address, port: target.port, credential };
+      return interceptor.intercept(client, head, intercepted, policy.credentials.serverContext);
+    }
     const upstream = net.connect({ host: verdict.address, port: target.port });
     upstream.setNoDelay(true);
     client.setNoDelay(true);
@@ -181,7 +208,10 @@ export function createEgressProxy(options: EgressProxyOptions): http.Server {
     client.on("close", () => upstream.destroy());
   }
 
-  server.on("close", () => upstreamAgent.destroy());
+  server.on("close", () => {
+    upstreamAgent.destroy();
+    interceptor.close();
+  });
   return server;
 }
 

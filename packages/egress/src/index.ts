@@ -1,5 +1,11 @@
 export { AddressRules, METADATA_ADDRESSES } from "./address-rules.js";
 export {
+  type CredentialHeader,
+  type EgressCredentials,
+  egressCredentials,
+  headersWithCredential,
+} from "./credential-injection.js";
+export {
   createEgressProxy,
   EGRESS_REFUSAL_HEADER,
   type EgressClientPolicy,
@@ -16,6 +22,13 @@ export {
   systemResolver,
 } from "./egress-rules.js";
 export { hostMatchesAny, isLoopbackHost, normalizeHost } from "./host-pattern.js";
-export { type EgressPolicyFile, policyDirectory, policyFileName } from "./policy-directory.js";
+export { type InterceptionCertificates, issueInterceptionCertificates } from "./interception-certificates.js";
+export {
+  type EgressCredentialsFile,
+  type EgressPolicyFile,
+  type PolicyDirectoryOptions,
+  policyDirectory,
+  policyFileName,
+} from "./policy-directory.js";
 export { egressProxyScriptPath } from "./proxy-script.js";
 export { connectThroughSocks5 } from "./socks5-connect.js";

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { EgressPolicy } from "@agent-computer/core";
+import { type EgressPolicy, egressPolicySchema, parseInput } from "@agent-computer/core";
+import { egressCredentials } from "./credential-injection.js";
 import type { EgressClientPolicy } from "./egress-proxy.js";
 import { EgressRules, type EgressRulesOptions } from "./egress-rules.js";
 
@@ -15,6 +16,25 @@ export interface EgressPolicyFile {
   readonly policy: EgressPolicy;
   /** `EgressClientPolicy.loopbackVia`: the SOCKS5 server that opens the computer's loopback. */
   readonly loopbackVia?: { readonly host: string; readonly port: number };
+  /**
+   * The name of the computer's credentials file (`EgressCredentialsFile`)
+   * in the directory's `credentialsDir`: kept apart from the policy, whose
+   * text also goes where secrets must not (provider-docker writes it into a
+   * network's label). Its `policy.credentials` is then left empty.
+   */
+  readonly credentialsFile?: string;
+}
+
+/** The credentials of one computer and the proxy's TLS identity for their hosts (interception-certificates.ts). */
+export interface EgressCredentialsFile {
+  readonly credentials: EgressPolicy["credentials"];
+  readonly certificate: string;
+  readonly key: string;
+}
+
+export interface PolicyDirectoryOptions extends EgressRulesOptions {
+  /** Where `EgressPolicyFile.credentialsFile` names a file; without it, a policy that names one is refused. */
+  readonly credentialsDir?: string;
 }
 
 /** The file name of the policy served on the proxy's address `localAddress`. */
@@ -30,7 +50,7 @@ export function policyFileName(localAddress: string): string {
  */
 export function policyDirectory(
   dir: string,
-  options: EgressRulesOptions = {},
+  options: PolicyDirectoryOptions = {},
 ): (client: { readonly localAddress: string }) => Promise<EgressClientPolicy | undefined> {
   // Checked policies by the file's text: a connection costs a read, not a schema check.
   const checked = new Map<string, EgressClientPolicy>();
@@ -39,20 +59,34 @@ export function policyDirectory(
       // Read at once, not through libuv's thread pool: its four hand-offs per read were a measurable part
       // of a new connection's added latency on a loaded host (bench/egress.bench.ts of provider-docker).
       const text = readFileSync(join(dir, policyFileName(localAddress)), "utf8");
-      let policy = checked.get(text);
+      const file = JSON.parse(text) as EgressPolicyFile;
+      const secrets = file.credentialsFile ? credentialsText(options.credentialsDir, file.credentialsFile) : "";
+      const key = `${text}\n${secrets}`;
+      let policy = checked.get(key);
       if (!policy) {
-        const file = JSON.parse(text) as EgressPolicyFile;
         policy = {
           rules: new EgressRules(file.policy, options),
           computerId: file.computerId,
           ...(file.loopbackVia ? { loopbackVia: file.loopbackVia } : {}),
+          ...(secrets ? { credentials: credentialsOf(secrets) } : {}),
         };
         if (checked.size >= 4_096) checked.clear();
-        checked.set(text, policy);
+        checked.set(key, policy);
       }
       return policy;
     } catch {
       return undefined;
     }
   };
+}
+
+function credentialsText(dir: string | undefined, name: string): string {
+  if (!dir || !/^[A-Za-z0-9._-]{1,128}$/.test(name) || name.startsWith(".")) throw new Error("no credentials file");
+  return readFileSync(join(dir, name), "utf8");
+}
+
+function credentialsOf(text: string) {
+  const file = JSON.parse(text) as EgressCredentialsFile;
+  const { credentials } = parseInput(egressPolicySchema, { credentials: file.credentials }, "EgressCredentialsFile");
+  return egressCredentials(credentials, file);
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import tls from "node:tls";
 import { createEgressProxy } from "./egress-proxy.js";
 import { cachingResolver, systemResolver } from "./egress-rules.js";
 import { policyDirectory } from "./policy-directory.js";
@@ -13,6 +14,13 @@ interface ProxyConfig {
   readonly policiesDir: string;
   /** The Docker host's addresses, refused like private ones. */
   readonly hostAddresses?: string[];
+  /** Where the computers' credentials files are (policy-directory.ts, `credentialsFile`). */
+  readonly credentialsDir?: string;
+  /**
+   * PEM files of CAs trusted besides Node's roots when the proxy re-encrypts
+   * to a credential's host (an operator's internal CA; a test's fixture CA).
+   */
+  readonly extraUpstreamCaFiles?: string[];
 }
 
 const config = JSON.parse(readFileSync(process.argv[2] ?? "", "utf8")) as ProxyConfig;
@@ -20,7 +28,12 @@ const server = createEgressProxy({
   policyFor: policyDirectory(config.policiesDir, {
     hostAddresses: config.hostAddresses ?? [],
     resolve: cachingResolver(systemResolver),
+    ...(config.credentialsDir ? { credentialsDir: config.credentialsDir } : {}),
   }),
+  upstreamCa: [
+    ...tls.rootCertificates,
+    ...(config.extraUpstreamCaFiles ?? []).map((file) => readFileSync(file, "utf8")),
+  ],
   onDenied: (denial) => process.stdout.write(`${JSON.stringify({ egressDenied: denial })}\n`),
 });
 server.listen(config.port, "0.0.0.0", () => process.stdout.write(`${JSON.stringify({ listening: config.port })}\n`));

@@ -17,6 +17,50 @@ export const egressHostPatternSchema = z
 /** An IPv4 or IPv6 address range in CIDR form (`10.20.0.0/16`, `fd12::/64`). */
 const cidrSchema = z.string().regex(/^[0-9a-fA-F:.]{2,39}\/\d{1,3}$/, "an address range in CIDR form (10.20.0.0/16)");
 
+/** A header field name (RFC 9110 §5.1 token), lower-cased by the proxy. */
+const headerNameSchema = z
+  .string()
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/, "a header name (authorization, x-api-key)");
+
+/** A secret's text: never echoed, so its errors name the rule, never the value. */
+const secretTextSchema = (max: number) =>
+  z
+    .string()
+    .min(1, "must not be empty")
+    .max(max, `at most ${max} characters`)
+    .regex(/^[^\r\n\0]*$/, "no line breaks or NUL");
+
+/**
+ * A credential the egress proxy adds to the computer's requests to one
+ * host (issue 53, "Credentials added on the way out"): the header itself
+ * (`{ name: "authorization", value: "Bearer ..." }`), or basic auth. The
+ * value stays outside the computer: plain HTTP gets it when the proxy
+ * forwards; HTTPS to this host is terminated by the proxy with the
+ * computer's own CA and sent on with it (`@agent-computer/egress` README).
+ * The proxy replaces a header of the same name the program sent.
+ */
+export const egressCredentialSchema = z
+  .object({
+    /** One host name exactly (no wildcard: the proxy holds a certificate for each). */
+    host: egressHostPatternSchema.refine((host) => !host.startsWith("*."), "one host name, no wildcard"),
+    header: z
+      .object({ name: headerNameSchema, value: secretTextSchema(8192) })
+      .strict()
+      .optional(),
+    basic: z
+      .object({
+        username: secretTextSchema(256).refine((name) => !name.includes(":"), "no colon"),
+        password: secretTextSchema(4096),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .refine(
+    (credential) => (credential.header ? 1 : 0) + (credential.basic ? 1 : 0) === 1,
+    "exactly one of header, basic",
+  );
+
 /**
  * Where a computer's network traffic may go (issue 53, "Egress by
  * policy"; docs/architecture.md §9). Enforced outside the computer by an
@@ -44,7 +88,18 @@ export const egressPolicySchema = z.object({
    * are refused whatever this says.
    */
   allowPrivate: z.array(cidrSchema).max(100).default([]),
+  /**
+   * Credentials the proxy adds on the way out, one host each (a host at
+   * most once). Still only where `allow` and the address rules let the
+   * request through.
+   */
+  credentials: z
+    .array(egressCredentialSchema)
+    .max(100)
+    .default([])
+    .refine((list) => new Set(list.map((entry) => entry.host)).size === list.length, "a host at most once"),
 });
 
 export type EgressPolicy = z.input<typeof egressPolicySchema>;
 export type ResolvedEgressPolicy = z.output<typeof egressPolicySchema>;
+export type EgressCredential = z.input<typeof egressCredentialSchema>;
