@@ -44,6 +44,8 @@ export interface DockerMachineOptions {
    * `display`, say) would fetch it around the egress proxy.
    */
   readonly fenced?: boolean;
+  /** Run once the computer and its display are gone (a fenced computer's credentials files). */
+  readonly afterDestroy?: () => Promise<void>;
 }
 
 /** A computer's display container, driven like a machine of its own, and how it is made. */
@@ -72,6 +74,7 @@ export class DockerMachine extends CommandChannelMachine {
   private readonly display?: MachineDisplay;
   /** The display container's start, once per machine object; undefined until a desktop call (or after one failed). */
   private displayStart?: Promise<void>;
+  private readonly afterDestroy?: () => Promise<void>;
 
   constructor(
     private readonly host: DockerMachineHost,
@@ -86,6 +89,7 @@ export class DockerMachine extends CommandChannelMachine {
     super(workspacePath, (machine) => (machine as DockerMachine).desktopsOf(workspacePath, options));
     this.ref = `docker:${containerId}`;
     this.container = host.docker.getContainer(containerId);
+    this.afterDestroy = options.afterDestroy;
     if (options.display) {
       const machine = new DockerMachine(host, options.display.plan.container, workspacePath, homeDir);
       this.display = { ...options.display, machine };
@@ -227,6 +231,7 @@ export class DockerMachine extends CommandChannelMachine {
     // Either may never have been made (a computer that only ran shells): removing nothing is fine.
     await this.display?.machine.destroy(context);
     if (this.display) await removePairNetwork(this.host.docker, this.display.plan.network);
+    await this.afterDestroy?.();
     loggerOf(context).info("docker machine destroyed; its home stays in the data folder", { ref: this.ref });
   }
 

@@ -116,6 +116,13 @@ export const dockerProviderOptionsSchema = z.object({
    * when this provider first used the proxy.
    */
   onEgressDenied: z.custom<(denial: EgressDenial) => void>((v) => typeof v === "function").optional(),
+  /**
+   * CA certificates (PEM, one or more) the egress proxy trusts besides
+   * Node's bundled roots when it re-encrypts to a host named in a policy's
+   * `credentials`: an internal API's CA (the suite's fixture CA in the
+   * tests). Read when the proxy container is made.
+   */
+  egressUpstreamCa: z.string().includes("-----BEGIN CERTIFICATE-----").optional(),
   /** Seconds `stop` waits before the engine kills the machine (default 5). */
   stopTimeoutSeconds: z.number().int().nonnegative().default(5),
 });

@@ -33,6 +33,7 @@ import type { DisplayPlan, DisplayStartHost } from "./display-start.js";
 import { DockerMachine } from "./docker-machine.js";
 import type { DockerMachineHost } from "./docker-machine-host.js";
 import { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docker-provider-options.js";
+import { removeCredentials } from "./egress-credentials.js";
 import { EGRESS_CHROMIUM_POLICY, EGRESS_LABELS } from "./egress-labels.js";
 import { EgressProxyKeeper } from "./egress-proxy-container.js";
 import { engineFailure, engineStatus } from "./engine-failure.js";
@@ -78,6 +79,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
     dataDir,
     bridgeNetwork: prepareNetwork,
     onDenied: parsed.onEgressDenied,
+    ...(parsed.egressUpstreamCa ? { upstreamCa: parsed.egressUpstreamCa } : {}),
   });
 
   // How a display container is made, on its computer's first desktop call (display-start.ts).
@@ -108,6 +110,8 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
     desktopTransport: parsed.desktopTransport,
     ...(display ? { display: { plan: display, host: displayHost } } : {}),
     fenced,
+    // A fenced computer's credentials file and CA go with it (egress-credentials.ts).
+    ...(fenced && display ? { afterDestroy: () => removeCredentials(egressProxy.dir, display.network) } : {}),
   });
 
   const machineOf = (info: Docker.ContainerInspectInfo): DockerMachine => {

@@ -35,6 +35,8 @@ export interface EgressProxyHost {
   /** The network that is the proxy's way out (the provider's bridge). */
   bridgeNetwork(): Promise<string>;
   readonly onDenied?: (denial: EgressDenial) => void;
+  /** `egressUpstreamCa`: CAs the proxy trusts besides Node's roots when it re-encrypts to a credential's host. */
+  readonly upstreamCa?: string;
 }
 
 /** The proxy container's name for a data folder: one per folder, whatever process asks. */
@@ -48,9 +50,16 @@ export function egressProxyName(dataDir: string): string {
  * loopback proxy, so its display's browser, whose every URL comes to the
  * egress proxy, still loads the bot's `localhost` pages.
  */
-export function networkPolicyLabel(computerId: string, policy: ResolvedEgressPolicy): string {
+export function networkPolicyLabel(computerId: string, policy: ResolvedEgressPolicy, credentialsFile?: string): string {
   const loopbackVia = { host: COMPUTER_ALIAS, port: LOOPBACK_PROXY_PORT };
-  return JSON.stringify({ computerId, policy, loopbackVia } satisfies EgressPolicyFile);
+  // The credentials' values live in their own file (egress-credentials.ts), never in a label.
+  const file = {
+    computerId,
+    policy: { ...policy, credentials: [] },
+    loopbackVia,
+    ...(credentialsFile ? { credentialsFile } : {}),
+  };
+  return JSON.stringify(file satisfies EgressPolicyFile);
 }
 
 /**
@@ -63,7 +72,8 @@ export class EgressProxyKeeper {
   private ready?: Promise<Docker.Container>;
   private following = false;
   readonly name: string;
-  private readonly dir: string;
+  /** The proxy's files on this host (`<dataDir>/egress`), mounted read-only into its container. */
+  readonly dir: string;
 
   constructor(private readonly host: EgressProxyHost) {
     this.name = egressProxyName(host.dataDir);
@@ -98,10 +108,12 @@ export class EgressProxyKeeper {
     const proxy = docker.getContainer(this.name);
     const state = await stateOf(proxy);
     if (state === "running") return this.follow(proxy);
+    const startedAt = Math.floor(Date.now() / 1000);
     if (state !== "missing") {
       await proxy.start({ abortSignal: signal }).catch((error: unknown) => {
         if (engineStatus(error) !== 304) throw engineFailure(error, "start the egress proxy");
       });
+      await untilListening(proxy, startedAt, signal);
       return this.follow(proxy);
     }
     const files = await this.writeFiles();
@@ -135,6 +147,7 @@ export class EgressProxyKeeper {
     await proxy.start({ abortSignal: signal }).catch((error: unknown) => {
       if (engineStatus(error) !== 304) throw engineFailure(error, "start the egress proxy");
     });
+    await untilListening(proxy, startedAt, signal);
     await this.rejoinLabelledNetworks(proxy, signal);
     return this.follow(proxy);
   }
@@ -145,9 +158,14 @@ export class EgressProxyKeeper {
     const bytes = await readFile(egressProxyScriptPath());
     const script = `proxy-server-${createHash("sha256").update(bytes).digest("hex").slice(0, 12)}.cjs`;
     await copyFile(egressProxyScriptPath(), join(this.dir, script));
+    await mkdir(join(this.dir, "credentials"), { recursive: true, mode: 0o755 });
+    const upstreamCa = this.host.upstreamCa;
+    if (upstreamCa) await atomicWrite(join(this.dir, "upstream-ca.pem"), upstreamCa);
     const config = {
       port: EGRESS_PROXY_PORT,
       policiesDir: `${MOUNT}/policies`,
+      credentialsDir: `${MOUNT}/credentials`,
+      extraUpstreamCaFiles: upstreamCa ? [`${MOUNT}/upstream-ca.pem`] : [],
       // The host's own addresses, as this process sees them (the engine's host where the engine is local).
       hostAddresses: Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((entry) => entry.address)),
     };
@@ -229,6 +247,23 @@ function reportDenial(line: string, onDenied: (denial: EgressDenial) => void): v
   } catch {
     // Not a denial line.
   }
+}
+
+/**
+ * Waits for the proxy's `{"listening":...}` line (proxy-main.ts of
+ * @agent-computer/egress) since `since`: a computer made before it would
+ * find the port closed on its first request (seen in
+ * test/docker-egress-credentials.test.ts, whose first curl came first).
+ */
+async function untilListening(proxy: Docker.Container, since: number, signal: AbortSignal): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    signal.throwIfAborted();
+    const logs = await proxy.logs({ stdout: true, stderr: false, since }).catch(() => Buffer.alloc(0));
+    if (String(logs).includes('"listening"')) return;
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  throw engineFailure(new Error("it did not listen within 20 s"), "start the egress proxy");
 }
 
 type ProxyState = Docker.ContainerInspectInfo["State"]["Status"] | "missing";

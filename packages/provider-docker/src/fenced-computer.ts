@@ -5,6 +5,7 @@ import { DISPLAY_LABELS } from "./computer-labels.js";
 import { type ComputerContainerSettings, containerSpec, createContainer, startContainer } from "./container-spec.js";
 import { COMPUTER_ALIAS, ensurePairNetwork, removePairNetwork } from "./display-network.js";
 import type { DisplayPlan } from "./display-start.js";
+import { prepareCredentials, removeCredentials } from "./egress-credentials.js";
 import { EGRESS_LABELS, EGRESS_PROXY_ENV } from "./egress-labels.js";
 import { type EgressProxyKeeper, networkPolicyLabel } from "./egress-proxy-container.js";
 
@@ -33,8 +34,10 @@ export interface FencedComputerRequest {
  */
 export async function createFencedComputer(request: FencedComputerRequest): Promise<string> {
   const { docker, display, signal } = request;
-  const label = networkPolicyLabel(request.computerId, request.policy);
+  const egressDir = request.egressProxy.dir;
   try {
+    const credentials = await prepareCredentials(egressDir, display.network, request.computerId, request.policy);
+    const label = networkPolicyLabel(request.computerId, credentials.labelPolicy, credentials.credentialsFile);
     await ensurePairNetwork(docker, display.network, request.networkPool, signal, {
       labels: { [EGRESS_LABELS.networkPolicy]: label },
       hostless: true,
@@ -57,7 +60,8 @@ export async function createFencedComputer(request: FencedComputerRequest): Prom
         aliases: [COMPUTER_ALIAS],
         // Names the embedded resolver does not know go nowhere: no DNS query leaves through the engine's resolver.
         dns: ["127.0.0.1"],
-        env: [...EGRESS_PROXY_ENV],
+        env: [...EGRESS_PROXY_ENV, ...credentials.env],
+        mounts: credentials.mounts,
       },
     );
     const container = await createContainer(docker, signal, "computer", spec);
@@ -69,6 +73,7 @@ export async function createFencedComputer(request: FencedComputerRequest): Prom
       .remove({ force: true })
       .catch(() => {});
     await removePairNetwork(docker, display.network).catch(() => {});
+    await removeCredentials(egressDir, display.network).catch(() => {});
     throw error;
   }
 }

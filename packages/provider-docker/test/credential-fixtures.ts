@@ -1,0 +1,102 @@
+import type Docker from "dockerode";
+
+// What the credentials suite stands in for an API with (docker-egress-credentials.test.ts).
+
+/**
+ * The fixture API, in the computer image's python3: HTTPS on 8443 with the
+ * certificate its own CA signed (FIXTURE_CERT, FIXTURE_KEY), plain HTTP on
+ * 8080. It answers with the SHA-256 of the `authorization` header it got
+ * (empty when none), so a test learns what arrived without the computer's
+ * program ever receiving the value.
+ */
+const FIXTURE_API = `
+import hashlib, http.server, json, os, ssl, threading
+class Reply(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        got = self.headers.get("authorization")
+        body = json.dumps({"authorization": hashlib.sha256(got.encode()).hexdigest() if got else ""}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args): pass
+for name, value in (("cert.pem", "FIXTURE_CERT"), ("key.pem", "FIXTURE_KEY")):
+    open("/tmp/" + name, "w").write(os.environ[value])
+plain = http.server.ThreadingHTTPServer(("0.0.0.0", 8080), Reply)
+threading.Thread(target=plain.serve_forever, daemon=True).start()
+secure = http.server.ThreadingHTTPServer(("0.0.0.0", 8443), Reply)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain("/tmp/cert.pem", "/tmp/key.pem")
+secure.socket = context.wrap_socket(secure.socket, server_side=True)
+secure.serve_forever()
+`;
+
+/** The fixture API on a network of its own (a random /24 of `prefix`), under `aliases`, with its certificate. */
+export async function fixtureApi(
+  docker: Docker,
+  image: string,
+  name: string,
+  prefix: string,
+  aliases: string[],
+  tlsIdentity: { certificate: string; key: string },
+): Promise<{ network: string; subnet: string; remove(): Promise<void> }> {
+  const subnet = `${prefix}.${1 + Math.floor(Math.random() * 250)}.0/24`;
+  await docker.createNetwork({ Name: name, Driver: "bridge", IPAM: { Config: [{ Subnet: subnet }] } });
+  const container = await docker.createContainer({
+    name: `${name}-host`,
+    Image: image,
+    Cmd: ["python3", "-c", FIXTURE_API],
+    User: "1000:1000",
+    Env: [`FIXTURE_CERT=${tlsIdentity.certificate}`, `FIXTURE_KEY=${tlsIdentity.key}`],
+    HostConfig: { NetworkMode: name },
+    NetworkingConfig: { EndpointsConfig: { [name]: { Aliases: aliases } } },
+  });
+  await container.start();
+  const remove = async () => {
+    await container.remove({ force: true }).catch(() => {});
+    await docker
+      .getNetwork(name)
+      .remove()
+      .catch(() => {});
+  };
+  return { network: name, subnet, remove };
+}
+
+/**
+ * Counts the processes the computer's user can read whose environment,
+ * command line or readable memory holds the needle (read on stdin); the
+ * scan itself is left out. As examples/pi-agent/test/pi-secret-login.test.ts does.
+ */
+export const PROC_SCAN = `import os, sys
+needle = sys.stdin.buffer.read()
+scanned = hits = 0
+for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+    try:
+        blobs = [open(f"/proc/{pid}/environ", "rb").read(), open(f"/proc/{pid}/cmdline", "rb").read()]
+        scanned += 1
+        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+            for line in maps:
+                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                if "r" not in line.split()[1] or hi - lo > 256 << 20: continue
+                try:
+                    mem.seek(lo); blobs.append(mem.read(hi - lo))
+                except OSError: pass
+    except OSError: continue
+    hits += any(needle in b for b in blobs)
+print(scanned, hits)`;
+
+/** A program in the computer using node's https: CONNECT through HTTPS_PROXY by hand (node 18 reads no proxy variable). */
+export function nodeHttpsGet(host: string, port: number, path: string): string {
+  return `
+const http = require("http"), https = require("https"), tls = require("tls");
+const proxy = new URL(process.env.HTTPS_PROXY);
+http.request({ host: proxy.hostname, port: proxy.port, method: "CONNECT", path: "${host}:${port}" })
+  .on("connect", (answer, socket) => {
+    if (answer.statusCode !== 200) { console.error("CONNECT " + answer.statusCode); process.exit(2); }
+    https.get({ host: "${host}", port: ${port}, path: "${path}",
+      createConnection: () => tls.connect({ socket, servername: "${host}" }) }, (reply) => {
+      let body = ""; reply.on("data", (c) => (body += c)); reply.on("end", () => { process.stdout.write(body); process.exit(0); });
+    }).on("error", (e) => { console.error(e.message); process.exit(3); });
+  }).end();
+`;
+}

@@ -1,0 +1,187 @@
+import { createHash, createPublicKey, randomBytes, X509Certificate } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Machine } from "@agent-computer/core";
+import { computerImageRef } from "@agent-computer/desktop-runtime";
+import { issueInterceptionCertificates } from "@agent-computer/egress";
+import { temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { egressProxyName } from "../src/egress-proxy-container.js";
+import { fixtureApi, nodeHttpsGet, PROC_SCAN } from "./credential-fixtures.js";
+import { dockerTestEnvironment } from "./docker-test-environment.js";
+
+// Credentials added on the way out, on the real engine (issue 53; README,
+// "Egress by policy"). The fixture API has its own CA, which only the proxy
+// trusts (the provider's `egressUpstreamCa`, as an operator names an
+// internal API's CA): the computer trusts its own CA only for the hosts the
+// policy names, and a host not named reaches the computer with the
+// fixture's certificate, untouched.
+const env = await dockerTestEnvironment("docker egress credentials");
+if (!env.missing) {
+  const run = Math.random().toString(36).slice(2, 8);
+  const token = `tok-${randomBytes(16).toString("hex")}`;
+  const password = `pw-${randomBytes(16).toString("hex")}`;
+  const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+  const fixtureTls = issueInterceptionCertificates("fixture", [
+    "api.example.test",
+    "basic.example.test",
+    "untouched.example.test",
+  ]);
+  let fenced: Machine;
+  let api: Awaited<ReturnType<typeof fixtureApi>>;
+  let dataDir = "";
+
+  const sh = async (script: string, stdin?: string) => {
+    const result = await fenced.exec({
+      argv: ["sh", "-c", script],
+      ...(stdin ? { stdin: new TextEncoder().encode(stdin) } : {}),
+    });
+    return {
+      exitCode: result.exitCode,
+      out: Buffer.from(result.stdout).toString(),
+      err: Buffer.from(result.stderr).toString(),
+    };
+  };
+  const authorizationSeen = (out: string) => (JSON.parse(out) as { authorization: string }).authorization;
+
+  beforeAll(async () => {
+    dataDir = await temporaryDataDir();
+    const image = await computerImageRef();
+    api = await fixtureApi(
+      env.docker,
+      image,
+      `ac-egress-cred-${run}`,
+      "10.217",
+      ["api.example.test", "basic.example.test", "untouched.example.test"],
+      fixtureTls,
+    );
+    const provider = env.provider({ dataDir, egressUpstreamCa: fixtureTls.caCertificate });
+    fenced = await provider.provision({
+      computerId: "credentialed",
+      homeKey: `egress-credentials-${run}`,
+      egress: {
+        name: "api-credentials",
+        allow: ["api.example.test", "basic.example.test", "untouched.example.test"],
+        allowPrivate: [api.subnet],
+        credentials: [
+          { host: "api.example.test", header: { name: "Authorization", value: `Bearer ${token}` } },
+          { host: "basic.example.test", basic: { username: "bot-user", password } },
+        ],
+      },
+    });
+    // The operator's step of this test: the proxy reaches the fixture's network.
+    await env.docker.getNetwork(api.network).connect({ Container: egressProxyName(dataDir) });
+  }, 180_000);
+
+  afterAll(async () => {
+    await fenced?.destroy().catch(() => {});
+    await env.docker
+      .getContainer(egressProxyName(dataDir))
+      .remove({ force: true })
+      .catch(() => {});
+    await api?.remove();
+  }, 60_000);
+
+  describe("docker egress credentials", () => {
+    it("adds the named host's header to curl's HTTPS request, which holds no token", async () => {
+      const secure = await sh("curl -sS --max-time 10 https://api.example.test:8443/");
+      expect(secure.exitCode, secure.err).toBe(0);
+      expect(authorizationSeen(secure.out)).toBe(sha256(`Bearer ${token}`));
+    });
+
+    it("adds it to node's https through the computer's CA (NODE_EXTRA_CA_CERTS), and to plain HTTP", async () => {
+      const node = await sh(`node -e '${nodeHttpsGet("api.example.test", 8443, "/node")}'`);
+      expect(node.exitCode, node.err).toBe(0);
+      expect(authorizationSeen(node.out)).toBe(sha256(`Bearer ${token}`));
+      const plain = await sh("curl -sS --max-time 10 http://api.example.test:8080/");
+      expect(authorizationSeen(plain.out)).toBe(sha256(`Bearer ${token}`));
+    });
+
+    it("replaces a header of the same name the program sent, and adds basic auth", async () => {
+      const forged = await sh("curl -sS --max-time 10 -H 'Authorization: Bearer mine' https://api.example.test:8443/");
+      expect(authorizationSeen(forged.out)).toBe(sha256(`Bearer ${token}`));
+      const basic = await sh("curl -sS --max-time 10 https://basic.example.test:8443/");
+      const expected = `Basic ${Buffer.from(`bot-user:${password}`).toString("base64")}`;
+      expect(authorizationSeen(basic.out)).toBe(sha256(expected));
+    });
+
+    it("tunnels a host not named untouched: no header, and the host's own certificate reaches the client", async () => {
+      await sh(`cat > fixture-ca.pem`, fixtureTls.caCertificate);
+      const own = await sh("curl -sS --max-time 10 --cacert fixture-ca.pem https://untouched.example.test:8443/");
+      expect(own.exitCode, own.err).toBe(0);
+      expect(authorizationSeen(own.out)).toBe("");
+      // The computer's CA does not vouch for it: the proxy showed nothing of its own there.
+      const viaComputerCa = await sh("curl -sS --max-time 10 https://untouched.example.test:8443/");
+      expect(viaComputerCa.exitCode).not.toBe(0);
+      // And for a named host the fixture's CA alone fails: that one is the proxy's certificate.
+      const named = await sh("curl -sS --max-time 10 --cacert fixture-ca.pem https://api.example.test:8443/");
+      expect(named.exitCode).not.toBe(0);
+    });
+
+    it("leaves the token and the password nowhere in the computer: files, environment, memory", async () => {
+      // Requests made first, with the credentials added, so the programs that used the proxy have run.
+      for (const host of ["api", "basic"]) {
+        const used = await sh(`curl -sS --max-time 10 https://${host}.example.test:8443/`);
+        expect(authorizationSeen(used.out)).not.toBe("");
+      }
+      for (const secret of [token, password]) {
+        const files = await sh(
+          "grep -rlF --devices=skip -f /dev/stdin / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; true",
+          secret,
+        );
+        expect(files.out.trim(), "files holding the secret").toBe("");
+        const [scanned, holding] = (await sh(`python3 -c '${PROC_SCAN}'`, secret)).out.trim().split(" ").map(Number);
+        expect(scanned, "the scan read the computer's processes").toBeGreaterThan(0);
+        expect(holding, "processes holding the secret").toBe(0);
+      }
+      // The control: a process that does hold the token is found by the same scan.
+      await sh(`(AC_CONTROL=${token} setsid sleep 30 >/dev/null 2>&1 < /dev/null & echo $! > control.pid)`);
+      const [, control] = (await sh(`python3 -c '${PROC_SCAN}'`, token)).out.trim().split(" ").map(Number);
+      await sh("kill $(cat control.pid); rm control.pid");
+      expect(control).toBeGreaterThan(0);
+      // Nor in what the engine shows of the computer and its network.
+      const info = await env.docker.getContainer(fenced.ref.slice("docker:".length)).inspect();
+      const network = await env.docker.getNetwork(Object.keys(info.NetworkSettings.Networks)[0] ?? "").inspect();
+      expect(JSON.stringify([info, network])).not.toContain(token);
+      expect(JSON.stringify([info, network])).not.toContain(password);
+    });
+
+    it("keeps every private key out of the computer, and no file anywhere holds the CA's", async () => {
+      const mounted = await sh("ls /etc/agent-computer/egress; cat /etc/agent-computer/egress/*");
+      expect(mounted.out.split("\n").slice(0, 2)).toEqual(["bundle.pem", "ca.pem"]);
+      expect(mounted.out).not.toContain("PRIVATE KEY");
+      const ca = new X509Certificate((await sh("cat /etc/agent-computer/egress/ca.pem")).out);
+      expect(ca.ca).toBe(true);
+      // The proxy's files: the one key there is the proxy's certificate's, never the CA's.
+      const keys = await privateKeysUnder(join(dataDir, "egress"));
+      expect(keys.length).toBeGreaterThan(0);
+      const caPublic = ca.publicKey.export({ type: "spki", format: "der" });
+      for (const key of keys) {
+        expect(createPublicKey(key).export({ type: "spki", format: "der" }).equals(caPublic)).toBe(false);
+        // Its base64 body, line by line: none of it in the computer's files.
+        const line = key.split(/\r?\n/)[3] ?? "";
+        expect(line.length).toBeGreaterThan(40);
+        const found = await sh(
+          "grep -rlF --devices=skip -f /dev/stdin / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; true",
+          line,
+        );
+        expect(found.out.trim()).toBe("");
+      }
+    });
+  });
+}
+
+/** Every PEM private key in the files under `dir` (the credentials files hold theirs as JSON strings). */
+async function privateKeysUnder(dir: string): Promise<string[]> {
+  const keys: string[] = [];
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const text = await readFile(join(entry.parentPath, entry.name), "utf8");
+    const unescaped = text.replaceAll("\\r", "").replaceAll("\\n", "\n").replaceAll("\r", "");
+    for (const match of unescaped.matchAll(
+      /-----BEGIN (RSA )?PRIVATE KEY-----[\s\S]+?-----END (RSA )?PRIVATE KEY-----/g,
+    ))
+      keys.push(match[0]);
+  }
+  return keys;
+}
