@@ -87,6 +87,8 @@ describe("credentials added on the way out", () => {
     const body = await getThroughProxy("other.test", upstreamTls.caCertificate);
     expect(JSON.parse(body)).toEqual({ authorization: null });
     await expect(getThroughProxy("other.test", computerTls.caCertificate)).rejects.toThrow();
+    // The named host's tunnel is the proxy's: the upstream's CA alone does not vouch for it.
+    await expect(getThroughProxy("api.test", upstreamTls.caCertificate)).rejects.toThrow();
   });
 
   it("refuses a bad credential without echoing its value", () => {
