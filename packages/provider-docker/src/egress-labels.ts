@@ -3,13 +3,18 @@
  * carries `proxy` (the provider's data folder it serves); a computer with a
  * policy carries `policy` (its name) and `network` (its internal network,
  * the one it shares with the proxy, and later its display); that network
- * carries `networkPolicy`, the policy file's JSON, so a proxy made again
- * rejoins every such network and serves each its own policy.
+ * carries `networkPolicy`, the policy file's JSON, and `networkProxy`, the
+ * proxy's name, so a proxy made again rejoins every network of its own data
+ * folder (never another folder's: two proxies answering `egress-proxy` on
+ * one network would split the computer's requests between two policies'
+ * resolvers) and serves each its own policy.
  */
 export const EGRESS_LABELS = {
   proxy: "agent-computer.org/egress-proxy",
   policy: "agent-computer.org/egress-policy",
   networkPolicy: "agent-computer.org/egress-network-policy",
+  /** On that network: the name of the proxy that serves it (one per data folder). */
+  networkProxy: "agent-computer.org/egress-network-proxy",
 } as const;
 
 /** The name the proxy answers to on every computer's network (the computer's HTTP_PROXY names it). */

@@ -173,10 +173,18 @@ export class EgressProxyKeeper {
     return { script, config: "config.json" };
   }
 
-  /** A proxy made again joins every computer's network it served before, with the same policy. */
+  /**
+   * A proxy made again joins every computer's network it served before
+   * (labelled with its name), with the same policy. Networks of a fenced
+   * computer made before that label existed are not joined: destroy and
+   * provision such a computer again.
+   */
   private async rejoinLabelledNetworks(proxy: Docker.Container, signal: AbortSignal): Promise<void> {
     const networks = await this.host.docker
-      .listNetworks({ filters: JSON.stringify({ label: [EGRESS_LABELS.networkPolicy] }), abortSignal: signal })
+      .listNetworks({
+        filters: JSON.stringify({ label: [EGRESS_LABELS.networkPolicy, `${EGRESS_LABELS.networkProxy}=${this.name}`] }),
+        abortSignal: signal,
+      })
       .catch((error: unknown) => {
         throw engineFailure(error, "list the computers' egress networks");
       });

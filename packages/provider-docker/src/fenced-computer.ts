@@ -39,7 +39,7 @@ export async function createFencedComputer(request: FencedComputerRequest): Prom
     const credentials = await prepareCredentials(egressDir, display.network, request.computerId, request.policy);
     const label = networkPolicyLabel(request.computerId, credentials.labelPolicy, credentials.credentialsFile);
     await ensurePairNetwork(docker, display.network, request.networkPool, signal, {
-      labels: { [EGRESS_LABELS.networkPolicy]: label },
+      labels: { [EGRESS_LABELS.networkPolicy]: label, [EGRESS_LABELS.networkProxy]: request.egressProxy.name },
       hostless: true,
     });
     await request.egressProxy.serve(display.network, label, request.settings.image, signal);
