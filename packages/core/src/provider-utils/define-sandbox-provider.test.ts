@@ -45,7 +45,7 @@ describe("defineSandboxProvider and egress policies", () => {
   it("hands a provider with capabilities.egress the checked policy, defaults filled in", async () => {
     const { provider, provisioned } = providerWith(true);
     await provider.provision({ computerId: "c", homeKey: "h", egress: { allow: ["*.github.com"] } });
-    expect(provisioned).toEqual([{ name: "default", allow: ["*.github.com"], allowPrivate: [] }]);
+    expect(provisioned).toEqual([{ name: "default", allow: ["*.github.com"], allowPrivate: [], credentials: [] }]);
   });
 
   it("refuses a bad policy as INVALID_ARGUMENT naming the field", async () => {
