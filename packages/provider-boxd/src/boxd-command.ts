@@ -45,13 +45,8 @@ export class MachineNotRunning extends Error {}
  * marker too (RunningCommand), for children that left the group.
  */
 export async function runBoxdCommand(client: BoxdClient, vm: string, command: BoxdCommand): Promise<ExecResult> {
-  const running = new RunningCommand(command, async (argv) => {
-    await runBoxdCommand(client, vm, {
-      argv,
-      workingDir: "/",
-      maxOutputBytes: 4096,
-      signal: AbortSignal.timeout(60_000),
-    });
+  const running = new RunningCommand(command, async (argv, signal) => {
+    await runBoxdCommand(client, vm, { argv, workingDir: "/", maxOutputBytes: 4096, signal });
   });
   const call = await client.openExec(command.signal);
   let sawOutput = false;
@@ -88,7 +83,7 @@ export async function runBoxdCommand(client: BoxdClient, vm: string, command: Bo
     if (outcome === "aborted") {
       call.cancel();
       await running.kill().catch(() => {});
-      throw running.abortError();
+      return running.stopped();
     }
     await running.settleTimeout();
     if (!outcome.ok) {

@@ -89,8 +89,8 @@ export async function runManagedCommand(
     });
     const outcome = await Promise.race([pump(host, id, running, stream.signal), running.aborted, paused.promise]);
     if (outcome === "aborted") {
-      await running.kill();
-      throw running.abortError();
+      await running.kill().catch(() => {});
+      return running.stopped();
     }
     await stdinDone;
     await running.settleTimeout();

@@ -199,7 +199,7 @@ export async function startSessionCommand(
       ended = true;
       if (outcome === "aborted") {
         await kill().catch(() => {});
-        throw running.abortError();
+        return running.stopped();
       }
       if (stdinFailure !== undefined) throw stdinFailure;
       return await finish();

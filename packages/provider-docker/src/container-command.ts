@@ -86,7 +86,7 @@ export async function runContainerCommand(container: Docker.Container, command: 
     if (outcome === "aborted") {
       await running.kill().catch(() => {});
       stream.destroy();
-      throw running.abortError();
+      return running.stopped();
     }
     await running.settleTimeout();
     stream.destroy();

@@ -163,7 +163,7 @@ export async function runEnvdCommand(
     const outcome = await Promise.race([pump, running.aborted]);
     if (outcome === "aborted") {
       if (!(await confirmKill(running))) await host.killUnconfirmed?.(what);
-      throw running.abortError();
+      return running.stopped();
     }
     await running.settleTimeout();
     if (running.timedOut && !(await confirmKill(running))) await host.killUnconfirmed?.(what);
@@ -171,6 +171,7 @@ export async function runEnvdCommand(
     return running.result(outcome);
   } catch (error) {
     if (command.signal.aborted) throw running.abortError();
+    if (running.isStopFailure(error)) throw error;
     if (AgentComputerError.is(error) && error.code === "ABORTED") throw error;
     // The stream broke while the command ran: kill what it left, then say so.
     const killed = await confirmKill(running);

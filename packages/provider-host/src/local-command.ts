@@ -60,7 +60,7 @@ export async function runLocalCommand(command: LocalCommand): Promise<ExecResult
       await running.kill().catch(() => {});
       child.stdout.destroy();
       child.stderr.destroy();
-      throw running.abortError();
+      return running.stopped();
     }
     // A background child may hold the output open after the main process
     // exited: it does not hold the result (provider-docker's container-command.ts).

@@ -195,7 +195,11 @@ export async function runDetachedCommand(channel: DetachedChannel, command: Deta
       const poll = channel.sync(follower.pollLine(dir), signal, 60, ASLEEP_STAYS_ASLEEP);
       poll.catch(() => {});
       const outcome = await Promise.race([poll, running.aborted]);
-      if (outcome === "aborted") return fail(running.abortError());
+      if (outcome === "aborted") {
+        await running.kill().catch(() => {});
+        void removeLater(channel, dir);
+        return running.stopped();
+      }
       if (outcome.stdoutTruncated) {
         follower.shrinkChunk();
         continue;

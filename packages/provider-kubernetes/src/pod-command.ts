@@ -68,10 +68,8 @@ export async function runPodCommand(host: PodCommandHost, command: PodCommand): 
  * whole process tree inside the pod (not only the connection).
  */
 export async function startPodCommand(host: PodCommandHost, command: PodCommand): Promise<StartedPodCommand> {
-  const running = new RunningCommand(command, (argv) =>
-    runPodCommand(host, { argv, workingDir: "/", maxOutputBytes: 4096, signal: new AbortController().signal }).then(
-      () => undefined,
-    ),
+  const running = new RunningCommand(command, (argv, signal) =>
+    runPodCommand(host, { argv, workingDir: "/", maxOutputBytes: 4096, signal }).then(() => undefined),
   );
   const withStdin = command.stdin !== undefined;
   const protocol = withStdin ? await host.execProtocol() : V5_CHANNEL;
@@ -150,7 +148,7 @@ export async function startPodCommand(host: PodCommandHost, command: PodCommand)
       if (outcome === "aborted") {
         await kill().catch(() => {});
         live.close();
-        throw running.abortError();
+        return running.stopped();
       }
       live.close();
       if (stdinFailure !== undefined) throw stdinFailure;

@@ -153,12 +153,13 @@ export async function runBridgeCommand(
     const outcome = await Promise.race([ended, running.aborted]);
     if (outcome === "aborted") {
       await running.kill().catch(() => {});
-      throw running.abortError();
+      return running.stopped();
     }
     await running.settleTimeout();
     return running.result(outcome);
   } catch (error) {
     if (command.signal.aborted) throw running.abortError();
+    if (running.isStopFailure(error)) throw error;
     if (running.timedOut) {
       await running.settleTimeout();
       return running.result(null);

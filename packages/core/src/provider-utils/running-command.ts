@@ -25,6 +25,17 @@ const ANY_ALIVE = `for p in /proc/[0-9]*; do
   grep -qzx "${MARKER}=$1" "$p/environ" 2>/dev/null && exit 0
 done; exit 1`;
 
+/**
+ * How long a kill of the tree may take: past it the kill is given up on
+ * (its exec cancelled through the signal `killTree` gets). It also bounds
+ * how long a timed-out command's transport is waited for: a service that
+ * never answers the command's call answers no kill either, and only the
+ * caller's deadline would end the wait (provider-boxd's silent Exec).
+ */
+export const KILL_TREE_LIMIT_MS = 10_000;
+/** After a confirmed kill, how long the transport may still take to report the command's end. */
+export const END_AFTER_KILL_MS = 2_000;
+
 /** What of a command its bookkeeping needs. */
 export interface RunningCommandOptions {
   env?: Record<string, string>;
@@ -40,15 +51,19 @@ export interface RunningCommandOptions {
  * The bookkeeping every provider's command runner repeats around its own
  * transport: the marker that finds the command's process tree, stdout and
  * stderr kept up to the cap, the timeout that kills the tree, the caller's
- * abort, and the `ExecResult`. `killTree` runs the given argv in the same
- * machine (as the command's user) and waits for it.
+ * abort, and the `ExecResult`.
  */
 export class RunningCommand {
   /** This command's marker value. */
   readonly marker = randomUUID();
   /** The command's environment as `KEY=VALUE`, the marker included. */
   readonly env: string[];
-  /** Resolves when the caller aborts (or the deadline passes); never rejects. */
+  /**
+   * Resolves when the caller aborts (or the deadline passes), or when a
+   * timed-out command's transport is still silent after its kill (see
+   * `stopped`); never rejects. A runner that sees it cancels its transport
+   * and returns `stopped()`.
+   */
   readonly aborted: Promise<"aborted">;
   private readonly started = performance.now();
   private readonly outputs = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
@@ -56,17 +71,31 @@ export class RunningCommand {
   private truncated = false;
   private expired = false;
   private killing: Promise<void> | undefined;
+  private finished = false;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private graceTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Set once a timed-out command's transport was given up on: whether its tree's kill was confirmed. */
+  private givenUp: { killConfirmed: boolean } | undefined;
+  private giveUp: (killConfirmed: boolean) => void = () => {};
 
+  /**
+   * `killTree` runs the given argv in the same machine (as the command's
+   * user) and waits for it; it should cancel that run when `signal` fires
+   * (after KILL_TREE_LIMIT_MS), since the wait is given up on then anyway.
+   */
   constructor(
     private readonly command: RunningCommandOptions,
-    private readonly killTree: (argv: string[]) => Promise<void>,
+    private readonly killTree: (argv: string[], signal: AbortSignal) => Promise<void>,
   ) {
     this.env = Object.entries({ ...command.env, [MARKER]: this.marker }).map(([k, v]) => `${k}=${v}`);
     const signal = command.signal;
     this.aborted = new Promise((resolve) => {
       if (signal.aborted) resolve("aborted");
       else signal.addEventListener("abort", () => resolve("aborted"), { once: true });
+      this.giveUp = (killConfirmed) => {
+        this.givenUp ??= { killConfirmed };
+        resolve("aborted");
+      };
     });
   }
 
@@ -94,12 +123,29 @@ export class RunningCommand {
     this.kept[stream] += take;
   }
 
-  /** Starts the timeout, once the command runs: past it `timedOut` is set and the tree killed. */
+  /**
+   * Starts the timeout, once the command runs: past it `timedOut` is set
+   * and the tree killed. Should the transport still not report the end
+   * END_AFTER_KILL_MS after the kill, or KILL_TREE_LIMIT_MS after the
+   * timeout with the kill unanswered, `aborted` resolves: the runner stops
+   * waiting for a service that stays silent.
+   */
   startTimeout(): void {
     if (this.command.timeoutMs === undefined) return;
     this.timer = setTimeout(() => {
       this.expired = true;
-      void this.kill().catch(() => {});
+      this.graceTimer = setTimeout(() => this.giveUp(false), KILL_TREE_LIMIT_MS);
+      void this.kill().then(
+        () => {
+          clearTimeout(this.graceTimer);
+          if (this.finished) return;
+          this.graceTimer = setTimeout(() => this.giveUp(true), END_AFTER_KILL_MS);
+        },
+        () => {
+          clearTimeout(this.graceTimer);
+          this.giveUp(false);
+        },
+      );
     }, this.command.timeoutMs);
   }
 
@@ -118,8 +164,23 @@ export class RunningCommand {
     return this.killTreeByMarker();
   }
 
-  private killTreeByMarker(): Promise<void> {
-    return this.killTree(["sh", "-c", KILL_TREE, "kill-tree", this.marker]);
+  /** The kill, bounded by KILL_TREE_LIMIT_MS whether or not the provider heeds the signal. */
+  private async killTreeByMarker(): Promise<void> {
+    const limit = new AbortController();
+    const expired = new Promise<never>((_, reject) => {
+      limit.signal.addEventListener("abort", () => reject(limit.signal.reason), { once: true });
+    });
+    expired.catch(() => {});
+    const timer = setTimeout(() => {
+      limit.abort(
+        new AgentComputerError("TIMEOUT", `The kill of the command's processes took over ${KILL_TREE_LIMIT_MS} ms.`),
+      );
+    }, KILL_TREE_LIMIT_MS);
+    try {
+      await Promise.race([this.killTree(["sh", "-c", KILL_TREE, "kill-tree", this.marker], limit.signal), expired]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -134,6 +195,34 @@ export class RunningCommand {
   /** After a timeout, waits for its kill to end, so no process outlives the result. */
   async settleTimeout(): Promise<void> {
     if (this.expired) await this.killing?.catch(() => {});
+  }
+
+  /**
+   * What a runner ends with once `aborted` resolved (it has cancelled its
+   * transport): the caller's abort throws `abortError()`; a timed-out
+   * command whose transport stayed silent returns the timed-out result when
+   * its tree's kill was confirmed (what `ExecResult.timedOut` promises), and
+   * throws UNAVAILABLE, not retryable, when it was not: its processes may
+   * still run, so no result may say they were killed (provider-e2b's
+   * quarantine, e2b-machine.ts killUnconfirmed, acts on that).
+   */
+  stopped(): ExecResult {
+    if (this.command.signal.aborted || !this.givenUp) throw this.abortError();
+    if (this.givenUp.killConfirmed) return this.result(null);
+    throw new AgentComputerError(
+      "UNAVAILABLE",
+      `The command passed its timeout of ${this.command.timeoutMs} ms and the machine answered neither its end nor the kill of its processes within ${KILL_TREE_LIMIT_MS} ms: they may still be running. Check the machine before running it again.`,
+      { retryable: false, details: { timedOut: true, killConfirmed: false } },
+    );
+  }
+
+  /** True for what `stopped()` threw after a timeout: runners pass it on as it is. */
+  isStopFailure(error: unknown): boolean {
+    return (
+      this.givenUp !== undefined &&
+      AgentComputerError.is(error, "UNAVAILABLE") &&
+      error.details?.killConfirmed === false
+    );
   }
 
   /** What an aborted run throws: the signal's reason (ABORTED or TIMEOUT), else ABORTED. */
@@ -155,6 +244,8 @@ export class RunningCommand {
 
   /** Stops the timeout; call when the run ends, however it ends. */
   finish(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.finished = true;
+    clearTimeout(this.timer);
+    clearTimeout(this.graceTimer);
   }
 }
