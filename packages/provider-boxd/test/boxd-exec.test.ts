@@ -1,4 +1,5 @@
 import { AgentComputerError, COMPUTER_LABELS, type Machine } from "@agent-computer/core";
+import { END_AFTER_KILL_MS, KILL_TREE_LIMIT_MS } from "@agent-computer/core/provider-utils";
 import { SCREEN_GATEWAY_PORT } from "@agent-computer/desktop-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BoxdClient, BoxdTokenSource } from "../src/index.js";
@@ -190,6 +191,32 @@ echo $!`,
         process.off("unhandledRejection", keep);
         await lost.destroy().catch(() => {});
       }
+    }, 60_000);
+
+    it("a command whose Exec is never answered ends past its timeout: timed out once its kill is confirmed", async () => {
+      env.emulator.silenceExecs(1);
+      const started = performance.now();
+      const done = await machine.exec({ shell: "echo hi", timeoutMs: 2_000 });
+      // Before, it waited for the silent call until the caller's deadline.
+      expect(performance.now() - started).toBeLessThan(2_000 + END_AFTER_KILL_MS + 5_000);
+      expect(done).toMatchObject({ timedOut: true, exitCode: null });
+    }, 40_000);
+
+    it("a command whose Exec and kill are never answered ends past its timeout with UNAVAILABLE", async () => {
+      env.emulator.silenceExecs();
+      try {
+        const started = performance.now();
+        const failure = await machine.exec({ shell: "echo hi", timeoutMs: 2_000 }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect(performance.now() - started).toBeLessThan(2_000 + KILL_TREE_LIMIT_MS + 5_000);
+        expect(AgentComputerError.is(failure, "UNAVAILABLE")).toBe(true);
+        expect((failure as AgentComputerError).details).toMatchObject({ timedOut: true, killConfirmed: false });
+      } finally {
+        env.emulator.answerExecs();
+      }
+      expect(text((await machine.exec({ shell: "echo back" })).stdout)).toBe("back\n");
     }, 60_000);
 
     it("every request so far kept to the definition", () => {

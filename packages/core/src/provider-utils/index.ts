@@ -33,5 +33,10 @@ export {
 } from "./machine-files-over-home.js";
 export type { ProvisionDefaults, ProvisionRequest } from "./provision-request.js";
 export { matchRefId, type ReconnectRequest } from "./reconnect-request.js";
-export { RunningCommand, type RunningCommandOptions } from "./running-command.js";
+export {
+  END_AFTER_KILL_MS,
+  KILL_TREE_LIMIT_MS,
+  RunningCommand,
+  type RunningCommandOptions,
+} from "./running-command.js";
 export type { SandboxProviderDefinition } from "./sandbox-provider-definition.js";

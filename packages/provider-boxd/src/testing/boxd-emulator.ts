@@ -54,6 +54,8 @@ export class BoxdEmulator {
   /** Exec calls under way, so a destroy or close ends them. */
   private readonly execs = new Set<() => void>();
   private grpcPort = 0;
+  /** How many coming Exec calls are left silent (see `silenceExecs`). */
+  private silentExecs = 0;
   /** Injected failures by rpc: answered with `code`, before the work or (`after`) once it is done. */
   private readonly faults = new Map<
     string,
@@ -102,6 +104,20 @@ export class BoxdEmulator {
       message: options.message,
     });
     this.faults.set(rpc, rules);
+  }
+
+  /**
+   * The next `times` Exec calls (all until `answerExecs`, by default) are
+   * left open and silent: no output, no exit code, no error, the command
+   * never run, as a service that stopped answering.
+   */
+  silenceExecs(times = Number.POSITIVE_INFINITY): void {
+    this.silentExecs = times;
+  }
+
+  /** Exec calls are answered again (the silent ones already open stay silent). */
+  answerExecs(): void {
+    this.silentExecs = 0;
   }
 
   private takeFault(rpc: string, after: boolean): void {
@@ -430,6 +446,7 @@ export class BoxdEmulator {
       recorder: this.recorder,
       vms: this.vms,
       execs: this.execs,
+      takeSilence: () => this.silentExecs > 0 && this.silentExecs-- > 0,
       decode: (method, bytes) => this.decode(method, bytes),
       orgOf: (metadata) => this.orgOf(metadata),
       machine: (org, id) => this.machine(org, id),

@@ -11,6 +11,8 @@ export interface StreamHost {
   readonly vms: BoxdVms;
   /** Ends of the Exec calls under way, so closing the emulator ends them. */
   readonly execs: Set<() => void>;
+  /** An injected fault: this Exec call is left open and never answered. */
+  takeSilence(): boolean;
   decode(method: BoxdMethod, bytes: Buffer): BoxdMessage;
   /** The organisation of the call's token (throws a refusal). */
   orgOf(metadata: grpc.Metadata): string;
@@ -69,6 +71,7 @@ export function runExec(host: StreamHost, call: grpc.ServerDuplexStream<Buffer, 
   call.once("data", (bytes: Buffer) => {
     started = true;
     call.pause();
+    if (host.takeSilence()) return leaveSilent(host, call);
     void startExec(host, call, method, bytes);
   });
   call.once("end", () => {
@@ -82,6 +85,13 @@ export function runExec(host: StreamHost, call: grpc.ServerDuplexStream<Buffer, 
       call.end();
     }
   });
+}
+
+/** Injected: the call stays open with no output, exit or error, the command never run, until the client cancels it. */
+function leaveSilent(host: StreamHost, call: grpc.ServerDuplexStream<Buffer, BoxdMessage>): void {
+  const end = () => call.end();
+  host.execs.add(end);
+  call.on("cancelled", () => host.execs.delete(end));
 }
 
 async function startExec(
