@@ -1,4 +1,5 @@
 import { type Logger, type Machine, opContext, type ProviderRef } from "@agent-computer/core";
+import { END_AFTER_KILL_MS, KILL_TREE_LIMIT_MS } from "@agent-computer/core/provider-utils";
 import { failureOf } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bProvider } from "../src/index.js";
@@ -91,6 +92,32 @@ if (!env.missing) {
       expect(await emulator.countProcesses(idOf(machine), probe)).toBe(0);
       expect((await machine.exec({ argv: ["true"] })).exitCode).toBe(0);
     }, 60_000);
+
+    it("ends a timed-out command whose stream went silent: timed out once its tree is killed", async () => {
+      const probe = `silent-${Date.now()}`;
+      emulator.silenceNextStreams(1);
+      const started = performance.now();
+      const result = await machine.exec({
+        shell: `exec -a ${probe} sleep 60 & sleep 60; : ${probe}`,
+        timeoutMs: 2_000,
+      });
+      // Before, it waited for the silent stream until the SDK's own deadline.
+      expect(performance.now() - started).toBeLessThan(2_000 + END_AFTER_KILL_MS + 5_000);
+      expect(result).toMatchObject({ timedOut: true, exitCode: null });
+      expect(await emulator.countProcesses(idOf(machine), probe)).toBe(0);
+    }, 40_000);
+
+    it("ends a timed-out command whose stream went silent and whose kill failed with UNAVAILABLE", async () => {
+      emulator.silenceNextStreams(1, { thenFailStarts: 1 });
+      const started = performance.now();
+      const error = await failureOf(machine.exec({ shell: "sleep 60", timeoutMs: 2_000 }));
+      emulator.clearFaults();
+      expect(performance.now() - started).toBeLessThan(2_000 + KILL_TREE_LIMIT_MS + 5_000);
+      expect(error.code).toBe("UNAVAILABLE");
+      expect(error.retryable).toBe(false);
+      expect(error.details).toMatchObject({ timedOut: true, killConfirmed: false });
+      await machine.exec({ shell: "pkill -KILL -f 'sleep 60'; true" });
+    }, 40_000);
 
     it("never replaces a computer on an auth error: reconnect throws, it does not say gone", async () => {
       const other = wrongKey();

@@ -129,6 +129,8 @@ export class E2bEmulator {
   private dropAfterBytes = 0;
   private killFails = 0;
   private failStartsAfterDrop = 0;
+  private silentStreams = 0;
+  private failStartsAfterSilence = 0;
   private address = "";
 
   constructor(private readonly options: E2bEmulatorOptions) {
@@ -157,6 +159,12 @@ export class E2bEmulator {
       },
       streamDropped: () => {
         this.killFails += this.failStartsAfterDrop;
+      },
+      takeSilence: () => {
+        if (this.silentStreams <= 0) return false;
+        this.silentStreams--;
+        this.killFails += this.failStartsAfterSilence;
+        return true;
       },
     });
     this.files = new EnvdFiles(this.containers, options.filesBytesPerSecond);
@@ -223,6 +231,7 @@ export class E2bEmulator {
     this.faults.clear();
     this.dropStreams = 0;
     this.killFails = 0;
+    this.silentStreams = 0;
   }
 
   /**
@@ -235,6 +244,18 @@ export class E2bEmulator {
     this.dropStreams = count;
     this.dropAfterBytes = afterBytes;
     this.failStartsAfterDrop = options.thenFailStarts ?? 0;
+  }
+
+  /**
+   * The next `count` process streams go silent after their start event: no
+   * output, no keepalive, no end, the connection left open and the process
+   * running on, as an envd that stopped answering; with `thenFailStarts`,
+   * that many process starts after each fail too (so a kill cannot be
+   * confirmed).
+   */
+  silenceNextStreams(count = 1, options: { thenFailStarts?: number } = {}): void {
+    this.silentStreams = count;
+    this.failStartsAfterSilence = options.thenFailStarts ?? 0;
   }
 
   /** The next `count` process starts (such as a kill's helper) fail with 502. */

@@ -74,6 +74,8 @@ export interface ProcessHost {
   takeStreamDrop(): number;
   /** An injected drop happened. */
   streamDropped(): void;
+  /** An injected fault: this start's stream goes silent after its start event (no output, keepalive or end). */
+  takeSilence(): boolean;
 }
 
 /**
@@ -212,6 +214,8 @@ export class EnvdProcesses {
         return void this.host.streamDropped();
       }
       writer.event({ start: { pid: said.pid } });
+      // Injected: the stream stays open and says nothing more; the process runs on.
+      if (this.host.takeSilence()) return;
       this.subscribe(proc, writer, req, res, dropAfter);
       for (const [kind, chunk] of early.splice(0)) emit(kind, chunk);
     };
