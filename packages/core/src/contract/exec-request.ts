@@ -25,7 +25,12 @@ export const execRequestSchema = z
         message: "expected a Uint8Array or a Readable",
       })
       .optional(),
-    /** Kill the process tree after this long and set `timedOut`. */
+    /**
+     * Kill the process tree after this long and set `timedOut`. A machine
+     * that then answers neither the command's end nor the kill within 10 s
+     * (KILL_TREE_LIMIT_MS) ends the call with UNAVAILABLE, not retryable,
+     * `details.killConfirmed` false: its processes may still run.
+     */
     timeoutMs: z.number().int().positive().optional(),
     /** Cap on each of stdout and stderr kept in the result (default 1 MiB). */
     maxOutputBytes: z.number().int().positive().optional(),
