@@ -1,4 +1,5 @@
 import type { Machine } from "@agent-computer/core";
+import { KILL_TREE_LIMIT_MS } from "@agent-computer/core/provider-utils";
 import { MemoryStateStore } from "@agent-computer/leases";
 import { failureOf } from "@agent-computer/testing/provider-test";
 import { afterAll, describe, expect, it } from "vitest";
@@ -63,6 +64,20 @@ if (!env.missing) {
       // Gone now: the runtime replaces it from its last checkpoint.
       expect(await provider.reconnect(machine.ref)).toBe("gone");
     }, 60_000);
+
+    it("quarantines a computer whose timed-out command's stream went silent and whose kill failed", async () => {
+      const machine = await provider.provision({ computerId: "q-silent", homeKey: `quarantine-silent-${Date.now()}` });
+      owned.push(machine);
+      emulator.silenceNextStreams(1, { thenFailStarts: 1 });
+      const started = performance.now();
+      const error = await failureOf(machine.exec({ shell: "sleep 60", timeoutMs: 2_000 }));
+      // Before, it waited for the silent stream until the SDK's own deadline.
+      expect(performance.now() - started).toBeLessThan(2_000 + KILL_TREE_LIMIT_MS + 5_000);
+      expect(error.code).toBe("CONFLICT");
+      expect(error.message).toMatch(/quarantined: .*could not be confirmed killed, and it is paused/);
+      expect(emulator.sandbox(idOf(machine))?.state).toBe("paused");
+      await provider.recover(machine.ref);
+    }, 40_000);
 
     it("pauses a quarantined computer although the service fails the first pause (hunt 7: a loaded engine's freeze failed)", async () => {
       const machine = await provider.provision({ computerId: "q3", homeKey: `quarantine-pause-${Date.now()}` });
