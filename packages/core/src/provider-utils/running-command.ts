@@ -211,7 +211,7 @@ export class RunningCommand {
     if (this.givenUp.killConfirmed) return this.result(null);
     throw new AgentComputerError(
       "UNAVAILABLE",
-      `The command passed its timeout of ${this.command.timeoutMs} ms and the machine answered neither its end nor the kill of its processes within ${KILL_TREE_LIMIT_MS} ms: they may still be running. Check the machine before running it again.`,
+      `The command passed its timeout of ${this.command.timeoutMs} ms; the machine did not report its end, and the kill of its processes failed or took over ${KILL_TREE_LIMIT_MS} ms: they may still be running. Check the machine before running it again.`,
       { retryable: false, details: { timedOut: true, killConfirmed: false } },
     );
   }
