@@ -10,7 +10,7 @@ import { checkDockerHost, dockerProvider } from "@agent-computer/provider-docker
 import { type ActivityEvent, type ComputerEvent, createComputerRuntime } from "@agent-computer/runtime";
 import { SecretVault } from "@agent-computer/secrets";
 import { createFakeProvider } from "@agent-computer/testing";
-import { chooseTestProvider } from "@agent-computer/testing/provider-test";
+import { chooseTestProvider, PROCESS_MEMORY_SCAN } from "@agent-computer/testing/provider-test";
 import type { Context } from "@mariozechner/pi-ai";
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } from "@mariozechner/pi-ai";
 import { describe, expect, it } from "vitest";
@@ -41,28 +41,6 @@ const refOf = (text: string, pattern: RegExp) => {
   if (!ref) throw new Error(`no element matching ${pattern} in:\n${text}`);
   return ref;
 };
-
-/**
- * Counts the bot's processes whose environment, command line or readable
- * memory holds the needle, read on stdin; the scan itself, which holds it, is left out.
- */
-const PROC_SCAN = `import os, sys
-needle = sys.stdin.buffer.read()
-scanned = hits = 0
-for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
-    try:
-        blobs = [open(f"/proc/{pid}/environ", "rb").read(), open(f"/proc/{pid}/cmdline", "rb").read()]
-        scanned += 1
-        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
-            for line in maps:
-                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
-                if "r" not in line.split()[1] or hi - lo > 256 << 20: continue
-                try:
-                    mem.seek(lo); blobs.append(mem.read(hi - lo))
-                except OSError: pass
-    except OSError: continue
-    hits += any(needle in b for b in blobs)
-print(scanned, hits)`;
 
 async function signIn(provider: SandboxProvider, dataDir: string, realMachine: boolean) {
   const password = `pw-${randomBytes(12).toString("hex")}`;
@@ -140,8 +118,12 @@ async function signIn(provider: SandboxProvider, dataDir: string, realMachine: b
     const scan = async () =>
       new TextDecoder()
         .decode(
-          (await machine.exec({ argv: ["python3", "-c", PROC_SCAN], stdin: new TextEncoder().encode(password) }))
-            .stdout,
+          (
+            await machine.exec({
+              argv: ["python3", "-c", PROCESS_MEMORY_SCAN],
+              stdin: new TextEncoder().encode(password),
+            })
+          ).stdout,
         )
         .trim();
     const proc = realMachine ? await scan() : "";

@@ -62,29 +62,6 @@ export async function fixtureApi(
   return { network: name, subnet, remove };
 }
 
-/**
- * Counts the processes the computer's user can read whose environment,
- * command line or readable memory holds the needle (read on stdin); the
- * scan itself is left out. As examples/pi-agent/test/pi-secret-login.test.ts does.
- */
-export const PROC_SCAN = `import os, sys
-needle = sys.stdin.buffer.read()
-scanned = hits = 0
-for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
-    try:
-        blobs = [open(f"/proc/{pid}/environ", "rb").read(), open(f"/proc/{pid}/cmdline", "rb").read()]
-        scanned += 1
-        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
-            for line in maps:
-                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
-                if "r" not in line.split()[1] or hi - lo > 256 << 20: continue
-                try:
-                    mem.seek(lo); blobs.append(mem.read(hi - lo))
-                except OSError: pass
-    except OSError: continue
-    hits += any(needle in b for b in blobs)
-print(scanned, hits)`;
-
 /** A program in the computer using node's https: CONNECT through HTTPS_PROXY by hand (node 18 reads no proxy variable). */
 export function nodeHttpsGet(host: string, port: number, path: string): string {
   return `

@@ -4,10 +4,10 @@ import { join } from "node:path";
 import type { Machine } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { issueInterceptionCertificates } from "@agent-computer/egress";
-import { temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { PROCESS_MEMORY_SCAN, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { egressProxyName } from "../src/egress-proxy-container.js";
-import { fixtureApi, nodeHttpsGet, PROC_SCAN } from "./credential-fixtures.js";
+import { fixtureApi, nodeHttpsGet } from "./credential-fixtures.js";
 import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // Credentials added on the way out, on the real engine (issue 53; README,
@@ -130,13 +130,16 @@ if (!env.missing) {
           secret,
         );
         expect(files.out.trim(), "files holding the secret").toBe("");
-        const [scanned, holding] = (await sh(`python3 -c '${PROC_SCAN}'`, secret)).out.trim().split(" ").map(Number);
+        const [scanned, holding] = (await sh(`python3 -c '${PROCESS_MEMORY_SCAN}'`, secret)).out
+          .trim()
+          .split(" ")
+          .map(Number);
         expect(scanned, "the scan read the computer's processes").toBeGreaterThan(0);
         expect(holding, "processes holding the secret").toBe(0);
       }
       // The control: a process that does hold the token is found by the same scan.
       await sh(`(AC_CONTROL=${token} setsid sleep 30 >/dev/null 2>&1 < /dev/null & echo $! > control.pid)`);
-      const [, control] = (await sh(`python3 -c '${PROC_SCAN}'`, token)).out.trim().split(" ").map(Number);
+      const [, control] = (await sh(`python3 -c '${PROCESS_MEMORY_SCAN}'`, token)).out.trim().split(" ").map(Number);
       await sh("kill $(cat control.pid); rm control.pid");
       expect(control).toBeGreaterThan(0);
       // Nor in what the engine shows of the computer and its network.

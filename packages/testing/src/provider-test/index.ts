@@ -11,6 +11,7 @@ export { historyOf, pixelsOf, SITE, SITE_PORT, serveFixtureSite } from "./fixtur
 export { IMPOSTOR_LOG, impostorHeard, startImpostorGateway } from "./impostor-gateway.js";
 export { countBytes, writeMixedHome } from "./mixed-home.js";
 export { pointerAfterTakeover } from "./pointer-after-takeover.js";
+export { PROCESS_MEMORY_SCAN } from "./process-memory-scan.js";
 export { provisionToFirstExec } from "./provision-to-first-exec.js";
 export { reportMissingProvider } from "./report-missing-provider.js";
 export { type Closed, RfbTestClient, refusalOf } from "./rfb-test-client.js";
