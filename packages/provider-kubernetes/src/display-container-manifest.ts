@@ -40,12 +40,15 @@ export const COPIED_HOME_VOLUME = "homes";
 const DISPLAY_START = `printf '%s' "$1" > "$2" && sleep infinity & while :; do wait; sleep 1; done`;
 
 /**
- * The bot's container's command when the display is apart: its home made
- * (an image whose user home lacks it still starts), the terminal host on
+ * The bot's container's command when the display is apart: the terminal
+ * host's state folder made first (0700, as the `desktop` CLI makes it), so
+ * it is there before the pod is ready and a home snapshot never sees it
+ * appear later (kubernetes-hostile-archives.test.ts caught that race), its
+ * home made (an image whose user home lacks it still starts), the terminal host on
  * the pod's loopback (a person's terminals run beside the bot's processes,
  * issue 46), restarted if it stops, and pid 1 reaping orphans as above.
  */
-export const COMPUTER_START_BESIDE_DISPLAY = `mkdir -p -- "$1" || exit 1
+export const COMPUTER_START_BESIDE_DISPLAY = `(umask 077 && mkdir -p /tmp/agent-computer-desktops) && mkdir -p -- "$1" || exit 1
 while :; do desktop terminal-host >/dev/null 2>&1; sleep 1; done &
 while :; do wait; sleep 1; done`;
 
