@@ -275,9 +275,12 @@ export class E2bEmulator {
   async countProcesses(id: string, pattern: string): Promise<number> {
     const sandbox = this.sandboxes.get(id);
     if (!sandbox) throw new Error(`no sandbox ${id}`);
-    const argv = ["sh", "-c", `pgrep -f -- "$1" | wc -l`, "count", pattern];
+    // pgrep alone, no shell: a pipeline's shell, and its fork for `wc` until
+    // that execs, carry the pattern too, so "minus this sh" was off by one
+    // now and then (clean-clone run 28: 1 after a confirmed kill).
+    const argv = ["pgrep", "-c", "-f", "--", pattern];
     const { stdout } = await this.containers.run(sandbox.containerId, argv, { user: "0:0" });
-    return Number(stdout.toString("utf8").trim()) - 1; // pgrep -f sees this sh too
+    return Number(stdout.toString("utf8").trim());
   }
 
   async close(): Promise<void> {
