@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { fixtureHost } from "./egress-fixtures.js";
 
 // What the credentials suite stands in for an API with (docker-egress-credentials.test.ts).
 
@@ -40,26 +41,10 @@ export async function fixtureApi(
   aliases: string[],
   tlsIdentity: { certificate: string; key: string },
 ): Promise<{ network: string; subnet: string; remove(): Promise<void> }> {
-  const subnet = `${prefix}.${1 + Math.floor(Math.random() * 250)}.0/24`;
-  await docker.createNetwork({ Name: name, Driver: "bridge", IPAM: { Config: [{ Subnet: subnet }] } });
-  const container = await docker.createContainer({
-    name: `${name}-host`,
-    Image: image,
-    Cmd: ["python3", "-c", FIXTURE_API],
-    User: "1000:1000",
-    Env: [`FIXTURE_CERT=${tlsIdentity.certificate}`, `FIXTURE_KEY=${tlsIdentity.key}`],
-    HostConfig: { NetworkMode: name },
-    NetworkingConfig: { EndpointsConfig: { [name]: { Aliases: aliases } } },
+  return fixtureHost(docker, image, name, prefix, aliases, {
+    script: FIXTURE_API,
+    env: [`FIXTURE_CERT=${tlsIdentity.certificate}`, `FIXTURE_KEY=${tlsIdentity.key}`],
   });
-  await container.start();
-  const remove = async () => {
-    await container.remove({ force: true }).catch(() => {});
-    await docker
-      .getNetwork(name)
-      .remove()
-      .catch(() => {});
-  };
-  return { network: name, subnet, remove };
 }
 
 /** A program in the computer using node's https: CONNECT through HTTPS_PROXY by hand (node 18 reads no proxy variable). */

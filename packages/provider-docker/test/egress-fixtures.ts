@@ -25,7 +25,8 @@ http.server.ThreadingHTTPServer(("0.0.0.0", 8080), Reply).serve_forever()
  * A network of its own (a random /24 of `prefix`, e.g. "10.215") with one
  * fixture host on it answering HTTP on 8080 under `aliases`: the names
  * the egress proxy's resolver (Docker's, once the proxy joins the network)
- * finds, standing in for public names.
+ * finds, standing in for public names. `program` runs another Python
+ * server there instead (credential-fixtures.ts's HTTPS API).
  */
 export async function fixtureHost(
   docker: Docker,
@@ -33,14 +34,16 @@ export async function fixtureHost(
   name: string,
   prefix: string,
   aliases: string[],
+  program: { script: string; env?: string[] } = { script: FIXTURE_SERVER },
 ): Promise<{ network: string; subnet: string; address: string; remove(): Promise<void> }> {
   const subnet = `${prefix}.${1 + Math.floor(Math.random() * 250)}.0/24`;
   await docker.createNetwork({ Name: name, Driver: "bridge", IPAM: { Config: [{ Subnet: subnet }] } });
   const container = await docker.createContainer({
     name: `${name}-host`,
     Image: image,
-    Cmd: ["python3", "-c", FIXTURE_SERVER],
+    Cmd: ["python3", "-c", program.script],
     User: "1000:1000",
+    Env: program.env ?? [],
     HostConfig: { NetworkMode: name },
     NetworkingConfig: { EndpointsConfig: { [name]: { Aliases: aliases } } },
   });
