@@ -24,15 +24,31 @@ const panel = new ControlPanel(document.getElementById("control"), async (botId)
   }
 });
 
-/** A card's operation: the control panel opens on a takeover and closes on its release. */
+/**
+ * A card's operation: the control panel opens on a takeover and closes on
+ * its release. It closes before the release is asked: the release revokes
+ * the windows' capabilities, and a window still open would ask again with
+ * one (a 401). A refused release opens the panel again.
+ */
 async function act(op, botId) {
+  if (op === "release") panel.close();
   try {
     const answer = await apiPost(op, botId);
     if (op === "takeover") panel.open(botId, answer);
-    if (op === "release") panel.close();
+  } catch (error) {
+    if (op === "release") reopenPanel(botId);
+    throw error;
   } finally {
     await poll();
   }
+}
+
+/** The panel of a bot you still control, from the console's word on it (a reloaded page, a refused release). */
+function reopenPanel(botId) {
+  apiGet(`control/${encodeURIComponent(botId)}`).then(
+    (parts) => panel.open(botId, parts),
+    (error) => cards.get(botId)?.showRefusal(error),
+  );
 }
 
 function showComputer(computer) {
@@ -61,11 +77,7 @@ function showBots(bots) {
       grid.append(card.el);
       card.update(bot);
       card.loadScreen();
-      if (bot.controlled)
-        apiGet(`control/${encodeURIComponent(bot.botId)}`).then(
-          (parts) => panel.open(bot.botId, parts),
-          (error) => card.showRefusal(error),
-        );
+      if (bot.controlled) reopenPanel(bot.botId);
     } else card.update(bot);
   }
 }

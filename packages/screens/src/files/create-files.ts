@@ -99,7 +99,7 @@ class FilesHost implements Files {
   private readonly seal: CapabilitySeal;
   private readonly operations: FilesOperations;
   private readonly issued = new Map<string, Issued>();
-  private readonly streams = new Set<{ computerId: string; response: ServerResponse }>();
+  private readonly streams = new Set<{ capabilityId: string; computerId: string; response: ServerResponse }>();
   private readonly page: { html: string; contentSecurityPolicy: string };
   private readonly clock: () => number;
   private readonly heartbeat: NodeJS.Timeout;
@@ -147,6 +147,14 @@ class FilesHost implements Files {
     const id = this.seal.openAs(token, sealedSchema)?.id ?? capabilityIdOrUrl;
     const issued = this.issued.get(id);
     if (issued) issued.revoked = true;
+    // Its page's event stream says so and ends: a "refresh" sent after
+    // this would only make the page ask again with a dead capability (a
+    // 401), and so would a page that reconnects to a stream that ended.
+    for (const s of this.streams)
+      if (s.capabilityId === id) {
+        this.streams.delete(s);
+        s.response.end("data: closed\n\n");
+      }
   }
 
   updateControl(lease: Lease): number {
@@ -181,7 +189,7 @@ class FilesHost implements Files {
   }
 
   private async answer(op: string, url: URL, request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const issued = this.capabilityOf(request);
+    const { id, issued } = this.capabilityOf(request);
     const path = url.searchParams.get("path") ?? "";
     const { policy } = issued;
     const method = request.method ?? "GET";
@@ -208,7 +216,7 @@ class FilesHost implements Files {
     if (op === "list") return sendJson(response, 200, await this.operations.list(policy, path));
     if (op === "preview") return sendJson(response, 200, await this.operations.preview(policy, path));
     if (op === "download") return this.download(policy, path, response);
-    if (op === "events") return this.follow(policy, response);
+    if (op === "events") return this.follow(id, policy, response);
     throw new AgentComputerError("NOT_FOUND", `No files operation "${op}".`);
   }
 
@@ -246,20 +254,20 @@ class FilesHost implements Files {
       );
   }
 
-  private follow(policy: FilesPolicy, response: ServerResponse): void {
+  private follow(capabilityId: string, policy: FilesPolicy, response: ServerResponse): void {
     response.writeHead(200, {
       "Content-Type": "text/event-stream",
       "Cache-Control": "no-store, no-transform",
       Connection: "keep-alive",
     });
     response.write(": open\n\n");
-    const stream = { computerId: policy.computerId, response };
+    const stream = { capabilityId, computerId: policy.computerId, response };
     this.streams.add(stream);
     response.on("close", () => this.streams.delete(stream));
   }
 
   /** The capability a request carries as `Authorization: Bearer <token>`, if it is live. */
-  private capabilityOf(request: IncomingMessage): Issued {
+  private capabilityOf(request: IncomingMessage): { id: string; issued: Issued } {
     const token = /^Bearer ([A-Za-z0-9_-]+)$/.exec(request.headers.authorization ?? "")?.[1];
     const sealed = token === undefined ? undefined : this.seal.openAs(token, sealedSchema);
     const issued = sealed === undefined ? undefined : this.issued.get(sealed.id);
@@ -268,7 +276,7 @@ class FilesHost implements Files {
         "LEASE_LOST",
         "This Files capability is not valid here (expired, revoked, or issued by another process); ask for a new one.",
       );
-    return issued;
+    return { id: sealed.id, issued };
   }
 
   private sendPage(response: ServerResponse): void {

@@ -74,11 +74,14 @@ const $ = (id) => document.getElementById(id);
 const api = (op, query) => config.publicPath + "/api/" + op + "?" + new URLSearchParams(query || {});
 let dir = null;
 let opened = null;
+// Set once the capability is revoked or expired: it never comes back, so the page stops asking.
+let closed = false;
 
 async function call(op, query, init) {
   const response = await fetch(api(op, query), { ...init, headers: { Authorization: "Bearer " + token }, cache: "no-store" });
   if (!response.ok) {
     const body = await response.json().catch(() => ({ code: String(response.status), message: response.statusText }));
+    if (response.status === 401) close();
     throw body;
   }
   return response;
@@ -123,11 +126,17 @@ async function show(path) {
     if (/^(Loading…|\\d+ entries)$/.test($("status").textContent)) say(listing.entries.length + " entries");
     report("ready");
   } catch (error) {
+    if (closed) return;
     say((error.code || "ERROR") + ": " + (error.message || String(error)), true);
     report("failed");
   }
 }
-const refresh = () => (dir === null ? undefined : show(dir));
+const refresh = () => (dir === null || closed ? undefined : show(dir));
+function close() {
+  closed = true;
+  say("This Files window has closed (control handed back, or its time ran out); open it again from the console.", true);
+  report("closed");
+}
 
 async function preview(path) {
   opened = path;
@@ -179,17 +188,18 @@ $("upload").onchange = async () => {
 
 async function follow() {
   // The server's word that a bot ran a command: refresh now, not at the next tick.
-  for (;;) {
+  while (!closed) {
     try {
       const response = await call("events");
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        if (value.includes("data: refresh") && document.visibilityState === "visible") refresh();
+        if (value.includes("data: closed")) close();
+        else if (value.includes("data: refresh") && document.visibilityState === "visible") refresh();
       }
     } catch {}
-    await new Promise((r) => setTimeout(r, 2000));
+    if (!closed) await new Promise((r) => setTimeout(r, 2000));
   }
 }
 

@@ -269,7 +269,7 @@ describe("files service", () => {
     await runtime.releaseTakeover(control);
   });
 
-  it("refuses a forged, revoked or expired capability and tells open pages to refresh on a bot's command", async () => {
+  it("refuses a forged, revoked or expired capability, tells open pages to refresh on a bot's command, and ends a revoked page's stream", async () => {
     const { runtime, files, workspaceId, computerId, api, origin } = await setup();
     const run = runtime.startRun({ workspaceId, botId: "alice" });
     await run.machine();
@@ -282,9 +282,19 @@ describe("files service", () => {
     files.notify({ computerId: "team-other" });
     files.notify({ computerId });
     expect((await reader.read()).value).toBe("data: refresh\n\n");
-    await reader.cancel();
+    const other = await files.issueFilesCapability({ computerId, botId: "alice", mode: "view", ttlMs: 60_000 });
+    const otherStream = await api(other.token, "events");
+    const otherReader = (otherStream.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    expect((await otherReader.read()).value).toContain(": open");
+    // Revoked, the page's stream says so and ends: no later "refresh" makes it ask with a dead capability.
     files.revoke(view.pageUrl);
+    expect((await reader.read()).value).toBe("data: closed\n\n");
+    expect((await reader.read()).done).toBe(true);
     expect((await api(view.token, "list", "bots/alice")).status).toBe(401);
+    // Another page's capability is untouched.
+    files.notify({ computerId });
+    expect((await otherReader.read()).value).toBe("data: refresh\n\n");
+    await otherReader.cancel();
     const page = await fetch(`${origin}/files/page`);
     expect(page.headers.get("content-security-policy")).toMatch(/script-src 'self' 'sha256-/);
     expect(await page.text()).not.toContain(view.token);
