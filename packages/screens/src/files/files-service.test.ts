@@ -284,7 +284,9 @@ describe("files service", () => {
     expect((await reader.read()).value).toBe("data: refresh\n\n");
     const other = await files.issueFilesCapability({ computerId, botId: "alice", mode: "view", ttlMs: 60_000 });
     const otherStream = await api(other.token, "events");
-    const otherReader = (otherStream.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    const otherReader = (otherStream.body as ReadableStream<Uint8Array>)
+      .pipeThrough(new TextDecoderStream())
+      .getReader();
     expect((await otherReader.read()).value).toContain(": open");
     // Revoked, the page's stream says so and ends: no later "refresh" makes it ask with a dead capability.
     files.revoke(view.pageUrl);
