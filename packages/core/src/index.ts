@@ -27,7 +27,9 @@ export { type DesktopOptions, desktopOptionsSchema } from "./contract/desktop-op
 export type { DesktopSession } from "./contract/desktop-session.js";
 export {
   type EgressCredential,
+  type EgressDenial,
   type EgressPolicy,
+  type EgressRefusalReason,
   egressCredentialSchema,
   egressHostPatternSchema,
   egressPolicySchema,

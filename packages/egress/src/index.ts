@@ -5,6 +5,7 @@ export {
   egressCredentials,
   headersWithCredential,
 } from "./credential-injection.js";
+export { EgressDenialListeners } from "./egress-denial-listeners.js";
 export {
   createEgressProxy,
   EGRESS_REFUSAL_HEADER,

@@ -16,6 +16,7 @@ import {
   LOOPBACK_PROXY_COMMAND,
   SCREEN_GATEWAY_PORT,
 } from "@agent-computer/desktop-runtime";
+import { EgressDenialListeners } from "@agent-computer/egress";
 import Docker from "dockerode";
 import { COMPUTER_GID, COMPUTER_UID, readyHomeForComputer } from "./computer-home-owner.js";
 import { COMPUTER_LABELS, DISPLAY_LABELS } from "./computer-labels.js";
@@ -74,11 +75,12 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
   // Load lazily: a caller passing its own profile never reads the file.
   const seccomp = () => parsed.seccompProfile ?? computerSeccompProfile();
   const prepareNetwork = networkPreparer(docker, parsed.network);
+  const denials = new EgressDenialListeners(parsed.onEgressDenied);
   const egressProxy = new EgressProxyKeeper({
     docker,
     dataDir,
     bridgeNetwork: prepareNetwork,
-    onDenied: parsed.onEgressDenied,
+    onDenied: denials.notify,
     ...(parsed.egressUpstreamCa ? { upstreamCa: parsed.egressUpstreamCa } : {}),
   });
 
@@ -144,6 +146,7 @@ export function dockerProvider(options: DockerProviderOptions): SandboxProvider 
     defaults: parsed,
     defaultImage: computerImageRef,
     machineId: (id) => matchRefId("docker", id, CONTAINER_ID, "<64 hex digit container id>")[0],
+    watchEgressDenials: denials.watch,
 
     async provision({ spec: resolved, image, context, signal }) {
       const homeDir = join(dataDir, "homes", resolved.homeKey);

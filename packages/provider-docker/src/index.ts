@@ -5,6 +5,8 @@ export type { DockerHostCheck } from "./docker-host-check.js";
 export { DockerMachine } from "./docker-machine.js";
 export { DOCKER_CAPABILITIES, dockerProvider } from "./docker-provider.js";
 export { type DockerProviderOptions, dockerProviderOptionsSchema } from "./docker-provider-options.js";
+// The shared egress proxy's container name for a data folder: what an operator removes (`docker rm -f`) when retiring it.
+export { egressProxyName } from "./egress-proxy-container.js";
 // The computer image's build on this engine (docs/architecture.md §4); its files, tag and sandbox settings are desktop-runtime's.
 export { buildComputerImage } from "./image/build-computer-image.js";
 export type { BuildComputerImageOptions } from "./image/build-computer-image-options.js";

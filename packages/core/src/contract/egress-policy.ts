@@ -103,3 +103,33 @@ export const egressPolicySchema = z.object({
 export type EgressPolicy = z.input<typeof egressPolicySchema>;
 export type ResolvedEgressPolicy = z.output<typeof egressPolicySchema>;
 export type EgressCredential = z.input<typeof egressCredentialSchema>;
+
+/** Why an egress fence refused a request: stable codes an app can branch on (`@agent-computer/egress` has a sentence for each). */
+export type EgressRefusalReason =
+  | "not-allowed" // the host matches no pattern of the allowlist
+  | "private-address" // it resolves to a private, loopback, link-local, CGNAT, unique-local or other non-public address
+  | "metadata-address" // it resolves to a cloud metadata address (169.254.169.254, fd00:ec2::254)
+  | "host-address" // it resolves to an address of the host the fence runs on
+  | "unresolved" // its name has no address
+  | "no-policy" // the fence holds no policy for where the request came from
+  | "bad-request"; // not a request the fence takes (no absolute URL, no host:port, a scheme other than http)
+
+/**
+ * One request an egress fence refused, as a provider reports it
+ * (`SandboxProvider.watchEgressDenials`): no header, path or body of the
+ * request, so nothing the bot sent can carry a secret into it.
+ */
+export interface EgressDenial {
+  /** The policy's `name`. */
+  readonly policy: string;
+  /** The host as the request named it (a name or an address). */
+  readonly host: string;
+  readonly port: number;
+  readonly reason: EgressRefusalReason;
+  /** The address the refusal was about, where one was resolved. */
+  readonly address?: string;
+  /** The computer the policy belongs to, where the fence serves several (provider-docker's shared proxy). */
+  readonly computerId?: string;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+}

@@ -1,4 +1,5 @@
 import type { ComputerSpec } from "./computer-spec.js";
+import type { EgressDenial } from "./egress-policy.js";
 import type { ListFilter } from "./list-filter.js";
 import type { Machine } from "./machine.js";
 import type { OpContext } from "./op-context.js";
@@ -26,4 +27,11 @@ export interface SandboxProvider {
   reconnect(ref: ProviderRef, ctx?: OpContext): Promise<Machine | "gone">;
   /** Refs of this provider's machines that carry all the given labels. */
   list(filter: ListFilter, ctx?: OpContext): Promise<ProviderRef[]>;
+  /**
+   * Subscribes to the requests this provider's egress fence refused, for
+   * every computer it fences (the runtime turns each into an
+   * `egress-denied` event); returns the unsubscribe function. Only a
+   * provider with `capabilities.egress` offers it.
+   */
+  watchEgressDenials?(listener: (denial: EgressDenial) => void): () => void;
 }

@@ -33,6 +33,7 @@ export function defineSandboxProvider<Id>(definition: SandboxProviderDefinition<
       return definition.reconnect(id, { ref, context, signal: signalOf(context, "reconnect") });
     },
     list: async (filter, ctx) => definition.list(listRequestOf(filter, ctx)),
+    ...(definition.watchEgressDenials ? { watchEgressDenials: definition.watchEgressDenials } : {}),
   };
 }
 

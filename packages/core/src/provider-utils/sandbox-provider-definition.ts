@@ -1,4 +1,5 @@
 import type { ResolvedComputerSpec } from "../contract/computer-spec.js";
+import type { EgressDenial } from "../contract/egress-policy.js";
 import type { Machine } from "../contract/machine.js";
 import type { ProviderCapabilities } from "../contract/provider-capabilities.js";
 import type { ProviderRef } from "../contract/provider-ref.js";
@@ -31,4 +32,6 @@ export interface SandboxProviderDefinition<Id> {
   /** Finds the machine behind a checked id; "gone" when it is missing or not one of this provider's. */
   reconnect(id: Id, request: ReconnectRequest): Promise<Machine | "gone">;
   list(request: ListRequest): Promise<ProviderRef[]>;
+  /** `SandboxProvider.watchEgressDenials`, passed on as it is: a provider with `capabilities.egress` gives it. */
+  watchEgressDenials?(listener: (denial: EgressDenial) => void): () => void;
 }

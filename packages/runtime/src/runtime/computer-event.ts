@@ -14,7 +14,8 @@ export interface ComputerEvent {
     | "suspension-deferred" // idle, but background work holds it (detail.jobs); the idle time counts again
     | "takeover-requested" // a bot asks a person to take over its screen
     | "takeover-started" // a person controls a bot's screen: its desktop actions are fenced out
-    | "takeover-ended"; // the person released it
+    | "takeover-ended" // the person released it
+    | "egress-denied"; // its egress fence refused a request (detail: policy, host, port, reason, address)
   readonly computerId: string;
   /** Milliseconds since the epoch, by the runtime's clock. */
   readonly at: number;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { DesktopSession, Machine, SandboxProvider } from "@agent-computer/core";
+import type { DesktopSession, EgressDenial, Logger, Machine, SandboxProvider } from "@agent-computer/core";
 import {
   AgentComputerError,
   botIdSchema,
@@ -128,6 +128,27 @@ export class ComputerRuntime {
       },
     });
     this.operations = new ComputerOperations(this.lifecycle, ledger, { logger, ...options.operations });
+    options.provider.watchEgressDenials?.((denial) => this.reportEgressDenial(denial, logger));
+  }
+
+  /**
+   * A request the provider's egress fence refused, as an `egress-denied`
+   * event of its computer (issue 53): the app learns which computer was
+   * refused what, while the bot's program gets the fence's own refusal. A
+   * provider serving several runtimes reports to each.
+   */
+  private reportEgressDenial(denial: EgressDenial, logger: Logger): void {
+    if (!denial.computerId) {
+      logger.warn("an egress denial named no computer", { policy: denial.policy, host: denial.host });
+      return;
+    }
+    this.events.emit("egress-denied", denial.computerId, performance.now(), {
+      policy: denial.policy,
+      host: denial.host,
+      port: denial.port,
+      reason: denial.reason,
+      ...(denial.address ? { address: denial.address } : {}),
+    });
   }
 
   /** Subscribes to lifecycle events; returns the unsubscribe function. */
