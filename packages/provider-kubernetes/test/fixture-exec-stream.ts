@@ -5,6 +5,8 @@ import type { Json } from "./fixture-json.js";
 
 /** Engine output held for a slow exec reader before the engine's stream pauses. */
 const OUTPUT_IN_FLIGHT = 4 * 1024 * 1024;
+/** How long output must stay quiet after the command's exit was seen before an exec whose stream stays open ends. */
+const EXIT_GRACE_MS = 1000;
 
 /**
  * Carries one pods/exec between its websocket (the channel protocol of
@@ -102,13 +104,20 @@ export function pipeExec(
   stream.on("end", () => void finish());
   stream.on("close", () => void finish());
   // Background children may hold the output open after the command
-  // exits: then the exec ends once its output has been quiet a moment
-  // (never while output is still queued behind a slow reader).
+  // exits: then the exec ends once its output has been quiet a while
+  // since the exit was first seen (never while output is still queued
+  // behind a slow reader). Counted from the exit, not from the last
+  // output: a loaded engine reports the exit before it delivers the
+  // output, and ending then sent kubectl a Success with 0 bytes of a
+  // `tar -c` (clean-clone run 29, kubernetes-kubectl.test.ts).
+  let exitSeenAt: number | undefined;
   const poll = setInterval(() => {
     exec.inspect().then(
       (state) => {
-        const quiet = !stream.isPaused() && ws.bufferedAmount === 0 && Date.now() - lastOutputAt > 200;
-        if (!state.Running && quiet) void finish();
+        if (state.Running) return;
+        exitSeenAt ??= Date.now();
+        const drained = !stream.isPaused() && ws.bufferedAmount === 0;
+        if (drained && Date.now() - Math.max(lastOutputAt, exitSeenAt) > EXIT_GRACE_MS) void finish();
       },
       () => void finish(),
     );
