@@ -1,3 +1,5 @@
+import { copyFile, mkdir } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { defineConfig } from "tsup";
 import { BUILD_TYPES } from "../../tsup.preset.js";
 
@@ -34,5 +36,23 @@ export default defineConfig([
     treeshake: true,
     splitting: false,
     sourcemap: false,
+  },
+  {
+    // The egress proxy of @agent-computer/egress, its self-contained build copied as it is beside the desktop
+    // command (tsup wants an entry: this folder's smallest file stands in, its output discarded), so the image
+    // tag covers it and a Kubernetes pod's egress container runs it from the image: a cluster has no host folder
+    // to mount it from, as provider-docker does (provider-kubernetes README, "Egress by policy").
+    entry: { "egress-proxy-entry": "src/image/computer-image-extras.ts" },
+    outDir: "dist/egress-proxy-entry",
+    format: ["cjs"],
+    dts: false,
+    sourcemap: false,
+    async onSuccess() {
+      await mkdir("image/runtime/lib", { recursive: true });
+      await copyFile(
+        createRequire(import.meta.url).resolve("@agent-computer/egress/proxy-server.cjs"),
+        "image/runtime/lib/egress-proxy.cjs",
+      );
+    },
   },
 ]);

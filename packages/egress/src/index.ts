@@ -1,5 +1,11 @@
 export { AddressRules, METADATA_ADDRESSES } from "./address-rules.js";
 export {
+  denialOfLine,
+  EGRESS_PROXY_PORT,
+  egressChromiumPolicy,
+  egressProxyEnv,
+} from "./computer-proxy-settings.js";
+export {
   type CredentialHeader,
   type EgressCredentials,
   egressCredentials,

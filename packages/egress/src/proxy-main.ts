@@ -10,6 +10,13 @@ import { policyDirectory } from "./policy-directory.js";
 
 interface ProxyConfig {
   readonly port: number;
+  /**
+   * The address to listen on. Default 0.0.0.0 (provider-docker's shared
+   * proxy, reached on each computer's network); 127.0.0.1 for a proxy inside
+   * the computer's own network namespace (provider-kubernetes' egress
+   * container), which must not serve the pod's address to the cluster.
+   */
+  readonly host?: string;
   /** Where the policy files are, one per network served (policy-directory.ts). */
   readonly policiesDir: string;
   /** The Docker host's addresses, refused like private ones. */
@@ -36,7 +43,9 @@ const server = createEgressProxy({
   ],
   onDenied: (denial) => process.stdout.write(`${JSON.stringify({ egressDenied: denial })}\n`),
 });
-server.listen(config.port, "0.0.0.0", () => process.stdout.write(`${JSON.stringify({ listening: config.port })}\n`));
+server.listen(config.port, config.host ?? "0.0.0.0", () =>
+  process.stdout.write(`${JSON.stringify({ listening: config.port })}\n`),
+);
 const close = () => server.close(() => process.exit(0));
 process.on("SIGTERM", close);
 process.on("SIGINT", close);

@@ -1,3 +1,5 @@
+import { egressChromiumPolicy, egressProxyEnv, EGRESS_PROXY_PORT as SHARED_PROXY_PORT } from "@agent-computer/egress";
+
 /**
  * Labels of egress by policy (README, "Egress by policy"): the shared proxy
  * carries `proxy` (the provider's data folder it serves); a computer with a
@@ -19,39 +21,22 @@ export const EGRESS_LABELS = {
 
 /** The name the proxy answers to on every computer's network (the computer's HTTP_PROXY names it). */
 export const EGRESS_PROXY_ALIAS = "egress-proxy";
-/** The port the proxy listens on. */
-export const EGRESS_PROXY_PORT = 3128;
+/** The port the proxy listens on (@agent-computer/egress's, the same on every provider). */
+export const EGRESS_PROXY_PORT = SHARED_PROXY_PORT;
 
 /**
- * The computer's environment with a policy: for convenience only (curl,
- * pip, npm, git find the proxy); unsetting them takes nothing away, since
- * the computer's network has no other way out.
+ * The computer's environment with a policy (@agent-computer/egress's
+ * `egressProxyEnv`): for convenience only, since the computer's network
+ * has no other way out.
  */
-export const EGRESS_PROXY_ENV: readonly string[] = (() => {
-  const proxy = `http://${EGRESS_PROXY_ALIAS}:${EGRESS_PROXY_PORT}`;
-  const direct = "localhost,127.0.0.1,::1";
-  return [
-    `HTTP_PROXY=${proxy}`,
-    `http_proxy=${proxy}`,
-    `HTTPS_PROXY=${proxy}`,
-    `https_proxy=${proxy}`,
-    `NO_PROXY=${direct}`,
-    `no_proxy=${direct}`,
-  ];
-})();
+export const EGRESS_PROXY_ENV: readonly string[] = egressProxyEnv(`http://${EGRESS_PROXY_ALIAS}:${EGRESS_PROXY_PORT}`);
 
 /**
- * What a fenced computer's display adds to its Chromium's managed policy
- * (which wins over the command line's proxy flags): every URL, loopback
- * included (`<-loopback>`), goes to the egress proxy, which sends loopback
- * ones to the computer's loopback and judges the rest; WebRTC sends no UDP
- * that does not go through the proxy (so none: the proxy carries TCP).
+ * What a fenced computer's display adds to its Chromium's managed policy:
+ * every URL, loopback included, goes to the egress proxy, which sends
+ * loopback ones to the computer's loopback (the display's own is not the
+ * computer's) and judges the rest; no WebRTC UDP.
  */
-export const EGRESS_CHROMIUM_POLICY = Object.freeze({
-  ProxySettings: {
-    ProxyMode: "fixed_servers",
-    ProxyServer: `${EGRESS_PROXY_ALIAS}:${EGRESS_PROXY_PORT}`,
-    ProxyBypassList: "<-loopback>",
-  },
-  WebRtcIPHandling: "disable_non_proxied_udp",
+export const EGRESS_CHROMIUM_POLICY = egressChromiumPolicy(`${EGRESS_PROXY_ALIAS}:${EGRESS_PROXY_PORT}`, {
+  loopbackToProxy: true,
 });

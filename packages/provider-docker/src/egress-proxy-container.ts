@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { ResolvedEgressPolicy } from "@agent-computer/core";
 import { LOOPBACK_PROXY_PORT } from "@agent-computer/desktop-runtime";
 import {
+  denialOfLine,
   type EgressDenial,
   type EgressPolicyFile,
   egressProxyScriptPath,
@@ -249,12 +250,8 @@ export class EgressProxyKeeper {
 }
 
 function reportDenial(line: string, onDenied: (denial: EgressDenial) => void): void {
-  try {
-    const parsed = JSON.parse(line) as { egressDenied?: EgressDenial };
-    if (parsed.egressDenied) onDenied(parsed.egressDenied);
-  } catch {
-    // Not a denial line.
-  }
+  const denial = denialOfLine(line);
+  if (denial) onDenied(denial);
 }
 
 /**

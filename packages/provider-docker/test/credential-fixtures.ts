@@ -1,5 +1,5 @@
+import { fixtureHost } from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
-import { fixtureHost } from "./egress-fixtures.js";
 
 // What the credentials suite stands in for an API with (docker-egress-credentials.test.ts).
 

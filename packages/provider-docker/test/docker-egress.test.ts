@@ -2,12 +2,17 @@ import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import type { EgressDenial } from "@agent-computer/egress";
-import { temporaryDataDir } from "@agent-computer/testing/provider-test";
+import {
+  bypassScript,
+  FIXTURE_REPLY,
+  fixtureHost,
+  hostSideTarget,
+  temporaryDataDir,
+} from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ISOLATED_NETWORK } from "../src/computer-network.js";
 import { egressProxyName } from "../src/egress-proxy-container.js";
 import { dockerTestEnvironment } from "./docker-test-environment.js";
-import { bypassScript, FIXTURE_REPLY, fixtureHost, hostSideTarget } from "./egress-fixtures.js";
 
 // Egress by policy on the real engine (issue 53; README, "Egress by policy").
 // The stand-ins for the internet: fixture hosts on networks of their own,

@@ -2,6 +2,7 @@ import { labelValueOf, type ResolvedComputerSpec } from "@agent-computer/core";
 import type { V1Container, V1Pod, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
 import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
 import { COMPUTER_START_BESIDE_DISPLAY, displayContainerOf, homeVolumeOf } from "./display-container-manifest.js";
+import { EGRESS_POLICY_ANNOTATION, type EgressFence } from "./egress-fence-manifest.js";
 import type { ResolvedKubernetesProviderOptions } from "./kubernetes-provider-options.js";
 
 /** The uid and gid the computer image's user has; every pod runs as them. */
@@ -42,6 +43,8 @@ export function computerPodManifest(
   options: ResolvedKubernetesProviderOptions,
   /** Set when the home is mounted from a claim instead of copied in. */
   mountedHome?: MountedHomeSource,
+  /** Set when the spec carries an egress policy (egress-fence-manifest.ts). */
+  fence?: EgressFence,
 ): V1Pod {
   const cpu = spec.resources?.cpus === undefined ? options.cpuLimit : `${Math.round(spec.resources.cpus * 1000)}m`;
   const memory = spec.resources?.memoryMb === undefined ? options.memoryLimit : `${spec.resources.memoryMb}Mi`;
@@ -70,6 +73,7 @@ export function computerPodManifest(
           limits,
           homeMount,
           securityContext,
+          ...(fence ? { env: fence.env, chromiumPolicy: fence.chromiumPolicy } : {}),
         })
       : undefined;
   const volumes: V1Volume[] = [
@@ -77,6 +81,7 @@ export function computerPodManifest(
     ...(mountedHome ? [{ name: HOME_VOLUME, persistentVolumeClaim: { claimName: mountedHome.claim } }] : []),
     ...(shared ? [shared.volume] : []),
     ...(display?.volumes ?? []),
+    ...(fence?.volumes ?? []),
   ];
   return {
     apiVersion: "v1",
@@ -99,6 +104,7 @@ export function computerPodManifest(
         [COMPUTER_POD_LABELS.homeKey]: spec.homeKey,
         [COMPUTER_POD_LABELS.workspacePath]: options.workspacePath,
         [COMPUTER_POD_LABELS.screenLimit]: String(screenLimit),
+        ...(fence ? { [EGRESS_POLICY_ANNOTATION]: spec.egress?.name ?? "default" } : {}),
       },
     },
     spec: {
@@ -134,6 +140,8 @@ export function computerPodManifest(
           ? { type: "Localhost", localhostProfile: options.seccompLocalhostProfile }
           : { type: "RuntimeDefault" },
       },
+      // The fence's rules are in the pod's network namespace before any other container of it starts.
+      ...(fence ? { initContainers: [fence.initContainer] } : {}),
       containers: [
         {
           name: options.containerName,
@@ -150,6 +158,7 @@ export function computerPodManifest(
           env: [
             { name: "HOME", value: options.workspacePath },
             { name: "LANG", value: "C.UTF-8" },
+            ...(fence?.env ?? []),
           ],
           ...(Object.keys(limits).length > 0 ? { resources: { limits } } : {}),
           securityContext,
@@ -161,6 +170,7 @@ export function computerPodManifest(
           volumeMounts: [{ name: "shm", mountPath: "/dev/shm" }, ...(homeMount ? [homeMount] : [])],
         },
         ...(display ? [display.container] : []),
+        ...(fence ? [fence.container] : []),
       ],
       volumes,
     },

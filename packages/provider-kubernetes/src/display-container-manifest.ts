@@ -76,6 +76,9 @@ export function displayContainerOf(input: {
   /** The home's mount, the same as the bot's container's. */
   readonly homeMount: V1VolumeMount;
   readonly securityContext: V1Container["securityContext"];
+  /** A fenced computer's: the proxy variables, and what its Chromium policy adds (egress-fence-manifest.ts). */
+  readonly env?: V1Container["env"];
+  readonly chromiumPolicy?: Record<string, unknown>;
 }): { container: V1Container; volumes: V1Volume[] } {
   const policyFile = CHROMIUM_MANAGED_POLICY_FILE;
   const container: V1Container = {
@@ -87,7 +90,7 @@ export function displayContainerOf(input: {
       "-c",
       DISPLAY_START,
       "start-display",
-      JSON.stringify(DISPLAY_APART_CHROMIUM_POLICY),
+      JSON.stringify({ ...DISPLAY_APART_CHROMIUM_POLICY, ...input.chromiumPolicy }),
       policyFile,
     ],
     workingDir: "/",
@@ -99,6 +102,7 @@ export function displayContainerOf(input: {
       { name: TERMINAL_HOST_ENV, value: `127.0.0.1:${TERMINAL_HOST_PORT}` },
       // DevTools on a Unix socket of this container's own, never on the loopback the bot shares.
       { name: DEVTOOLS_TRANSPORT_ENV, value: "pipe" },
+      ...(input.env ?? []),
     ],
     ...(Object.keys(input.limits).length > 0 ? { resources: { limits: input.limits } } : {}),
     securityContext: input.securityContext,

@@ -77,14 +77,22 @@ export class KubernetesMachine extends CommandChannelMachine {
     /**
      * The pod's display container when the display runs apart
      * (display-container-manifest.ts); `container`: the one this object's
-     * commands run in, the bot's unless set.
+     * commands run in, the bot's unless set; `fenced`: the pod has an
+     * egress policy, so nothing the bot names starts beside the display
+     * (`launch` is refused: an image application given a URL would fetch
+     * it from the display's container, as on Docker).
      */
-    containers: { display?: string; container?: string } = {},
+    containers: { display?: string; container?: string; fenced?: boolean } = {},
   ) {
     // Desktops come from the shared Linux runtime, through the exec of the container the display runs in.
     // (Made during super(), before this class's fields: the display's machine is looked up per call.)
     super(workspacePath, (machine) =>
-      (machine as KubernetesMachine).desktops(workspacePath, screenLimit, containers.display !== undefined),
+      (machine as KubernetesMachine).desktops(
+        workspacePath,
+        screenLimit,
+        containers.display !== undefined,
+        containers.fenced === true,
+      ),
     );
     this.ref = `kubernetes:${host.namespace}/${podName}`;
     this.pod = { namespace: host.namespace, name: podName, container: containers.container ?? host.containerName };
@@ -105,7 +113,7 @@ export class KubernetesMachine extends CommandChannelMachine {
    * image's desktop applications start there (desktop-runtime README,
    * launchPrograms), as beside Docker's display container.
    */
-  private desktops(workspacePath: string, screenLimit: number, apart: boolean): LinuxDesktopRuntime {
+  private desktops(workspacePath: string, screenLimit: number, apart: boolean, fenced: boolean): LinuxDesktopRuntime {
     if (!apart) return new LinuxDesktopRuntime(this, { screenLimit });
     const display = () => this.display as KubernetesMachine;
     return new LinuxDesktopRuntime(
@@ -114,7 +122,7 @@ export class KubernetesMachine extends CommandChannelMachine {
         exec: (request, ctx) => display().exec(request, ctx),
         portUrl: (port, options, ctx) => display().portUrl(port, options, ctx),
       },
-      { screenLimit, launchPrograms: "applications" },
+      { screenLimit, launchPrograms: fenced ? false : "applications" },
     );
   }
 

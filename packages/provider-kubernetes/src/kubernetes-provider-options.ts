@@ -1,4 +1,6 @@
 import { restoreLimitsSchema } from "@agent-computer/checkpoint";
+import { egressPolicySchema } from "@agent-computer/core";
+import type { EgressDenial } from "@agent-computer/egress";
 import { KubeConfig } from "@kubernetes/client-node";
 import { z } from "zod";
 
@@ -137,6 +139,20 @@ export const kubernetesProviderOptionsSchema = z.object({
    * nothing on this host. Kept so settings that name it still parse.
    */
   stagingDir: z.string().min(1).optional(),
+  /**
+   * The egress policy of every computer whose spec gives none (a spec's
+   * `egress` wins). Absent: pods reach the network as before. With a
+   * policy, the pod's only way out is its own egress container (README,
+   * "Egress by policy"); it needs `displayContainer` (the default).
+   */
+  egress: egressPolicySchema.optional(),
+  /**
+   * Called for each request a computer's egress proxy refused, with the
+   * computer's id: the app's activity event. Read from the egress
+   * container's log (`get` on `pods/log`), from the pod's start, or from a
+   * reconnect on.
+   */
+  onEgressDenied: z.custom<(denial: EgressDenial) => void>((v) => typeof v === "function").optional(),
 });
 
 export type KubernetesProviderOptions = z.input<typeof kubernetesProviderOptionsSchema>;

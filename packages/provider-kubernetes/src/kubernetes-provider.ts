@@ -3,6 +3,7 @@ import { join } from "node:path";
 import {
   AgentComputerError,
   loggerOf,
+  type OpContext,
   type ProviderCapabilities,
   type ProviderRef,
   parseInput,
@@ -15,6 +16,8 @@ import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
 import { computerPodManifest, HOME_VOLUME, type MountedHomeSource } from "./computer-pod-manifest.js";
 import { DISPLAY_CONTAINER_NAME } from "./display-container-manifest.js";
+import { EgressDenialFollower } from "./egress-denial-follower.js";
+import { EGRESS_CONTAINER_NAME, egressFenceOf } from "./egress-fence-manifest.js";
 import { apiStatus, kubernetesApiFailure } from "./kubernetes-api-failure.js";
 import { KubernetesMachine, podIsAlive } from "./kubernetes-machine.js";
 import type { KubernetesMachineHost } from "./kubernetes-machine-host.js";
@@ -33,7 +36,9 @@ import { PodExecSession } from "./pod-exec-session.js";
  * page browser, and screens and terminals through the gateway on the pod
  * IP; stop deletes the pod (the saved home is the persistence boundary);
  * the home is copied in and out (a provider with a home claim reports
- * `mountedHome: true` instead); pods do not bill while running.
+ * `mountedHome: true` instead); pods do not bill while running; an
+ * `egress` policy fences the pod to its own egress container (README,
+ * "Egress by policy").
  */
 export const KUBERNETES_CAPABILITIES: ProviderCapabilities = {
   desktop: true,
@@ -43,6 +48,7 @@ export const KUBERNETES_CAPABILITIES: ProviderCapabilities = {
   billsWhileRunning: false,
   stopKeepsMachine: false,
   mountedHome: false,
+  egress: true,
 };
 
 /** `<namespace>/<pod name>`, both DNS labels. */
@@ -81,6 +87,8 @@ export function kubernetesProvider(
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const namespace = parsed.namespace;
   let protocol: Promise<string> | undefined;
+  const onEgressDenied = parsed.onEgressDenied;
+  const denials = onEgressDenied ? new EgressDenialFollower(kubeConfig, namespace, onEgressDenied) : undefined;
 
   const host: KubernetesMachineHost = {
     kubeConfig,
@@ -165,8 +173,11 @@ export function kubernetesProvider(
   const localHomeDir = (homeKey: string | undefined) =>
     parsed.homeClaimLocalPath && homeKey ? join(parsed.homeClaimLocalPath, "homes", homeKey) : undefined;
 
-  const machineOf = (pod: V1Pod): KubernetesMachine =>
-    new KubernetesMachine(
+  const machineOf = (pod: V1Pod, context: OpContext): KubernetesMachine => {
+    const fenced = pod.spec?.containers?.some((c) => c.name === EGRESS_CONTAINER_NAME) === true;
+    // Denials from now on: the ones before this reconnect were this process's, or nobody's.
+    if (fenced) denials?.follow(pod.metadata?.name as string, loggerOf(context), new Date());
+    return new KubernetesMachine(
       host,
       pod.metadata?.name as string,
       pod.metadata?.annotations?.[COMPUTER_POD_LABELS.workspacePath] ?? parsed.workspacePath,
@@ -174,8 +185,11 @@ export function kubernetesProvider(
       Number(pod.metadata?.annotations?.[COMPUTER_POD_LABELS.screenLimit] ?? parsed.screenLimit) || 0,
       mountOf(pod),
       // Likewise whether its display runs apart: from the pod's own containers.
-      pod.spec?.containers?.some((c) => c.name === DISPLAY_CONTAINER_NAME) ? { display: DISPLAY_CONTAINER_NAME } : {},
+      pod.spec?.containers?.some((c) => c.name === DISPLAY_CONTAINER_NAME)
+        ? { display: DISPLAY_CONTAINER_NAME, fenced }
+        : { fenced },
     );
+  };
 
   return defineSandboxProvider({
     kind: "kubernetes",
@@ -197,7 +211,15 @@ export function kubernetesProvider(
 
     async provision({ spec: resolved, image, context, signal }) {
       const name = podNameFor(resolved.homeKey);
-      const manifest = computerPodManifest(name, resolved, image, parsed, mountedHome);
+      const policy = resolved.egress ?? parsed.egress;
+      if (policy && !parsed.displayContainer) {
+        throw new AgentComputerError(
+          "UNSUPPORTED",
+          "An egress policy needs the display in its own container (kubernetesProvider({ displayContainer: true }), the default): with one container the pod shares its process namespace, which would put the egress proxy in the bot's sight.",
+        );
+      }
+      const fence = policy ? egressFenceOf({ image, computerId: resolved.computerId, policy }) : undefined;
+      const manifest = computerPodManifest(name, resolved, image, parsed, mountedHome, fence);
       try {
         await abortable(core.createNamespacedPod({ namespace, body: manifest }), signal);
       } catch (error) {
@@ -212,6 +234,7 @@ export function kubernetesProvider(
         throw AgentComputerError.is(error) ? error : kubernetesApiFailure(error, "wait for the pod", namespace);
       }
       const ref: ProviderRef = `kubernetes:${namespace}/${name}`;
+      if (fence) denials?.follow(name, loggerOf(context));
       loggerOf(context).info("kubernetes machine provisioned", { ref, homeKey: resolved.homeKey, image });
       return new KubernetesMachine(
         host,
@@ -219,11 +242,11 @@ export function kubernetesProvider(
         parsed.workspacePath,
         resolved.screenLimit,
         mountedHome ? { localHomeDir: localHomeDir(resolved.homeKey) } : undefined,
-        parsed.displayContainer ? { display: DISPLAY_CONTAINER_NAME } : {},
+        parsed.displayContainer ? { display: DISPLAY_CONTAINER_NAME, fenced: fence !== undefined } : {},
       );
     },
 
-    async reconnect(name, { ref, signal }) {
+    async reconnect(name, { ref, context, signal }) {
       let pod: V1Pod;
       try {
         pod = await abortable(core.readNamespacedPod({ name, namespace }), signal);
@@ -240,7 +263,7 @@ export function kubernetesProvider(
         if (AgentComputerError.is(error) && /ended before it was ready|disappeared/.test(error.message)) return "gone";
         throw error;
       }
-      return machineOf(pod);
+      return machineOf(pod, context);
     },
 
     async list({ labels, running, signal }) {

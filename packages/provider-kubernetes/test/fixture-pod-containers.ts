@@ -86,6 +86,7 @@ export function createPodContainer(docker: Docker, plan: PodContainerPlan): Prom
         ...(security.seccompProfile?.type === "Localhost" ? [`seccomp=${computerSeccompProfile()}`] : []),
       ],
       Privileged: security.privileged === true,
+      ReadonlyRootfs: security.readOnlyRootFilesystem === true,
       Binds: plan.binds,
     },
   });
@@ -183,4 +184,21 @@ export function quantityBytes(quantity: string): number {
 /** A CPU quantity ("2", "500m") in cores. */
 export function cpuCores(quantity: string): number {
   return quantity.endsWith("m") ? Number(quantity.slice(0, -1)) / 1000 : Number(quantity);
+}
+
+/** Runs `cmd` in a container and gives its exit code (null when it could not run): a readiness probe. */
+export async function execExitCode(docker: Docker, containerId: string, cmd: string[]): Promise<number | null> {
+  try {
+    const exec = await docker.getContainer(containerId).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+    const stream = await exec.start({});
+    await new Promise<void>((resolve) => {
+      stream.on("data", () => {});
+      stream.on("end", resolve);
+      stream.on("close", resolve);
+      stream.on("error", () => resolve());
+    });
+    return (await exec.inspect()).ExitCode ?? null;
+  } catch {
+    return null;
+  }
 }

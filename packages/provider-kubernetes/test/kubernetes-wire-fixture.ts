@@ -26,14 +26,17 @@
  * - Every request needs `Authorization: Bearer <token>` (401 otherwise); `forbid()` makes a verb
  *   answer 403 Forbidden as RBAC would; `failNext()` answers the next call of a verb with a status
  *   (such as 409); `cutNextExec()` drops the next exec connection after some stdin bytes.
- * Pod spec fields honoured, for each container (fixture-pod-containers.ts): image, command, args,
- * env, workingDir, resources.limits (cpu, memory), readinessProbe.exec (the pod is Ready once every
- * container's passes), securityContext runAsUser/runAsGroup, allowPrivilegeEscalation false
- * (no-new-privileges), capabilities.drop ALL, memory emptyDirs (at /dev/shm the shm size; a tmpfs
- * of the container's own elsewhere), shareProcessNamespace (an init reaping orphans, one pid
- * namespace), terminationGracePeriodSeconds. Containers after the first join its network and IPC
- * namespaces as a pod's do; exec runs in the one `container=` names (400 when a pod of several
- * gets none), and containerStatuses list each.
+ * - GET /api/v1/namespaces/{ns}/pods/{name}/log?container=..&follow=..&sinceTime=..  200 text/plain
+ *   (fixture-pod-log.ts), followed until the container is gone; 400 for a container not there.
+ * Pod specs: what kube-apiserver refuses of the fields honoured is 422 Invalid (fixture-pod-spec-check.ts,
+ * citing the OpenAPI definitions). Per container (fixture-pod-containers.ts): image, command, args, env,
+ * workingDir, resources.limits (cpu, memory), readinessProbe.exec (Ready once every container's passes),
+ * securityContext runAsUser/runAsGroup, runAsNonRoot (uid 0: CreateContainerConfigError), privileged,
+ * allowPrivilegeEscalation false (no-new-privileges), capabilities drop ALL and add, readOnlyRootFilesystem,
+ * memory emptyDirs (/dev/shm: the shm size; elsewhere a tmpfs), shareProcessNamespace (an init reaping
+ * orphans, one pid namespace), terminationGracePeriodSeconds. Containers after the first join its network
+ * and IPC namespaces; with initContainers (run in order to completion, one failing fails the pod) all join a
+ * sandbox (fixture-pod-init.ts). Exec runs in the `container=` named (400 in a pod of several without one).
  * Volumes: a claim made with `addClaim(namespace, name, hostDir)` (a PVC backed by a host folder)
  * is bind-mounted at each mount's mountPath, `subPath` made on first use owned by the fsGroup; an
  * emptyDir on disk is a folder per pod every container mounting it shares; a missing claim leaves
@@ -57,19 +60,31 @@ import type Docker from "dockerode";
 import { WebSocketServer } from "ws";
 import { apiDiscovery } from "./fixture-discovery.js";
 import { pipeExec } from "./fixture-exec-stream.js";
-import type { Json } from "./fixture-json.js";
+import { type Json, readBody, statusBody } from "./fixture-json.js";
 import { fixtureKubeConfig } from "./fixture-kube-config.js";
-import { createPodContainer, execContainerIndex, FIXTURE_LABEL, volumeBinds } from "./fixture-pod-containers.js";
+import {
+  createPodContainer,
+  execContainerIndex,
+  execExitCode,
+  FIXTURE_LABEL,
+  volumeBinds,
+} from "./fixture-pod-containers.js";
+import { initializePod } from "./fixture-pod-init.js";
+import { servePodLog } from "./fixture-pod-log.js";
+import { nonRootViolation, podSpecProblem } from "./fixture-pod-spec-check.js";
+import { unschedulableReason } from "./fixture-scheduling.js";
 
 export type { Json } from "./fixture-json.js";
 export { cpuCores, quantityBytes } from "./fixture-pod-containers.js";
 /** A verb the provider uses, as RBAC names it (exec is `create pods/exec`). */
-export type FixtureVerb = "create" | "get" | "list" | "delete" | "exec";
+export type FixtureVerb = "create" | "get" | "list" | "delete" | "exec" | "log";
 
 interface PodRecord {
   pod: Json;
   /** The engine container of each of the pod's containers, in the spec's order, once made. */
   containerIds: string[];
+  /** Its sandbox and init containers (fixture-pod-init.ts), when it has init containers. */
+  initIds: string[];
   deleting?: boolean;
 }
 
@@ -164,6 +179,7 @@ export class KubernetesWireFixture {
     const now = new Date().toISOString();
     this.pods.set(`${namespace}/${name}`, {
       containerIds: [],
+      initIds: [],
       pod: {
         apiVersion: "v1",
         kind: "Pod",
@@ -195,6 +211,12 @@ export class KubernetesWireFixture {
         ? 0
         : ((record.pod.spec?.containers ?? []) as Json[]).findIndex((c) => c.name === container);
     return index < 0 ? undefined : record.containerIds[index];
+  }
+
+  /** The engine container that holds a pod's network namespace: its sandbox, else its first container. */
+  networkHolderOf(namespace: string, name: string): string | undefined {
+    const record = this.pods.get(`${namespace}/${name}`);
+    return record?.initIds[0] ?? record?.containerIds[0];
   }
 
   /** Deletes a pod as `kubectl delete --grace-period=N` or an eviction would. */
@@ -233,6 +255,8 @@ export class KubernetesWireFixture {
     const url = new URL(req.url ?? "/", "http://fixture");
     const discovery = req.method === "GET" ? apiDiscovery(url.pathname, this.port) : undefined;
     if (discovery) return this.json(res, 200, discovery);
+    const log = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/log$/.exec(url.pathname);
+    if (log && req.method === "GET") return this.log(res, log, url.searchParams);
     const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods(?:\/([^/]+))?$/.exec(url.pathname);
     if (!match) return this.status(res, 404, "NotFound", "the server could not find the requested resource");
     const namespace = decodeURIComponent(match[1] as string);
@@ -274,8 +298,8 @@ export class KubernetesWireFixture {
 
   /** RBAC and one-shot failures; true when the answer was sent. */
   private refused(res: ServerResponse, verb: FixtureVerb, namespace: string): boolean {
-    const resource = verb === "exec" ? "pods/exec" : "pods";
-    const rbacVerb = verb === "exec" ? "create" : verb;
+    const resource = verb === "exec" ? "pods/exec" : verb === "log" ? "pods/log" : "pods";
+    const rbacVerb = verb === "exec" ? "create" : verb === "log" ? "get" : verb;
     if (this.forbidden.has(verb)) {
       this.status(
         res,
@@ -308,6 +332,8 @@ export class KubernetesWireFixture {
         "Pod is invalid: metadata.name and spec.containers[0].image are required",
       );
     }
+    const problem = podSpecProblem(body.spec ?? {});
+    if (problem) return this.status(res, 422, "Invalid", `Pod "${name}" is invalid: ${problem}`, { name, kind: "Pod" });
     const key = `${namespace}/${name}`;
     if (this.pods.has(key)) {
       return this.status(res, 409, "AlreadyExists", `pods "${name}" already exists`, { name, kind: "pods" });
@@ -337,7 +363,7 @@ export class KubernetesWireFixture {
         })),
       },
     };
-    const record: PodRecord = { pod, containerIds: [] };
+    const record: PodRecord = { pod, containerIds: [], initIds: [] };
     this.pods.set(key, record);
     void this.run(key, record).catch(() => {});
     this.json(res, 201, pod);
@@ -371,7 +397,7 @@ export class KubernetesWireFixture {
     const containers = spec.containers as Json[];
     const statusOf = (i: number) => pod.status.containerStatuses[i] as Json;
     const [namespace, name] = key.split("/") as [string, string];
-    const unschedulable = this.unschedulable(namespace, spec);
+    const unschedulable = unschedulableReason(this.claims, this.pods, namespace, spec);
     if (unschedulable) {
       // As the scheduler leaves it: Pending, PodScheduled False, no container statuses.
       pod.status.conditions = [
@@ -388,7 +414,8 @@ export class KubernetesWireFixture {
       return;
     }
     spec.nodeName = "fixture-node";
-    for (const [i, container] of containers.entries()) {
+    for (const container of [...((spec.initContainers ?? []) as Json[]), ...containers]) {
+      const i = containers.indexOf(container);
       const exists = await this.docker
         .getImage(container.image)
         .inspect()
@@ -397,21 +424,30 @@ export class KubernetesWireFixture {
           () => false,
         );
       if (!exists) {
-        statusOf(i).state = {
+        (statusOf(Math.max(0, i)) as Json).state = {
           waiting: { reason: "ErrImagePull", message: `image "${container.image}" not found on the node` },
         };
         return;
       }
     }
+    const bindsOf = (container: Json) =>
+      volumeBinds(this.claims, join(this.emptyDirs, key.replace("/", "_")), namespace, spec, container);
+    const base = { fixtureId: this.id, namespace, pod: name, spec };
+    const init = await initializePod(this.docker, base, pod, bindsOf, () => !record.deleting);
+    record.initIds.push(...init.made);
+    if (init.failed) return;
+    if (init.podIP) pod.status.podIP = init.podIP;
     for (const [i, container] of containers.entries()) {
+      const refused = nonRootViolation(name, spec, container);
+      if (refused) {
+        statusOf(i).state = { waiting: { reason: "CreateContainerConfigError", message: refused } };
+        return;
+      }
       const created = await createPodContainer(this.docker, {
-        fixtureId: this.id,
-        namespace,
-        pod: name,
-        spec,
+        ...base,
         container,
-        binds: volumeBinds(this.claims, join(this.emptyDirs, key.replace("/", "_")), namespace, spec, container),
-        first: record.containerIds[0],
+        binds: bindsOf(container),
+        first: init.sandbox ?? record.containerIds[0],
         shared: containers.length > 1,
       });
       record.containerIds.push(created.id);
@@ -421,7 +457,7 @@ export class KubernetesWireFixture {
       }
       await created.start();
       const started = new Date().toISOString();
-      if (i === 0) {
+      if (i === 0 && !init.sandbox) {
         const info = await created.inspect();
         pod.status.podIP = Object.values(info.NetworkSettings.Networks ?? {})[0]?.IPAddress || undefined;
         pod.status.startTime = started;
@@ -444,54 +480,11 @@ export class KubernetesWireFixture {
     for (;;) {
       if (record.deleting || !this.pods.has(key)) return;
       const id = record.containerIds[index] as string;
-      if (probe === undefined || (await this.execExitCode(id, probe)) === 0) {
+      if (probe === undefined || (await execExitCode(this.docker, id, probe)) === 0) {
         record.pod.status.containerStatuses[index].ready = true;
         return;
       }
       await new Promise((r) => setTimeout(r, (container.readinessProbe?.periodSeconds ?? 10) * 1000));
-    }
-  }
-
-  /** Why the scheduler could not place the pod (one node), or undefined when it can. */
-  private unschedulable(namespace: string, spec: Json): string | undefined {
-    for (const volume of spec.volumes ?? []) {
-      const claim = volume.persistentVolumeClaim?.claimName as string | undefined;
-      if (claim && !this.claims.has(`${namespace}/${claim}`))
-        return `0/1 nodes are available: persistentvolumeclaim "${claim}" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.`;
-    }
-    const terms = (spec.affinity?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []) as Json[];
-    const running = [...this.pods.entries()].filter(
-      ([, r]) => r.pod.status?.phase === "Running" && !r.deleting && !r.pod.metadata?.deletionTimestamp,
-    );
-    for (const term of terms) {
-      const wanted = (term.labelSelector?.matchLabels ?? {}) as Record<string, string>;
-      const namespaces = (term.namespaces as string[] | undefined) ?? [namespace];
-      const met = running.some(
-        ([k, r]) =>
-          namespaces.includes(k.split("/")[0] as string) &&
-          Object.entries(wanted).every(([label, value]) => r.pod.metadata?.labels?.[label] === value),
-      );
-      if (!met)
-        return "0/1 nodes are available: 1 node(s) didn't match pod affinity rules. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
-    }
-    return undefined;
-  }
-
-  private async execExitCode(containerId: string, cmd: string[]): Promise<number | null> {
-    try {
-      const exec = await this.docker
-        .getContainer(containerId)
-        .exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
-      const stream = await exec.start({});
-      await new Promise<void>((resolve) => {
-        stream.on("data", () => {});
-        stream.on("end", resolve);
-        stream.on("close", resolve);
-        stream.on("error", () => resolve());
-      });
-      return (await exec.inspect()).ExitCode ?? null;
-    } catch {
-      return null;
     }
   }
 
@@ -504,7 +497,9 @@ export class KubernetesWireFixture {
     }
     const finish = async () => {
       // Later containers first: they live in the first one's namespaces.
-      const containers = [...record.containerIds].reverse().map((id) => this.docker.getContainer(id));
+      const containers = [...record.initIds, ...record.containerIds]
+        .reverse()
+        .map((id) => this.docker.getContainer(id));
       if (grace > 0) await Promise.all(containers.map((c) => c.stop({ t: grace }).catch(() => {})));
       for (const container of containers) await container.remove({ force: true }).catch(() => {});
       rmSync(join(this.emptyDirs, key.replace("/", "_")), { recursive: true, force: true });
@@ -512,6 +507,20 @@ export class KubernetesWireFixture {
     };
     if (grace === 0 || direct) await finish();
     else void finish();
+  }
+
+  /** `GET .../pods/{name}/log` (fixture-pod-log.ts). */
+  private async log(res: ServerResponse, match: RegExpExecArray, query: URLSearchParams): Promise<void> {
+    const [namespace, name] = [decodeURIComponent(match[1] as string), decodeURIComponent(match[2] as string)];
+    if (this.refused(res, "log", namespace)) return;
+    const record = this.pods.get(`${namespace}/${name}`);
+    if (!record) return this.status(res, 404, "NotFound", `pods "${name}" not found`, { name, kind: "pods" });
+    const index = execContainerIndex(record.pod.spec, name, query.get("container"));
+    if (typeof index === "string") return this.status(res, 400, "BadRequest", index);
+    const id = record.containerIds[index];
+    const wanted = record.pod.spec.containers[index].name;
+    if (!id) return this.status(res, 400, "BadRequest", `container "${wanted}" in pod "${name}" is waiting to start`);
+    await servePodLog(this.docker, res, id, query);
   }
 
   // --- pods/exec -----------------------------------------------------------
@@ -581,17 +590,4 @@ export class KubernetesWireFixture {
   private status(res: ServerResponse, code: number, reason: string, message: string, details?: Json): void {
     this.json(res, code, statusBody(code, reason, message, details));
   }
-}
-
-function statusBody(code: number, reason: string, message: string, details?: Json): Json {
-  return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, details, code };
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
 }

@@ -3,7 +3,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type Docker from "dockerode";
 
-// What the egress suite stands in for the internet with (docker-egress.test.ts).
+// What the egress suites stand in for the internet with (provider-docker's
+// docker-egress.test.ts, provider-kubernetes' kubernetes-egress.test.ts).
 
 /** A reply the fixture hosts give, so a test knows it reached one. */
 export const FIXTURE_REPLY = "fixture host says hello";
