@@ -104,7 +104,7 @@ export function computerPodManifest(
         [COMPUTER_POD_LABELS.homeKey]: spec.homeKey,
         [COMPUTER_POD_LABELS.workspacePath]: options.workspacePath,
         [COMPUTER_POD_LABELS.screenLimit]: String(screenLimit),
-        ...(fence ? { [EGRESS_POLICY_ANNOTATION]: spec.egress?.name ?? "default" } : {}),
+        ...(fence ? { [EGRESS_POLICY_ANNOTATION]: fence.policyName } : {}),
       },
     },
     spec: {

@@ -72,6 +72,8 @@ const PROXY_ADDRESS = `127.0.0.1:${EGRESS_PROXY_PORT}`;
 
 /** What a fenced pod adds: its init container, its egress container, their volume, and what its other containers get. */
 export interface EgressFence {
+  /** The policy's name, for the pod's annotation. */
+  readonly policyName: string;
   readonly initContainer: V1Container;
   readonly container: V1Container;
   readonly volumes: V1Volume[];
@@ -160,6 +162,7 @@ export function egressFenceOf(input: {
     volumeMounts: [{ name: PROXY_VOLUME, mountPath: PROXY_DIR }],
   };
   return {
+    policyName: input.policy.name,
     initContainer,
     container,
     volumes: [{ name: PROXY_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "1Mi" } }],
