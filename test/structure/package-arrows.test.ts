@@ -22,7 +22,8 @@ const ALLOWED: Record<string, string[]> = {
   "state-store-postgres": ["core", "leases"],
   "home-store-s3": ["core", "leases", "checkpoint"],
   "provider-docker": ["core", "checkpoint", "desktop-runtime", "egress"],
-  "provider-kubernetes": ["core", "checkpoint", "desktop-runtime"],
+  // Egress by policy runs the same proxy in the pod (README, "Egress by policy").
+  "provider-kubernetes": ["core", "checkpoint", "desktop-runtime", "egress"],
   "provider-host": ["core", "checkpoint", "desktop-runtime"],
   // What every hosted provider shares (docs/writing-a-hosted-provider.md).
   "provider-kit": ["core", "checkpoint", "desktop-runtime"],
