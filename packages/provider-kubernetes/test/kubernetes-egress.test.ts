@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import type { Machine } from "@agent-computer/core";
 import { computerImageRef, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import type { EgressDenial } from "@agent-computer/egress";
@@ -103,6 +104,22 @@ if (!env.missing) {
       expect(JSON.stringify(plain.spec)).not.toMatch(/PROXY|egress/i);
       expect(plain.metadata.annotations["agent-computer.org/egress-policy"]).toBeUndefined();
       expect(pod.metadata.annotations["agent-computer.org/egress-policy"]).toBe("fixture-allowlist");
+    });
+
+    it("serves the proxy on the pod's loopback only, never on the pod's address the cluster reaches", async () => {
+      const onPodAddress = await new Promise<string>((done) => {
+        const socket = connect({ host: podJson(fenced).status.podIP, port: 3128, timeout: 3_000 });
+        const end = (outcome: string) => {
+          socket.destroy();
+          done(outcome);
+        };
+        socket.once("connect", () => end("connected"));
+        socket.once("error", (error: NodeJS.ErrnoException) => end(error.code ?? "error"));
+        socket.once("timeout", () => end("timeout"));
+      });
+      expect(onPodAddress).toBe("ECONNREFUSED");
+      // Its own pod reaches it there on loopback (the variables say so).
+      expect((await sh(fenced, "echo $HTTP_PROXY")).out.trim()).toBe("http://127.0.0.1:3128");
     });
 
     it("lets the bot's curl reach an allowed host through the proxy, plain and tunnelled", async () => {
