@@ -237,6 +237,25 @@ for i in $(seq 1 50); do curl -fs --noproxy '*' http://127.0.0.1:8765/ >/dev/nul
       await desktop.release();
     }, 180_000);
 
+    it("keeps the fence for a provider that reconnects, and reports its denials from then on", async () => {
+      const later: EgressDenial[] = [];
+      const again = env.provider({
+        seccompLocalhostProfile: "agent-computer/chromium.json",
+        onEgressDenied: (denial) => later.push(denial),
+      });
+      const reconnected = await again.reconnect(fenced.ref);
+      if (reconnected === "gone") throw new Error("the fenced pod was not found again");
+      const refused = await sh(reconnected, "curl -sS --max-time 10 http://other.example.test:8080/after-reconnect");
+      expect(refused.out).toContain('"fixture-allowlist"');
+      await expect
+        .poll(() => later.filter((d) => d.computerId === "fenced" && d.host === "other.example.test"), {
+          timeout: 10_000,
+        })
+        .toHaveLength(1);
+      const direct = await sh(reconnected, `curl -sS --noproxy '*' --max-time 5 http://${allowed.address}:8080/`);
+      expect(direct.exitCode).not.toBe(0);
+    });
+
     it("refuses what it cannot fence: a policy with the display in the bot's container, or with credentials", async () => {
       const shared = env.provider({ displayContainer: false });
       await expect(
