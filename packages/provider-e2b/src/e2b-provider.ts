@@ -17,6 +17,7 @@ import {
 import type { ConnectionOpts } from "e2b";
 import { e2bFailure, withControlPlaneRetry } from "./e2b-failure.js";
 import { E2bMachine, type E2bMachineHost, quarantinedError } from "./e2b-machine.js";
+import { e2bNetworkOf } from "./e2b-network.js";
 import {
   type E2bProviderOptions,
   e2bOptionsFromEnv,
@@ -31,7 +32,11 @@ import { E2B_SDK, NOVITA_SDK, type SandboxSdk } from "./sandbox-sdk.js";
  * (processes and memory kept); the home is copied in and out; sandboxes
  * bill while running, so COMPUTER_MAX_ACTIVE_MS applies.
  */
-export const E2B_CAPABILITIES: ProviderCapabilities = HOSTED_COMPUTER_CAPABILITIES;
+export const E2B_CAPABILITIES: ProviderCapabilities = {
+  ...HOSTED_COMPUTER_CAPABILITIES,
+  // A spec's policy becomes the service's network config, enforced by its orchestrator (e2b-network.ts).
+  egress: true,
+};
 
 /** The metadata keys every computer sandbox carries beside the spec's labels. */
 export const E2B_METADATA = {
@@ -133,6 +138,7 @@ function sandboxProviderOn(
 
     async provision({ spec, image: template, context, signal }) {
       const opts = connection();
+      const network = e2bNetworkOf(spec.egress, sdk.service);
       const metadata = {
         ...spec.labels,
         [E2B_METADATA.managed]: "true",
@@ -152,6 +158,7 @@ function sandboxProviderOn(
               timeoutMs: parsed.timeoutMs,
               // A sandbox that times out pauses with its memory; it is never killed with the home in it.
               lifecycle: { onTimeout: "pause" },
+              ...(network ? { network } : {}),
               signal,
             }),
           `create a sandbox from template "${from}"`,

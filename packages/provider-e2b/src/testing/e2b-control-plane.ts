@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { type ComputerContainers, forwardPort, HttpAnswer } from "@agent-computer/testing/emulator";
+import { sandboxEgressOf } from "./e2b-network-fence.js";
 import { CLIENT_ID, EMULATED_ENVD_VERSION, type EmulatedSandbox, startSandboxMachine } from "./e2b-sandbox.js";
 import { shortSandboxId } from "./e2b-schemas.js";
 
@@ -39,6 +40,10 @@ export interface ControlPlaneHost {
   cutStreams(sandbox: EmulatedSandbox): void;
   /** How long a pause's memory snapshot takes before the sandbox is paused (default 0). */
   pauseMs?: number;
+  /** Names every sandbox resolves, standing in for public DNS (the emulator's `publicHosts`). */
+  extraHosts: string[];
+  /** Puts a sandbox's egress in force outside its reach (e2b-network-fence.ts); gives the fence's container. */
+  fence(sandbox: EmulatedSandbox): Promise<void>;
 }
 
 /** v2 create and connect default (e2b 2.51.0 index.d.ts NewSandboxV2, ConnectSandboxV2): 300 s. */
@@ -79,9 +84,16 @@ export class ControlPlane {
       throw fail(400, "autoPauseMemory=false (filesystem-only auto-pause) cannot be combined with autoResume.");
     // v2 is always secured; v1 only with `secure: true` (sandbox_create.go: the envd token).
     const secure = v2 || body.secure === true;
+    // Checked before the sandbox exists (sandbox_create.go validateNetworkConfig).
+    const egress = sandboxEgressOf(body);
     // handlers/sandbox_create.go: "i" and 20 characters of [a-z0-9] (shared/pkg/id).
     const id = `i${randomBytes(10).toString("hex")}`;
-    const machine = await startSandboxMachine(this.host.containers, { id, image, templateId });
+    const machine = await startSandboxMachine(this.host.containers, {
+      id,
+      image,
+      templateId,
+      extraHosts: this.host.extraHosts,
+    });
     const startedAt = new Date();
     const sandbox: EmulatedSandbox = {
       id,
@@ -103,7 +115,17 @@ export class ControlPlane {
       ended: new Map(),
       streams: new Set(),
       portListeners: new Map(),
+      ...(egress ? { egress } : {}),
     };
+    if (egress) {
+      // Before the sandbox is handed out: nothing the user runs ever sees the network unfenced.
+      try {
+        await this.host.fence(sandbox);
+      } catch (error) {
+        await this.host.removeSandbox(sandbox).catch(() => {});
+        throw error;
+      }
+    }
     this.host.sandboxes.set(id, sandbox);
     const running = () => this.host.sandboxes.get(id)?.state === "running";
     for (const port of this.host.ports)

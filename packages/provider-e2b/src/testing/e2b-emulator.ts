@@ -18,6 +18,7 @@ import type Docker from "dockerode";
 import { parseEnvelopes } from "./connect-envelope.js";
 import { type Answer, ControlPlane, type EmulatedTemplateBuild } from "./e2b-control-plane.js";
 import { E2B_OPERATIONS } from "./e2b-definition.js";
+import { startFence } from "./e2b-network-fence.js";
 import { type EmulatedSandbox, lookUpUser, TEMPLATE_USER } from "./e2b-sandbox.js";
 import { shortSandboxId } from "./e2b-schemas.js";
 import { EnvdFiles } from "./envd-files.js";
@@ -61,6 +62,15 @@ export interface E2bEmulatorOptions {
   filesBytesPerSecond?: number;
   /** How long a pause takes at the service (a memory snapshot, seconds per GB; default: at once). */
   pauseMs?: number;
+  /**
+   * Addresses (IPv4 CIDRs) a sandbox's network fence treats as public though
+   * they are private Docker addresses: a test's fixture hosts, standing in
+   * for the internet. Everything else of the service's always-denied ranges
+   * stays denied (e2b-network-fence.ts).
+   */
+  publicStandIns?: string[];
+  /** Names resolved in every sandbox and by its fence, standing in for public DNS (name to IPv4 address). */
+  publicHosts?: Record<string, string>;
 }
 
 /** One control-plane or envd call, as the emulator saw it (never its headers: they carry the key and tokens). */
@@ -145,6 +155,17 @@ export class E2bEmulator {
       ports: options.ports ?? [6080, 8080],
       maxLengthHours: options.maxLengthHours ?? 24,
       removeSandbox: (sandbox) => this.removeSandbox(sandbox),
+      extraHosts: Object.entries(options.publicHosts ?? {}).map(([name, address]) => `${name}:${address}`),
+      fence: async (sandbox) => {
+        if (!sandbox.egress) return;
+        sandbox.fenceContainerId = await startFence(
+          options.docker,
+          sandbox.containerId,
+          sandbox.egress,
+          { publicStandIns: options.publicStandIns ?? [], hosts: options.publicHosts ?? {} },
+          { [E2B_EMULATOR_LABEL]: this.containers.instance },
+        );
+      },
       cutStreams: (sandbox) => this.cutStreams(sandbox),
       ...(options.pauseMs ? { pauseMs: options.pauseMs } : {}),
     });
@@ -502,6 +523,7 @@ export class E2bEmulator {
     this.cutStreams(sandbox);
     for (const listener of sandbox.portListeners.values()) listener.close();
     sandbox.portListeners.clear();
+    if (sandbox.fenceContainerId) await this.containers.remove(sandbox.fenceContainerId);
     await this.containers.remove(sandbox.containerId);
   }
 }

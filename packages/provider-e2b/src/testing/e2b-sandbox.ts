@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { COMPUTER_SHM_BYTES, computerSeccompProfile } from "@agent-computer/desktop-runtime";
 import type { ComputerContainers } from "@agent-computer/testing/emulator";
+import type { SandboxEgress } from "./e2b-network-fence.js";
 import { LEADER_DIR, LEADER_PATH, LEADER_SCRIPT } from "./envd-leader.js";
 import type { EnvdProcess, RetainedEnd } from "./envd-processes.js";
 
@@ -60,6 +61,10 @@ export interface EmulatedSandbox {
   /** envd answers under way: the edge cuts them when the sandbox pauses or dies. */
   streams: Set<ServerResponse>;
   portListeners: Map<number, { url: string; close: () => void }>;
+  /** The egress the orchestrator holds for it (create's `network`, `allow_internet_access`); none: unfenced. */
+  egress?: SandboxEgress;
+  /** The container of its network fence (e2b-network-fence.ts), while it has one. */
+  fenceContainerId?: string;
 }
 
 /**
@@ -91,7 +96,7 @@ getent passwd`;
 /** Starts a sandbox's container from its template's image and applies the template build to it. */
 export async function startSandboxMachine(
   containers: ComputerContainers,
-  spec: { id: string; image: string; templateId: string },
+  spec: { id: string; image: string; templateId: string; extraHosts?: string[] },
 ): Promise<{ containerId: string; ip: string; users: Map<string, SandboxUser> }> {
   // The container's main process (its CMD, sleep) runs as the image's uid 1000, as it
   // always did; envd's processes are started by the leader, as their user.
@@ -101,6 +106,7 @@ export async function startSandboxMachine(
     labels: { "agent-computer.e2b-sandbox": spec.id },
     user: "1000:1000",
     hardened: false,
+    ...(spec.extraHosts?.length ? { extraHosts: spec.extraHosts } : {}),
     shmBytes: COMPUTER_SHM_BYTES,
     seccompProfile: computerSeccompProfile(),
     files: [{ path: LEADER_PATH, mode: 0o755, body: Buffer.from(LEADER_SCRIPT) }],

@@ -56,8 +56,36 @@ const cpuCount = int32.min(1);
 const memoryMB = int32.min(128);
 const diskSizeMB = int32.min(0);
 
-/** openapi.yml SandboxNetworkConfig, Mcp, SandboxIam, SandboxVolumeMount, SandboxAutoResumeConfig. */
-const network = z.looseObject({});
+/**
+ * openapi.yml SandboxNetworkConfig (l.337-370), with SandboxEgressProxyConfig
+ * (l.419) and SandboxNetworkRule / SandboxNetworkTransform (l.399-417); e2b
+ * 2.51.0's generated type adds `httpsPorts` (index.d.ts SandboxNetworkConfig),
+ * which the spec at infra HEAD lacks. Exact: an unknown field is a violation.
+ */
+export const sandboxNetworkConfig = z.strictObject({
+  allowPublicTraffic: z.boolean().optional(),
+  allowOut: z.array(z.string()).optional(),
+  denyOut: z.array(z.string()).optional(),
+  egressProxy: z
+    .strictObject({
+      address: z.string(),
+      username: z.string().max(255).optional(),
+      password: z.string().max(255).optional(),
+    })
+    .nullable()
+    .optional(),
+  httpsPorts: z.array(int32).optional(),
+  maskRequestHost: z.string().optional(),
+  rules: z
+    .record(
+      z.string(),
+      z.array(z.strictObject({ transform: z.strictObject({ headers: stringMap.optional() }).optional() })),
+    )
+    .optional(),
+});
+const network = sandboxNetworkConfig;
+
+/** openapi.yml Mcp, SandboxIam, SandboxVolumeMount, SandboxAutoResumeConfig. */
 const mcp = z.record(z.string(), z.unknown()).nullable();
 const iam = z.strictObject({
   tokens: z.record(z.string(), z.looseObject({ audience: z.string(), tokenType: z.string() })),
@@ -229,7 +257,7 @@ export const sandboxDetail = z.looseObject({
   envdAccessToken: z.string().optional(),
   allowInternetAccess: z.boolean().nullable().optional(),
   domain: z.string().nullable().optional(),
-  network: network.optional(),
+  network: network.loose().optional(),
   lifecycle: z.looseObject({ autoResume: z.boolean(), onTimeout: z.enum(["kill", "pause"]) }).optional(),
 });
 

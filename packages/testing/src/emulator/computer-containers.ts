@@ -19,6 +19,8 @@ export interface MachineSpec {
   entrypoint?: string[];
   /** Docker network (default "bridge"). */
   network?: string;
+  /** `name:address` lines added to the machine's /etc/hosts (a service's DNS, standing in for public names in a test). */
+  extraHosts?: string[];
   /** All capabilities dropped but SYS_CHROOT, and no-new-privileges, as a hardened service runs them (default true). */
   hardened?: boolean;
   /**
@@ -89,6 +91,7 @@ export class ComputerContainers {
         SecurityOpt: [`seccomp=${spec.seccompProfile}`, ...(hardened ? ["no-new-privileges:true"] : [])],
         ...(hardened ? { CapDrop: ["ALL"], CapAdd: ["SYS_CHROOT"] } : {}),
         NetworkMode: spec.network ?? "bridge",
+        ...(spec.extraHosts?.length ? { ExtraHosts: spec.extraHosts } : {}),
       },
     });
     if (spec.files?.length) await container.putArchive(tarOf(spec.files), { path: "/" });

@@ -1,0 +1,250 @@
+/**
+ * The program of a sandbox's network fence (e2b-network-fence.ts): run as
+ * root with NET_ADMIN in a container of its own that shares the sandbox
+ * container's network namespace, so its rules and its proxy sit in the
+ * sandbox's network path while the sandbox (no NET_ADMIN, its own PID
+ * namespace) can neither change the rules nor signal the proxy. It models
+ * the orchestrator, cited beside each part (e2b-dev/infra):
+ *   - packages/orchestrator/pkg/sandbox/network/firewall.go installRules:
+ *     1 established/related accepted, 3 the always-denied ranges dropped
+ *     (all protocols), 4/5 non-TCP to the user's allowed / denied CIDRs
+ *     accepted / dropped, default accept; here in mangle OUTPUT, which, as
+ *     the orchestrator's prerouting filter (priority -150), comes before the
+ *     TCP redirect;
+ *   - pkg/tcpfirewall/proxy.go: every TCP connection redirected by its
+ *     destination port, 80 to a Host-header listener, 443 to an SNI
+ *     listener, any other to a CIDR-only one;
+ *   - pkg/tcpfirewall/handlers.go isEgressAllowed: an allowed domain
+ *     (matchDomain) first, then an allowed CIDR, then a denied CIDR, default
+ *     allow; a domain match dials the name itself, never the address the
+ *     sandbox asked for, and refuses an address in the always-denied ranges
+ *     (proxyWithIPVerification); a refusal closes the accepted connection.
+ * Its own connections carry a mark (SO_MARK needs NET_ADMIN, which the
+ * sandbox lacks) that every rule lets through. Settings come as JSON in
+ * FENCE_CONFIG. Python 3's standard library only.
+ */
+export const NETWORK_FENCE_SCRIPT = String.raw`
+import json, os, socket, struct, subprocess, sys, threading
+
+CONFIG = json.loads(os.environ["FENCE_CONFIG"])
+MARK = 0xE2B
+PORTS = {"http": 50080, "tls": 50443, "other": 50000}
+
+def ipv4_range(text):
+    address, _, bits = text.partition("/")
+    parts = [int(p) for p in address.split(".")]
+    value = (parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]
+    size = 1 << (32 - int(bits or 32))
+    first = value - value % size
+    return first, first + size - 1
+
+def in_any(ip, ranges):
+    value = struct.unpack("!I", socket.inet_aton(ip))[0]
+    return any(first <= value <= last for first, last in ranges)
+
+ALWAYS_DENIED = [ipv4_range(c) for c in CONFIG["alwaysDenied"]]
+STAND_INS = [ipv4_range(c) for c in CONFIG["publicStandIns"]]
+ALLOWED = [ipv4_range(c) for c in CONFIG["allowedCidrs"]]
+DENIED = [ipv4_range(c) for c in CONFIG["deniedCidrs"]]
+DOMAINS = CONFIG["allowedDomains"]
+HOSTS = CONFIG["hosts"]
+
+def always_denied(ip):
+    return in_any(ip, ALWAYS_DENIED) and not in_any(ip, STAND_INS)
+
+def run(*argv):
+    subprocess.run(argv, check=True)
+
+def install_rules():
+    mark = ["-m", "mark", "--mark", hex(MARK)]
+    run("iptables", "-t", "mangle", "-N", "E2B_PREDEFINED")
+    for cidr in CONFIG["publicStandIns"]:
+        run("iptables", "-t", "mangle", "-A", "E2B_PREDEFINED", "-d", cidr, "-j", "RETURN")
+    for cidr in CONFIG["alwaysDenied"]:
+        run("iptables", "-t", "mangle", "-A", "E2B_PREDEFINED", "-d", cidr, "-j", "DROP")
+    run("iptables", "-t", "mangle", "-N", "E2B_FILTER")
+    run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "-o", "lo", "-j", "RETURN")
+    run("iptables", "-t", "mangle", "-A", "E2B_FILTER", *mark, "-j", "RETURN")
+    run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN")
+    run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "-j", "E2B_PREDEFINED")
+    for cidr in CONFIG["allowedCidrs"]:
+        run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "RETURN")
+    for cidr in CONFIG["deniedCidrs"]:
+        run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "DROP")
+    run("iptables", "-t", "mangle", "-A", "OUTPUT", "-j", "E2B_FILTER")
+    run("iptables", "-t", "nat", "-A", "OUTPUT", "-o", "lo", "-j", "RETURN")
+    run("iptables", "-t", "nat", "-A", "OUTPUT", *mark, "-j", "RETURN")
+    run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "--dport", "80", "-j", "REDIRECT", "--to-ports", str(PORTS["http"]))
+    run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "--dport", "443", "-j", "REDIRECT", "--to-ports", str(PORTS["tls"]))
+    run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "-j", "REDIRECT", "--to-ports", str(PORTS["other"]))
+    # A new TCP connection that escaped the redirect (a raw socket) goes nowhere.
+    run("iptables", "-A", "OUTPUT", "-p", "tcp", "!", "-o", "lo", *mark[:2], "!", "--mark", hex(MARK),
+        "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP")
+    # The emulator's choice: the orchestrator's sets are IPv4; a sandbox here gets no IPv6 way out.
+    run("ip6tables", "-A", "OUTPUT", "-o", "lo", "-j", "ACCEPT")
+    run("ip6tables", "-A", "OUTPUT", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT")
+    run("ip6tables", "-A", "OUTPUT", "-j", "DROP")
+
+def match_domain(hostname, pattern):
+    hostname, pattern = hostname.lower(), pattern.lower()
+    if pattern == "" or hostname == "":
+        return False
+    if pattern == hostname or pattern == "*":
+        return True
+    return pattern.startswith("*.") and hostname.endswith(pattern[1:])
+
+def egress_allowed(hostname, ip):
+    if hostname and any(match_domain(hostname, d) for d in DOMAINS):
+        return True, "domain"
+    if in_any(ip, ALLOWED):
+        return True, "cidr"
+    if in_any(ip, DENIED):
+        return False, "cidr"
+    return True, "none"
+
+def log(**fields):
+    print(json.dumps(fields), flush=True)
+
+def original_destination(conn):
+    raw = conn.getsockopt(socket.SOL_IP, 80, 16)  # SO_ORIGINAL_DST
+    port, packed = struct.unpack("!2xH4s8x", raw)
+    return socket.inet_ntoa(packed), port
+
+def read_head(conn, kind):
+    conn.settimeout(10)
+    data = b""
+    try:
+        if kind == "http":
+            while b"\r\n\r\n" not in data and len(data) < 65536:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        elif kind == "tls":
+            while len(data) < 5 or len(data) < 5 + struct.unpack("!H", data[3:5])[0]:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+                if len(data) > 20000:
+                    break
+    except socket.timeout:
+        pass
+    conn.settimeout(None)
+    return data
+
+def http_host(data):
+    for line in data.split(b"\r\n")[1:]:
+        if line == b"":
+            break
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"host":
+            host = value.strip().decode("latin-1")
+            if host.startswith("["):
+                return host
+            return host.rsplit(":", 1)[0] if ":" in host else host
+    return ""
+
+def tls_sni(data):
+    try:
+        if data[0] != 0x16 or data[5] != 0x01:
+            return ""
+        at = 5 + 4 + 2 + 32
+        at += 1 + data[at]
+        at += 2 + struct.unpack("!H", data[at:at + 2])[0]
+        at += 1 + data[at]
+        end = at + 2 + struct.unpack("!H", data[at:at + 2])[0]
+        at += 2
+        while at + 4 <= end:
+            kind, length = struct.unpack("!HH", data[at:at + 4])
+            at += 4
+            if kind == 0:
+                size = struct.unpack("!H", data[at + 3:at + 5])[0]
+                return data[at + 5:at + 5 + size].decode("ascii")
+            at += length
+    except (IndexError, struct.error, UnicodeDecodeError):
+        pass
+    return ""
+
+def dial(address, port):
+    upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    upstream.setsockopt(socket.SOL_SOCKET, 36, MARK)  # SO_MARK
+    upstream.settimeout(10)
+    upstream.connect((address, port))
+    upstream.settimeout(None)
+    return upstream
+
+def resolve(hostname):
+    if hostname.lower() in HOSTS:
+        return [HOSTS[hostname.lower()]]
+    return sorted({info[4][0] for info in socket.getaddrinfo(hostname, None, socket.AF_INET, socket.SOCK_STREAM)})
+
+def pipe(source, target):
+    try:
+        while True:
+            chunk = source.recv(65536)
+            if not chunk:
+                break
+            target.sendall(chunk)
+    except OSError:
+        pass
+    for sock in (target,):
+        try:
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+def handle(conn, kind):
+    upstream = None
+    try:
+        ip, port = original_destination(conn)
+        if ip.startswith("127."):
+            # Not redirected: the sandbox dialled the listener itself; nothing to pass on.
+            return
+        head = read_head(conn, kind)
+        hostname = http_host(head) if kind == "http" else tls_sni(head) if kind == "tls" else ""
+        allowed, match = egress_allowed(hostname, ip)
+        if allowed and match == "domain":
+            addresses = [a for a in resolve(hostname) if not always_denied(a)]
+            if not addresses:
+                log(decision="blocked", reason="resolved-denied", host=hostname, ip=ip, port=port)
+                return
+            upstream = dial(addresses[0], port)
+        elif allowed:
+            upstream = dial(ip, port)
+        else:
+            log(decision="blocked", reason=match, host=hostname, ip=ip, port=port)
+            return
+        log(decision="allowed", match=match, host=hostname, ip=ip, port=port)
+        upstream.sendall(head)
+        back = threading.Thread(target=pipe, args=(upstream, conn), daemon=True)
+        back.start()
+        pipe(conn, upstream)
+        back.join()
+    except OSError as error:
+        log(decision="error", error=str(error))
+    finally:
+        for sock in (conn, upstream):
+            if sock is not None:
+                sock.close()
+
+def serve(listener, kind):
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=handle, args=(conn, kind), daemon=True).start()
+
+def listen(kind):
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", PORTS[kind]))
+    listener.listen(128)
+    return threading.Thread(target=serve, args=(listener, kind), daemon=True)
+
+threads = [listen(kind) for kind in PORTS]
+install_rules()
+for thread in threads:
+    thread.start()
+print("fence ready", flush=True)
+for thread in threads:
+    thread.join()
+`;
