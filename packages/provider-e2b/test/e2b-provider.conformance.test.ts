@@ -16,6 +16,7 @@ if (!env.missing) {
       stopKeepsMachine: true,
       mountedHome: false,
       billsWhileRunning: true,
+      egress: true,
     },
     timeouts: { testMs: 90_000, provisionMs: 120_000 },
   });

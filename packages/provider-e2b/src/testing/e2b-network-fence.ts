@@ -148,8 +148,9 @@ export function ensureFenceImage(docker: Docker): Promise<void> {
 }
 
 /**
- * Starts the fence of one sandbox: a container in the sandbox container's
- * network namespace with NET_ADMIN, running the fence program; resolves
+ * Starts the fence of one sandbox: a container of its own on the bridge,
+ * with the sandbox container's network namespace bound in, running the
+ * fence program (network-fence-script.ts); resolves
  * once its rules are in and its listeners up. Gives the fence's container id.
  */
 export async function startFence(
@@ -166,13 +167,22 @@ export async function startFence(
     publicStandIns: settings.publicStandIns,
     hosts: Object.fromEntries(Object.entries(settings.hosts).map(([name, ip]) => [name.toLowerCase(), ip])),
   };
+  // The engine's handle on the sandbox's network namespace (its SandboxKey, a path on the engine's host).
+  const sandboxKey = (await docker.getContainer(sandboxContainerId).inspect()).NetworkSettings.SandboxKey;
   const container = await docker.createContainer({
     Image: FENCE_IMAGE,
     Cmd: ["python3", "-u", "-c", NETWORK_FENCE_SCRIPT],
     Env: [`FENCE_CONFIG=${JSON.stringify(config)}`],
     User: "0:0",
     Labels: { ...labels, [FENCE_LABEL]: sandboxContainerId },
-    HostConfig: { NetworkMode: `container:${sandboxContainerId}`, CapDrop: ["ALL"], CapAdd: ["NET_ADMIN", "NET_RAW"] },
+    // Its own network (its upstream connections), the sandbox's bound in (its rules and listeners);
+    // SYS_ADMIN for setns, NET_ADMIN for the rules; nothing of it is in the sandbox's reach.
+    HostConfig: {
+      NetworkMode: "bridge",
+      CapDrop: ["ALL"],
+      CapAdd: ["NET_ADMIN", "SYS_ADMIN"],
+      Binds: [`${sandboxKey}:/run/sandbox-netns:ro`],
+    },
   });
   await container.start();
   const deadline = Date.now() + 20_000;

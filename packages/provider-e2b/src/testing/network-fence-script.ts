@@ -1,9 +1,13 @@
 /**
  * The program of a sandbox's network fence (e2b-network-fence.ts): run as
- * root with NET_ADMIN in a container of its own that shares the sandbox
- * container's network namespace, so its rules and its proxy sit in the
- * sandbox's network path while the sandbox (no NET_ADMIN, its own PID
- * namespace) can neither change the rules nor signal the proxy. It models
+ * root with NET_ADMIN and SYS_ADMIN in a container of its own, on a network
+ * of its own, with the sandbox container's network namespace bound in
+ * (/run/sandbox-netns). It enters that namespace only to put its rules in
+ * and open its listeners there, and dials every upstream connection from
+ * its own namespace, as the orchestrator's proxy dials from the host: the
+ * sandbox (no NET_ADMIN, its own PID namespace) can neither change the
+ * rules, nor signal the proxy, nor make a connection of its own look like
+ * the proxy's (a socket mark, which CAP_NET_RAW may set, would not do). It models
  * the orchestrator, cited beside each part (e2b-dev/infra):
  *   - packages/orchestrator/pkg/sandbox/network/firewall.go installRules:
  *     1 established/related accepted, 3 the always-denied ranges dropped
@@ -19,15 +23,18 @@
  *     allow; a domain match dials the name itself, never the address the
  *     sandbox asked for, and refuses an address in the always-denied ranges
  *     (proxyWithIPVerification); a refusal closes the accepted connection.
- * Its own connections carry a mark (SO_MARK needs NET_ADMIN, which the
- * sandbox lacks) that every rule lets through. Settings come as JSON in
- * FENCE_CONFIG. Python 3's standard library only.
+ * Settings come as JSON in FENCE_CONFIG. Python 3's standard library only.
  */
 export const NETWORK_FENCE_SCRIPT = String.raw`
-import json, os, socket, struct, subprocess, sys, threading
+import ctypes, json, os, socket, struct, subprocess, sys, threading
 
 CONFIG = json.loads(os.environ["FENCE_CONFIG"])
-MARK = 0xE2B
+CLONE_NEWNET = 0x40000000
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+def enter(fd):
+    if LIBC.setns(fd, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns")
 PORTS = {"http": 50080, "tls": 50443, "other": 50000}
 
 def ipv4_range(text):
@@ -56,7 +63,6 @@ def run(*argv):
     subprocess.run(argv, check=True)
 
 def install_rules():
-    mark = ["-m", "mark", "--mark", hex(MARK)]
     run("iptables", "-t", "mangle", "-N", "E2B_PREDEFINED")
     for cidr in CONFIG["publicStandIns"]:
         run("iptables", "-t", "mangle", "-A", "E2B_PREDEFINED", "-d", cidr, "-j", "RETURN")
@@ -64,7 +70,6 @@ def install_rules():
         run("iptables", "-t", "mangle", "-A", "E2B_PREDEFINED", "-d", cidr, "-j", "DROP")
     run("iptables", "-t", "mangle", "-N", "E2B_FILTER")
     run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "-o", "lo", "-j", "RETURN")
-    run("iptables", "-t", "mangle", "-A", "E2B_FILTER", *mark, "-j", "RETURN")
     run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN")
     run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "-j", "E2B_PREDEFINED")
     for cidr in CONFIG["allowedCidrs"]:
@@ -73,13 +78,12 @@ def install_rules():
         run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "DROP")
     run("iptables", "-t", "mangle", "-A", "OUTPUT", "-j", "E2B_FILTER")
     run("iptables", "-t", "nat", "-A", "OUTPUT", "-o", "lo", "-j", "RETURN")
-    run("iptables", "-t", "nat", "-A", "OUTPUT", *mark, "-j", "RETURN")
     run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "--dport", "80", "-j", "REDIRECT", "--to-ports", str(PORTS["http"]))
     run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "--dport", "443", "-j", "REDIRECT", "--to-ports", str(PORTS["tls"]))
     run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "-j", "REDIRECT", "--to-ports", str(PORTS["other"]))
-    # A new TCP connection that escaped the redirect (a raw socket) goes nowhere.
-    run("iptables", "-A", "OUTPUT", "-p", "tcp", "!", "-o", "lo", *mark[:2], "!", "--mark", hex(MARK),
-        "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP")
+    # A new TCP connection that escaped the redirect (a raw socket) goes nowhere. (A redirected one
+    # keeps its first route's interface here but is addressed to 127.0.0.1 by now.)
+    run("iptables", "-A", "OUTPUT", "-p", "tcp", "!", "-o", "lo", "!", "-d", "127.0.0.0/8", "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP")
     # The emulator's choice: the orchestrator's sets are IPv4; a sandbox here gets no IPv6 way out.
     run("ip6tables", "-A", "OUTPUT", "-o", "lo", "-j", "ACCEPT")
     run("ip6tables", "-A", "OUTPUT", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT")
@@ -168,7 +172,6 @@ def tls_sni(data):
 
 def dial(address, port):
     upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    upstream.setsockopt(socket.SOL_SOCKET, 36, MARK)  # SO_MARK
     upstream.settimeout(10)
     upstream.connect((address, port))
     upstream.settimeout(None)
@@ -240,8 +243,13 @@ def listen(kind):
     listener.listen(128)
     return threading.Thread(target=serve, args=(listener, kind), daemon=True)
 
-threads = [listen(kind) for kind in PORTS]
+# Namespaces are per thread, and a thread or child starts in its maker's: the rules (iptables runs
+# as a child) and the listeners go into the sandbox's, everything started afterwards is in our own.
+own = os.open("/proc/self/ns/net", os.O_RDONLY)
+enter(os.open("/run/sandbox-netns", os.O_RDONLY))
 install_rules()
+threads = [listen(kind) for kind in PORTS]
+enter(own)
 for thread in threads:
     thread.start()
 print("fence ready", flush=True)
