@@ -6,7 +6,7 @@ import type Docker from "dockerode";
 import { CommandExitError, Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bProvider, novitaProvider } from "../src/index.js";
-import { E2B_OPERATIONS, E2bEmulator } from "../src/testing/index.js";
+import { E2B_OPERATIONS, E2bEmulator, ensureFenceImage } from "../src/testing/index.js";
 
 // Egress by policy on E2B (issue 53; README "Egress"): the real `e2b` SDK
 // (and Novita's `novita-sandbox`) against the emulator, whose sandboxes are
@@ -78,6 +78,8 @@ if (host.missing) {
   const apiKey = `e2b_${randomBytes(20).toString("hex")}`;
 
   beforeAll(async () => {
+    // Made before any create asks for it: the first time, apt takes longer than one request may.
+    await ensureFenceImage(host.docker);
     const made = await Promise.all(
       ["allowed", "other", "internal"].map((role) =>
         fixtureHost(host.docker, host.image, `ac-e2b-egress-${run}-${role}`),
