@@ -37,12 +37,8 @@ export class EgressDenialFollower {
         partial = complete.pop() ?? "";
         for (const line of complete) {
           const denial = denialOfLine(line);
-          if (!denial) continue;
-          try {
-            this.onDenied(denial);
-          } catch {
-            // The app's report failing changes nothing for the proxy.
-          }
+          // EgressDenialListeners: a listener's failure stays its own.
+          if (denial) this.onDenied(denial);
         }
         done();
       },

@@ -12,6 +12,7 @@ import {
 } from "@agent-computer/core";
 import { abortable, defineSandboxProvider, matchRefId } from "@agent-computer/core/provider-utils";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
+import { EgressDenialListeners } from "@agent-computer/egress";
 import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { COMPUTER_APP_NAME, COMPUTER_POD_LABELS } from "./computer-pod-labels.js";
 import { computerPodManifest, HOME_VOLUME, type MountedHomeSource } from "./computer-pod-manifest.js";
@@ -87,8 +88,9 @@ export function kubernetesProvider(
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const namespace = parsed.namespace;
   let protocol: Promise<string> | undefined;
-  const onEgressDenied = parsed.onEgressDenied;
-  const denials = onEgressDenied ? new EgressDenialFollower(kubeConfig, namespace, onEgressDenied) : undefined;
+  // The app's onEgressDenied and every watchEgressDenials subscriber (the runtime's egress-denied events).
+  const denialListeners = new EgressDenialListeners(parsed.onEgressDenied);
+  const denials = new EgressDenialFollower(kubeConfig, namespace, denialListeners.notify);
 
   const host: KubernetesMachineHost = {
     kubeConfig,
@@ -176,7 +178,7 @@ export function kubernetesProvider(
   const machineOf = (pod: V1Pod, context: OpContext): KubernetesMachine => {
     const fenced = pod.spec?.containers?.some((c) => c.name === EGRESS_CONTAINER_NAME) === true;
     // Denials from now on: the ones before this reconnect were this process's, or nobody's.
-    if (fenced) denials?.follow(pod.metadata?.name as string, loggerOf(context), new Date());
+    if (fenced) denials.follow(pod.metadata?.name as string, loggerOf(context), new Date());
     return new KubernetesMachine(
       host,
       pod.metadata?.name as string,
@@ -197,6 +199,7 @@ export function kubernetesProvider(
     defaults: parsed,
     defaultImage: computerImageRef,
     checkSpec: refuseLabels,
+    watchEgressDenials: denialListeners.watch,
     machineId(id) {
       const match = matchRefId("kubernetes", id, POD_REF, "<namespace>/<pod name>");
       const [, refNamespace, , name] = match as unknown as [string, string, string, string];
@@ -234,7 +237,7 @@ export function kubernetesProvider(
         throw AgentComputerError.is(error) ? error : kubernetesApiFailure(error, "wait for the pod", namespace);
       }
       const ref: ProviderRef = `kubernetes:${namespace}/${name}`;
-      if (fence) denials?.follow(name, loggerOf(context));
+      if (fence) denials.follow(name, loggerOf(context));
       loggerOf(context).info("kubernetes machine provisioned", { ref, homeKey: resolved.homeKey, image });
       return new KubernetesMachine(
         host,

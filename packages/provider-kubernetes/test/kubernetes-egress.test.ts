@@ -2,7 +2,13 @@ import { connect } from "node:net";
 import type { Machine } from "@agent-computer/core";
 import { computerImageRef, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import type { EgressDenial } from "@agent-computer/egress";
-import { bypassScript, FIXTURE_REPLY, fixtureHost, hostSideTarget } from "@agent-computer/testing/provider-test";
+import {
+  bypassScript,
+  displayBrowserReach,
+  FIXTURE_REPLY,
+  fixtureHost,
+  hostSideTarget,
+} from "@agent-computer/testing/provider-test";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EGRESS_CONTAINER_NAME, EGRESS_FENCE_CONTAINER_NAME } from "../src/egress-fence-manifest.js";
@@ -199,36 +205,35 @@ if (!env.missing) {
     });
 
     it("reports each refusal to the app with the computer, the host, the port and the reason", async () => {
+      // A watcher (the runtime's egress-denied events) hears what the app's option hears.
+      const watched: EgressDenial[] = [];
+      const unwatch = provider.watchEgressDenials?.((denial) => watched.push(denial));
       await sh(fenced, "curl -sS --max-time 10 http://other.example.test:8080/reported");
       await expect
         .poll(() => denials.filter((d) => d.computerId === "fenced" && d.host === "other.example.test"), {
           timeout: 10_000,
         })
         .toContainEqual(expect.objectContaining({ policy: "fixture-allowlist", port: 8080, reason: "not-allowed" }));
+      await expect
+        .poll(() => watched.filter((d) => d.computerId === "fenced" && d.host === "other.example.test"), {
+          timeout: 10_000,
+        })
+        .toHaveLength(1);
+      unwatch?.();
       expect(denials).toContainEqual(
         expect.objectContaining({ computerId: "public-only", reason: "metadata-address", host: "169.254.169.254" }),
       );
     });
 
     it("gives the display's browser the web only through the proxy, the bot's localhost pages still, and no launch", async () => {
-      const served = await sh(
-        fenced,
-        `mkdir -p site && printf bot-local-page > site/index.html && cd site && (setsid nohup python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &)
-for i in $(seq 1 50); do curl -fs --noproxy '*' http://127.0.0.1:8765/ >/dev/null && exit 0; sleep 0.1; done; exit 1`,
-      );
-      expect(served.exitCode, served.err).toBe(0);
       const desktop = (await fenced.openDesktop?.("browser-bot")) as LinuxDesktopSession;
-      const textOf = (url: string) => desktop.evaluateInPage("document.body.innerText", undefined, { url });
-      expect(await textOf("http://allowed.example.test:8080/")).toBe(FIXTURE_REPLY);
-      expect(await textOf("http://other.example.test:8080/")).toContain(
-        'Refused by the egress policy "fixture-allowlist": other.example.test',
-      );
-      expect(await textOf("http://127.0.0.1:8765/")).toBe("bot-local-page");
-      expect(await textOf(`http://${gateway}:${host.httpPort}/`)).toContain("Refused by the egress policy");
-      await desktop.evaluateInPage(
-        `(() => { const pc = new RTCPeerConnection({ iceServers: [{ urls: "stun:${gateway}:${host.udpPort}" }] }); pc.createDataChannel("probe"); pc.createOffer().then((offer) => pc.setLocalDescription(offer)); return "gathering"; })()`,
-      );
-      await new Promise((done) => setTimeout(done, 4000));
+      const reached = await displayBrowserReach({ sh: (script) => sh(fenced, script), desktop, gateway, host });
+      expect(reached).toEqual({
+        allowed: FIXTURE_REPLY,
+        other: expect.stringContaining('Refused by the egress policy "fixture-allowlist": other.example.test'),
+        loopback: "bot-local-page",
+        hostPage: expect.stringContaining("Refused by the egress policy"),
+      });
       await expect(desktop.launch?.(["display", `http://${gateway}:${host.httpPort}/`])).rejects.toMatchObject({
         code: "UNSUPPORTED",
       });
