@@ -4,6 +4,7 @@ import { computerImageRef } from "@agent-computer/desktop-runtime";
 import type { EgressDenial } from "@agent-computer/egress";
 import {
   bypassScript,
+  displayBrowserReach,
   FIXTURE_REPLY,
   fixtureHost,
   hostSideTarget,
@@ -178,26 +179,14 @@ if (!env.missing) {
     });
 
     it("gives the display's browser the web only through the proxy, the bot's localhost pages still, and no WebRTC UDP", async () => {
-      const served = await sh(
-        fenced,
-        `mkdir -p site && printf bot-local-page > site/index.html && cd site && (setsid nohup python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &)
-for i in $(seq 1 50); do curl -fs --noproxy '*' http://127.0.0.1:8765/ >/dev/null && exit 0; sleep 0.1; done; exit 1`,
-      );
-      expect(served.exitCode, served.err).toBe(0);
       const desktop = (await fenced.openDesktop?.("browser-bot")) as LinuxDesktopSession;
-      const textOf = (url: string) => desktop.evaluateInPage("document.body.innerText", undefined, { url });
-      expect(await textOf("http://allowed.example.test:8080/")).toBe(FIXTURE_REPLY);
-      expect(await textOf("http://other.example.test:8080/")).toContain(
-        'Refused by the egress policy "fixture-allowlist": other.example.test',
-      );
-      expect(await textOf("http://127.0.0.1:8765/")).toBe("bot-local-page");
-      // The host, straight from a page: refused by the proxy (not allowed), never reached.
-      expect(await textOf(`http://${gateway}:${host.httpPort}/`)).toContain("Refused by the egress policy");
-      // WebRTC gathering candidates against a STUN server on the host: with no UDP but through the proxy, none leaves.
-      await desktop.evaluateInPage(
-        `(() => { const pc = new RTCPeerConnection({ iceServers: [{ urls: "stun:${gateway}:${host.udpPort}" }] }); pc.createDataChannel("probe"); pc.createOffer().then((offer) => pc.setLocalDescription(offer)); return "gathering"; })()`,
-      );
-      await new Promise((done) => setTimeout(done, 4000));
+      const reached = await displayBrowserReach({ sh: (script) => sh(fenced, script), desktop, gateway, host });
+      expect(reached).toEqual({
+        allowed: FIXTURE_REPLY,
+        other: expect.stringContaining('Refused by the egress policy "fixture-allowlist": other.example.test'),
+        loopback: "bot-local-page",
+        hostPage: expect.stringContaining("Refused by the egress policy"),
+      });
       expect(host.arrived).toEqual({ http: 0, udp: 0 });
       // The display's container forwards no name to the host's resolvers (its browser resolves nothing itself).
       const labels = (await env.docker.getContainer(fenced.ref.slice("docker:".length)).inspect()).Config.Labels ?? {};

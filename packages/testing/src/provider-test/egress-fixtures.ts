@@ -133,3 +133,41 @@ attempt("icmp", echo)
 print(json.dumps(out))
 `;
 }
+
+/**
+ * What a fenced computer's display browser reaches (issue 53), for the
+ * Docker and Kubernetes egress suites alike: the bot serves a page on its
+ * loopback (port 8765) with `sh`, then the display's real Chromium loads
+ * the allowed fixture host, another fixture host, that loopback page and
+ * the host-side target, and gathers WebRTC candidates against the host's
+ * UDP port. Gives each page's text; the caller checks them and
+ * `host.arrived` (4 s after the WebRTC offer).
+ */
+export async function displayBrowserReach(input: {
+  sh: (script: string) => Promise<{ exitCode: number; err: string }>;
+  desktop: {
+    evaluateInPage(expression: string, args?: unknown, options?: { url?: string }): Promise<unknown>;
+  };
+  gateway: string;
+  host: { httpPort: number; udpPort: number };
+}): Promise<{ allowed: unknown; other: unknown; loopback: unknown; hostPage: unknown }> {
+  const served = await input.sh(
+    `mkdir -p site && printf bot-local-page > site/index.html && cd site && (setsid nohup python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &)
+for i in $(seq 1 50); do curl -fs --noproxy '*' http://127.0.0.1:8765/ >/dev/null && exit 0; sleep 0.1; done; exit 1`,
+  );
+  if (served.exitCode !== 0) throw new Error(`the bot's loopback page did not start: ${served.err}`);
+  const textOf = (url: string) => input.desktop.evaluateInPage("document.body.innerText", undefined, { url });
+  const reached = {
+    allowed: await textOf("http://allowed.example.test:8080/"),
+    other: await textOf("http://other.example.test:8080/"),
+    loopback: await textOf("http://127.0.0.1:8765/"),
+    // The host, straight from a page: refused by the proxy (not allowed), never reached.
+    hostPage: await textOf(`http://${input.gateway}:${input.host.httpPort}/`),
+  };
+  // WebRTC gathering candidates against a STUN server on the host: with no UDP but through the proxy, none leaves.
+  await input.desktop.evaluateInPage(
+    `(() => { const pc = new RTCPeerConnection({ iceServers: [{ urls: "stun:${input.gateway}:${input.host.udpPort}" }] }); pc.createDataChannel("probe"); pc.createOffer().then((offer) => pc.setLocalDescription(offer)); return "gathering"; })()`,
+  );
+  await new Promise((done) => setTimeout(done, 4000));
+  return reached;
+}
