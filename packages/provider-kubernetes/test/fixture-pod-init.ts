@@ -43,7 +43,7 @@ export async function initializePod(
   const made: string[] = [];
   const sandbox = await docker.createContainer({
     name: `k8s-fixture-${base.fixtureId}-${base.namespace}-${base.pod}`.slice(0, 120),
-    Image: (spec.containers as Json[])[0].image,
+    Image: (spec.containers as Json[])[0]?.image as string,
     Entrypoint: ["sleep", "infinity"],
     User: "65535:65535",
     Labels: {

@@ -9,7 +9,7 @@ import {
   fixtureHost,
   hostSideTarget,
 } from "@agent-computer/testing/provider-test";
-import { CoreV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, type V1Container, type V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EGRESS_CONTAINER_NAME, EGRESS_FENCE_CONTAINER_NAME } from "../src/egress-fence-manifest.js";
 import type { Json } from "./fixture-json.js";
@@ -277,7 +277,8 @@ if (!env.missing) {
 
     it("the fixture refuses an init container with a readiness probe and a name used twice, as kube-apiserver does", async () => {
       const core = fixture.kubeConfig().makeApiClient(CoreV1Api);
-      const body = (initContainers: Json[]) => ({
+      // Fields a V1Container has (readinessProbe), where kube-apiserver refuses them: V1Pod's own type for the body.
+      const body = (initContainers: V1Container[]): V1Pod => ({
         metadata: { name: `k8s-egress-invalid-${run}` },
         spec: { initContainers, containers: [{ name: "main", image: "unused" }] },
       });

@@ -144,7 +144,7 @@ print(json.dumps(out))
  * `host.arrived` (4 s after the WebRTC offer).
  */
 export async function displayBrowserReach(input: {
-  sh: (script: string) => Promise<{ exitCode: number; err: string }>;
+  sh: (script: string) => Promise<{ exitCode: number | null; err: string }>;
   desktop: {
     evaluateInPage(expression: string, args?: unknown, options?: { url?: string }): Promise<unknown>;
   };
