@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { denialOfLine, egressChromiumPolicy, egressProxyEnv } from "./computer-proxy-settings.js";
+import { denialLineReader, denialOfLine, egressChromiumPolicy, egressProxyEnv } from "./computer-proxy-settings.js";
 
 // What every provider running the proxy shares (provider-docker,
 // provider-kubernetes): the proxy variables, the display's Chromium
@@ -11,6 +11,19 @@ describe("computer proxy settings", () => {
     expect(denialOfLine(JSON.stringify({ listening: 3128 }))).toBeUndefined();
     expect(denialOfLine("not json")).toBeUndefined();
     expect(denialOfLine(JSON.stringify({ egressDenied: "text" }))).toBeUndefined();
+  });
+
+  it("reads denial lines cut across the pieces a log stream delivers", () => {
+    const heard: string[] = [];
+    const read = denialLineReader((denial) => heard.push(denial.host));
+    const line = (host: string) =>
+      `${JSON.stringify({ egressDenied: { policy: "p", host, port: 80, reason: "not-allowed", at: 1 } })}\n`;
+    const both = `${line("a.example")}{"listening":3128}\n${line("b.example")}`;
+    read(both.slice(0, 20));
+    read(both.slice(20, -5));
+    expect(heard).toEqual(["a.example"]);
+    read(both.slice(-5));
+    expect(heard).toEqual(["a.example", "b.example"]);
   });
 
   it("sends loopback URLs to the proxy only where the display's loopback is not the computer's", () => {

@@ -57,3 +57,20 @@ export function denialOfLine(line: string): EgressDenial | undefined {
     return undefined;
   }
 }
+
+/**
+ * A reader of the proxy's output as it arrives in pieces (a log stream):
+ * each complete line that reports a denial goes to `onDenied`; a line cut
+ * between two pieces waits for its end.
+ */
+export function denialLineReader(onDenied: (denial: EgressDenial) => void): (text: string) => void {
+  let partial = "";
+  return (text) => {
+    const lines = (partial + text).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const denial = denialOfLine(line);
+      if (denial) onDenied(denial);
+    }
+  };
+}

@@ -1,5 +1,6 @@
 export { AddressRules, METADATA_ADDRESSES } from "./address-rules.js";
 export {
+  denialLineReader,
   denialOfLine,
   EGRESS_PROXY_PORT,
   egressChromiumPolicy,

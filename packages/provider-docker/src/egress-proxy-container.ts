@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { ResolvedEgressPolicy } from "@agent-computer/core";
 import { LOOPBACK_PROXY_PORT } from "@agent-computer/desktop-runtime";
 import {
-  denialOfLine,
+  denialLineReader,
   type EgressDenial,
   type EgressPolicyFile,
   egressProxyScriptPath,
@@ -231,12 +231,8 @@ export class EgressProxyKeeper {
       stderr: false,
       since: Math.floor(Date.now() / 1000),
     })) as unknown as NodeJS.ReadableStream & { destroy(): void };
-    let partial = "";
-    const demuxer = new EngineOutputDemuxer((_, payload) => {
-      const lines = (partial + payload.toString("utf8")).split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) reportDenial(line, onDenied);
-    });
+    const readDenials = denialLineReader(onDenied);
+    const demuxer = new EngineOutputDemuxer((_, payload) => readDenials(payload.toString("utf8")));
     stream.on("data", (chunk: Buffer) => demuxer.push(chunk));
     const stop = () => {
       this.following = false;
@@ -247,11 +243,6 @@ export class EgressProxyKeeper {
     (stream as unknown as { socket?: { unref?(): void } }).socket?.unref?.();
     return proxy;
   }
-}
-
-function reportDenial(line: string, onDenied: (denial: EgressDenial) => void): void {
-  const denial = denialOfLine(line);
-  if (denial) onDenied(denial);
 }
 
 /**

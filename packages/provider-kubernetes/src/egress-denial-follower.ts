@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import type { Logger } from "@agent-computer/core";
-import { denialOfLine, type EgressDenial } from "@agent-computer/egress";
+import { denialLineReader, type EgressDenial } from "@agent-computer/egress";
 import { type KubeConfig, Log } from "@kubernetes/client-node";
 import { EGRESS_CONTAINER_NAME } from "./egress-fence-manifest.js";
 
@@ -29,17 +29,11 @@ export class EgressDenialFollower {
   follow(pod: string, logger: Logger, since?: Date): void {
     if (this.following.has(pod)) return;
     this.following.add(pod);
-    let partial = "";
+    // EgressDenialListeners: a listener's failure stays its own.
+    const readDenials = denialLineReader(this.onDenied);
     const lines = new Writable({
       write: (chunk: Buffer, _encoding, done) => {
-        const text = partial + chunk.toString("utf8");
-        const complete = text.split("\n");
-        partial = complete.pop() ?? "";
-        for (const line of complete) {
-          const denial = denialOfLine(line);
-          // EgressDenialListeners: a listener's failure stays its own.
-          if (denial) this.onDenied(denial);
-        }
+        readDenials(chunk.toString("utf8"));
         done();
       },
     });
