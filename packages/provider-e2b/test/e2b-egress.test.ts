@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { Machine, SandboxProvider } from "@agent-computer/core";
 import { checkDockerHost } from "@agent-computer/provider-docker";
-import { ServiceRecorder } from "@agent-computer/testing/emulator";
+import { ensureFenceImage, ServiceRecorder } from "@agent-computer/testing/emulator";
 import type Docker from "dockerode";
 import { CommandExitError, Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bProvider, novitaProvider } from "../src/index.js";
-import { E2B_OPERATIONS, E2bEmulator, ensureFenceImage } from "../src/testing/index.js";
+import { E2B_OPERATIONS, E2bEmulator } from "../src/testing/index.js";
 
 // Egress by policy on E2B (issue 53; README "Egress"): the real `e2b` SDK
 // (and Novita's `novita-sandbox`) against the emulator, whose sandboxes are

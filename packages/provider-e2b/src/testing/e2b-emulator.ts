@@ -13,12 +13,13 @@ import {
   refuseUpgrade,
   ServiceRecorder,
   sendJson,
+  startFence,
 } from "@agent-computer/testing/emulator";
 import type Docker from "dockerode";
 import { parseEnvelopes } from "./connect-envelope.js";
 import { type Answer, ControlPlane, type EmulatedTemplateBuild } from "./e2b-control-plane.js";
 import { E2B_OPERATIONS } from "./e2b-definition.js";
-import { startFence } from "./e2b-network-fence.js";
+import { ALWAYS_DENIED_CIDRS } from "./e2b-network-fence.js";
 import { type EmulatedSandbox, lookUpUser, TEMPLATE_USER } from "./e2b-sandbox.js";
 import { shortSandboxId } from "./e2b-schemas.js";
 import { EnvdFiles } from "./envd-files.js";
@@ -161,7 +162,7 @@ export class E2bEmulator {
         sandbox.fenceContainerId = await startFence(
           options.docker,
           sandbox.containerId,
-          sandbox.egress,
+          { ...sandbox.egress, alwaysDenied: ALWAYS_DENIED_CIDRS },
           { publicStandIns: options.publicStandIns ?? [], hosts: options.publicHosts ?? {} },
           { [E2B_EMULATOR_LABEL]: this.containers.instance },
         );

@@ -1,17 +1,11 @@
-import { createHash } from "node:crypto";
-import { HttpAnswer } from "@agent-computer/testing/emulator";
-import type Docker from "dockerode";
-import { NETWORK_FENCE_SCRIPT } from "./network-fence-script.js";
+import { type FenceRules, HttpAnswer } from "@agent-computer/testing/emulator";
 
-// A sandbox's egress as the service holds it (e2b-dev/infra), and the fence
-// that enforces it on the emulator's container (network-fence-script.ts).
+// A sandbox's egress as the service holds it (e2b-dev/infra); the kit's
+// fence enforces it on the emulator's container (@agent-computer/testing's
+// emulator/network-fence.ts, whose rules are the orchestrator's).
 
 /** What the orchestrator gets for a sandbox (infra orchestrator.proto SandboxNetworkEgressConfig). */
-export interface SandboxEgress {
-  allowedCidrs: string[];
-  deniedCidrs: string[];
-  allowedDomains: string[];
-}
+export type SandboxEgress = Omit<FenceRules, "alwaysDenied">;
 
 type Json = Record<string, unknown>;
 
@@ -85,115 +79,4 @@ export function sandboxEgressOf(body: Json): SandboxEgress | undefined {
     deniedCidrs: closed ? [ALL_TRAFFIC] : denyOut.map(cidr),
     allowedDomains: domains,
   };
-}
-
-/** Where the fence is told what stands in for the internet in a test. */
-export interface FenceSettings {
-  /** Addresses the emulator treats as public, though on a private Docker network: the tests' fixture hosts. */
-  publicStandIns: string[];
-  /** Names the fence (the orchestrator's resolver) resolves, standing in for public DNS. */
-  hosts: Record<string, string>;
-}
-
-/** The fence's image: Debian's iptables and Python 3, made once per engine from the base image. */
-const FENCE_BASE = "debian:bookworm-slim";
-const FENCE_PACKAGES = ["iptables", "python3"];
-const FENCE_IMAGE = `agent-computer-test/e2b-network-fence:${createHash("sha256")
-  .update(`${FENCE_BASE} ${FENCE_PACKAGES.join(" ")}`)
-  .digest("hex")
-  .slice(0, 12)}`;
-export const FENCE_LABEL = "agent-computer.e2b-network-fence";
-
-const imageMade = new WeakMap<Docker, Promise<void>>();
-
-/** Makes the fence image when the engine lacks it: apt in a container of the base image, committed. */
-export function ensureFenceImage(docker: Docker): Promise<void> {
-  let made = imageMade.get(docker);
-  if (!made) {
-    made = (async () => {
-      if (
-        await docker
-          .getImage(FENCE_IMAGE)
-          .inspect()
-          .then(
-            () => true,
-            () => false,
-          )
-      )
-        return;
-      const container = await docker.createContainer({
-        Image: FENCE_BASE,
-        Cmd: [
-          "sh",
-          "-c",
-          `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${FENCE_PACKAGES.join(" ")} >/dev/null && rm -rf /var/lib/apt/lists/*`,
-        ],
-        Labels: { [FENCE_LABEL]: "build" },
-      });
-      try {
-        await container.start();
-        const { StatusCode } = (await container.wait()) as { StatusCode: number };
-        if (StatusCode !== 0)
-          throw new Error(`installing ${FENCE_PACKAGES.join(", ")} into ${FENCE_BASE} failed (${StatusCode})`);
-        const [repo, tag] = FENCE_IMAGE.split(":") as [string, string];
-        await container.commit({ repo, tag });
-      } finally {
-        await container.remove({ force: true }).catch(() => {});
-      }
-    })();
-    made.catch(() => imageMade.delete(docker));
-    imageMade.set(docker, made);
-  }
-  return made;
-}
-
-/**
- * Starts the fence of one sandbox: a container of its own on the bridge,
- * with the sandbox container's network namespace bound in, running the
- * fence program (network-fence-script.ts); resolves
- * once its rules are in and its listeners up. Gives the fence's container id.
- */
-export async function startFence(
-  docker: Docker,
-  sandboxContainerId: string,
-  egress: SandboxEgress,
-  settings: FenceSettings,
-  labels: Record<string, string>,
-): Promise<string> {
-  await ensureFenceImage(docker);
-  const config = {
-    ...egress,
-    alwaysDenied: ALWAYS_DENIED_CIDRS,
-    publicStandIns: settings.publicStandIns,
-    hosts: Object.fromEntries(Object.entries(settings.hosts).map(([name, ip]) => [name.toLowerCase(), ip])),
-  };
-  // The engine's handle on the sandbox's network namespace (its SandboxKey, a path on the engine's host).
-  const sandboxKey = (await docker.getContainer(sandboxContainerId).inspect()).NetworkSettings.SandboxKey;
-  const container = await docker.createContainer({
-    Image: FENCE_IMAGE,
-    Cmd: ["python3", "-u", "-c", NETWORK_FENCE_SCRIPT],
-    Env: [`FENCE_CONFIG=${JSON.stringify(config)}`],
-    User: "0:0",
-    Labels: { ...labels, [FENCE_LABEL]: sandboxContainerId },
-    // Its own network (its upstream connections), the sandbox's bound in (its rules and listeners);
-    // SYS_ADMIN for setns, NET_ADMIN for the rules; nothing of it is in the sandbox's reach.
-    HostConfig: {
-      NetworkMode: "bridge",
-      CapDrop: ["ALL"],
-      CapAdd: ["NET_ADMIN", "SYS_ADMIN"],
-      Binds: [`${sandboxKey}:/run/sandbox-netns:ro`],
-    },
-  });
-  await container.start();
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const logs = (await container.logs({ stdout: true, stderr: true })).toString("utf8");
-    if (logs.includes("fence ready")) return container.id;
-    const state = (await container.inspect()).State;
-    if (!state.Running || Date.now() > deadline) {
-      await container.remove({ force: true }).catch(() => {});
-      throw new Error(`the sandbox's network fence did not start: ${logs.slice(-500)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }

@@ -16,4 +16,3 @@ export {
   type EmulatorCall,
   TEMPLATE_USER,
 } from "./e2b-emulator.js";
-export { ensureFenceImage } from "./e2b-network-fence.js";

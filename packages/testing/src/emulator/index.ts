@@ -25,6 +25,7 @@ export {
   startKept,
 } from "./machine-streams.js";
 export { parseSingleFilePart, readMultipart, type UploadedPart } from "./multipart.js";
+export { ensureFenceImage, FENCE_LABEL, type FenceRules, type FenceSettings, startFence } from "./network-fence.js";
 export { forwardPort, type PortTarget, proxyHttp, proxyUpgrade, refuseUpgrade } from "./port-proxy.js";
 export {
   type Exchange,

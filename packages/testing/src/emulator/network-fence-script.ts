@@ -1,17 +1,21 @@
 /**
- * The program of a sandbox's network fence (e2b-network-fence.ts): run as
- * root with NET_ADMIN and SYS_ADMIN in a container of its own, on a network
- * of its own, with the sandbox container's network namespace bound in
+ * The program of a sandbox's network fence (network-fence.ts): run as root
+ * with NET_ADMIN and SYS_ADMIN in a container of its own, on a network of
+ * its own, with the sandbox container's network namespace bound in
  * (/run/sandbox-netns). It enters that namespace only to put its rules in
  * and open its listeners there, and dials every upstream connection from
- * its own namespace, as the orchestrator's proxy dials from the host: the
+ * its own namespace, as a service's egress proxy dials from the host: the
  * sandbox (no NET_ADMIN, its own PID namespace) can neither change the
  * rules, nor signal the proxy, nor make a connection of its own look like
- * the proxy's (a socket mark, which CAP_NET_RAW may set, would not do). It models
- * the orchestrator, cited beside each part (e2b-dev/infra):
+ * the proxy's (a socket mark, which CAP_NET_RAW may set, would not do).
+ *
+ * Its rules are E2B's orchestrator's (e2b-dev/infra), the most detailed a
+ * hosted service publishes; another service's emulator maps its settings
+ * onto them (FenceRules) and says beside the mapping where its service
+ * differs. Cited beside each part:
  *   - packages/orchestrator/pkg/sandbox/network/firewall.go installRules:
  *     1 established/related accepted, 3 the always-denied ranges dropped
- *     (all protocols), 4/5 non-TCP to the user's allowed / denied CIDRs
+ *     (all protocols), 4/5 non-TCP to the allowed / denied CIDRs
  *     accepted / dropped, default accept; here in mangle OUTPUT, which, as
  *     the orchestrator's prerouting filter (priority -150), comes before the
  *     TCP redirect;
@@ -63,20 +67,20 @@ def run(*argv):
     subprocess.run(argv, check=True)
 
 def install_rules():
-    run("iptables", "-t", "mangle", "-N", "E2B_PREDEFINED")
+    run("iptables", "-t", "mangle", "-N", "FENCE_PREDEFINED")
     for cidr in CONFIG["publicStandIns"]:
-        run("iptables", "-t", "mangle", "-A", "E2B_PREDEFINED", "-d", cidr, "-j", "RETURN")
+        run("iptables", "-t", "mangle", "-A", "FENCE_PREDEFINED", "-d", cidr, "-j", "RETURN")
     for cidr in CONFIG["alwaysDenied"]:
-        run("iptables", "-t", "mangle", "-A", "E2B_PREDEFINED", "-d", cidr, "-j", "DROP")
-    run("iptables", "-t", "mangle", "-N", "E2B_FILTER")
-    run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "-o", "lo", "-j", "RETURN")
-    run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN")
-    run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "-j", "E2B_PREDEFINED")
+        run("iptables", "-t", "mangle", "-A", "FENCE_PREDEFINED", "-d", cidr, "-j", "DROP")
+    run("iptables", "-t", "mangle", "-N", "FENCE_FILTER")
+    run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "-o", "lo", "-j", "RETURN")
+    run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN")
+    run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "-j", "FENCE_PREDEFINED")
     for cidr in CONFIG["allowedCidrs"]:
-        run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "RETURN")
+        run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "RETURN")
     for cidr in CONFIG["deniedCidrs"]:
-        run("iptables", "-t", "mangle", "-A", "E2B_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "DROP")
-    run("iptables", "-t", "mangle", "-A", "OUTPUT", "-j", "E2B_FILTER")
+        run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "DROP")
+    run("iptables", "-t", "mangle", "-A", "OUTPUT", "-j", "FENCE_FILTER")
     run("iptables", "-t", "nat", "-A", "OUTPUT", "-o", "lo", "-j", "RETURN")
     run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "--dport", "80", "-j", "REDIRECT", "--to-ports", str(PORTS["http"]))
     run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "--dport", "443", "-j", "REDIRECT", "--to-ports", str(PORTS["tls"]))
@@ -84,7 +88,7 @@ def install_rules():
     # A new TCP connection that escaped the redirect (a raw socket) goes nowhere. (A redirected one
     # keeps its first route's interface here but is addressed to 127.0.0.1 by now.)
     run("iptables", "-A", "OUTPUT", "-p", "tcp", "!", "-o", "lo", "!", "-d", "127.0.0.0/8", "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP")
-    # The emulator's choice: the orchestrator's sets are IPv4; a sandbox here gets no IPv6 way out.
+    # The kit's choice: the orchestrator's sets are IPv4; a fenced sandbox here gets no IPv6 way out.
     run("ip6tables", "-A", "OUTPUT", "-o", "lo", "-j", "ACCEPT")
     run("ip6tables", "-A", "OUTPUT", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT")
     run("ip6tables", "-A", "OUTPUT", "-j", "DROP")
