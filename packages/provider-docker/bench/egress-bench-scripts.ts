@@ -29,16 +29,20 @@ http.createServer((request, response) => {
  * seconds and the mean milliseconds per small request, on one kept
  * connection and on a new connection each.
  */
+/** What the client measures: an HTTP client direct and through the proxy; a raw socket direct and through a CONNECT tunnel. */
+export type BenchSide = "direct" | "proxied" | "directRaw" | "tunnelled";
+
 export function benchClient(options: {
   directHost: string;
   proxiedHost: string;
   proxy: string;
   bytes: number;
   requests: number;
-  order: ("direct" | "proxied" | "tunnelled")[];
+  order: BenchSide[];
 }): string {
   return `
 const http = require("http");
+const net = require("net");
 const { performance } = require("perf_hooks");
 const o = ${JSON.stringify(options)};
 const [proxyHost, proxyPort] = o.proxy.split(":");
@@ -56,34 +60,46 @@ function get(side, path, agent) {
     }).on("error", reject);
   });
 }
-// A download through a CONNECT tunnel (as every HTTPS download goes), the response read raw off the socket.
+// A download read raw off a socket (no HTTP parser), as the tunnel's and its direct baseline's both are.
+function rawDownload(socket, host, path) {
+  return new Promise((resolve, reject) => {
+    let head = "";
+    let body = -1;
+    socket.on("data", (chunk) => {
+      if (body >= 0) return void (body += chunk.length);
+      head += chunk.toString("latin1");
+      const end = head.indexOf("\\r\\n\\r\\n");
+      if (end >= 0) body = head.length - end - 4;
+    });
+    socket.on("end", () => resolve(body));
+    socket.on("error", reject);
+    socket.write("GET " + path + " HTTP/1.1\\r\\nHost: " + host + "\\r\\nConnection: close\\r\\n\\r\\n");
+  });
+}
+// Through a CONNECT tunnel, as every HTTPS download goes.
 function tunnelledDownload(path) {
   return new Promise((resolve, reject) => {
     const connect = http.request({ host: proxyHost, port: Number(proxyPort), method: "CONNECT", path: o.proxiedHost + ":8080" });
     connect.on("connect", (response, socket) => {
       if (response.statusCode !== 200) return reject(new Error("CONNECT answered " + response.statusCode));
-      let size = 0;
-      let head = "";
-      let body = -1;
-      socket.on("data", (chunk) => {
-        if (body >= 0) return void (body += chunk.length);
-        head += chunk.toString("latin1");
-        const end = head.indexOf("\\r\\n\\r\\n");
-        if (end >= 0) body = head.length - end - 4;
-      });
-      socket.on("end", () => resolve(body));
-      socket.on("error", reject);
-      socket.write("GET " + path + " HTTP/1.1\\r\\nHost: " + o.proxiedHost + "\\r\\nConnection: close\\r\\n\\r\\n");
+      rawDownload(socket, o.proxiedHost, path).then(resolve, reject);
     });
     connect.on("error", reject);
     connect.end();
   });
 }
+// The tunnel's baseline: the same raw download, straight to the server.
+function directRawDownload(path) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: o.directHost, port: 8080 }, () => rawDownload(socket, o.directHost, path).then(resolve, reject));
+    socket.on("error", reject);
+  });
+}
 async function side(name) {
-  if (name === "tunnelled") {
+  if (name === "tunnelled" || name === "directRaw") {
     const start = performance.now();
-    const got = await tunnelledDownload("/bytes?n=" + o.bytes);
-    if (got !== o.bytes) throw new Error("tunnelled download gave " + got + " bytes of " + o.bytes);
+    const got = await (name === "tunnelled" ? tunnelledDownload : directRawDownload)("/bytes?n=" + o.bytes);
+    if (got !== o.bytes) throw new Error(name + " download gave " + got + " bytes of " + o.bytes);
     return { seconds: (performance.now() - start) / 1000 };
   }
   let start = performance.now();
