@@ -1,6 +1,10 @@
 // The programs the egress bench runs in containers of the computer image (its Node 18).
 
-/** The fixture server: `/bytes?n=N` streams N bytes from a 1 MiB buffer, `/tiny` answers two bytes. */
+/**
+ * The fixture server: `/bytes?n=N` streams N bytes from a 1 MiB buffer
+ * (`&rate=R`: paced to R bytes a second in 64 KiB pieces, as a link of
+ * that speed would deliver them), `/tiny` answers two bytes.
+ */
 export const BENCH_SERVER = `
 const http = require("http");
 const chunk = Buffer.alloc(1 << 20, 120);
@@ -8,11 +12,18 @@ http.createServer((request, response) => {
   const url = new URL(request.url, "http://x");
   if (url.pathname === "/tiny") return response.end("ok");
   let left = Number(url.searchParams.get("n"));
+  const rate = Number(url.searchParams.get("rate")) || 0;
+  const piece = rate > 0 ? chunk.subarray(0, 1 << 16) : chunk;
+  const started = Date.now();
+  let sent = 0;
   response.writeHead(200, { "content-length": left });
   const more = () => {
     while (left > 0) {
-      const part = left >= chunk.length ? chunk : chunk.subarray(0, left);
+      const due = rate > 0 ? started + (sent / rate) * 1000 : 0;
+      if (due > Date.now()) return void setTimeout(more, due - Date.now());
+      const part = left >= piece.length ? piece : piece.subarray(0, left);
       left -= part.length;
+      sent += part.length;
       if (!response.write(part)) return response.once("drain", more);
     }
     response.end();
@@ -20,6 +31,9 @@ http.createServer((request, response) => {
   more();
 }).listen(8080, "0.0.0.0");
 `;
+
+/** What the client measures: an HTTP client direct and through the proxy; a raw socket direct and through a CONNECT tunnel. */
+export type BenchSide = "direct" | "proxied" | "directRaw" | "tunnelled";
 
 /**
  * The client, in the computer: one download of \`bytes\` and \`requests\`
@@ -29,9 +43,6 @@ http.createServer((request, response) => {
  * seconds and the mean milliseconds per small request, on one kept
  * connection and on a new connection each.
  */
-/** What the client measures: an HTTP client direct and through the proxy; a raw socket direct and through a CONNECT tunnel. */
-export type BenchSide = "direct" | "proxied" | "directRaw" | "tunnelled";
-
 export function benchClient(options: {
   directHost: string;
   proxiedHost: string;
@@ -39,6 +50,8 @@ export function benchClient(options: {
   bytes: number;
   requests: number;
   order: BenchSide[];
+  /** Bytes a second the server paces its downloads to; absent: as fast as it can. */
+  rate?: number;
 }): string {
   return `
 const http = require("http");
@@ -98,7 +111,8 @@ function directRawDownload(path) {
 async function side(name) {
   if (name === "tunnelled" || name === "directRaw") {
     const start = performance.now();
-    const got = await (name === "tunnelled" ? tunnelledDownload : directRawDownload)("/bytes?n=" + o.bytes);
+    const path = "/bytes?n=" + o.bytes + (o.rate ? "&rate=" + o.rate : "");
+    const got = await (name === "tunnelled" ? tunnelledDownload : directRawDownload)(path);
     if (got !== o.bytes) throw new Error(name + " download gave " + got + " bytes of " + o.bytes);
     return { seconds: (performance.now() - start) / 1000 };
   }

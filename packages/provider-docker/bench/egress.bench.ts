@@ -38,6 +38,8 @@ const subnet = `10.218.${1 + Math.floor(Math.random() * 250)}.0/24`;
 const FIXTURE_NAME = "fixture.bench.test";
 const BYTES = 256 * 2 ** 20;
 const REQUESTS = 200;
+const PACED_BYTES = 128 * 2 ** 20;
+const PACED_RATE = 100e6;
 const machines: Machine[] = [];
 const extraContainers: string[] = [];
 const policy = { name: "bench", allow: [FIXTURE_NAME], allowPrivate: [subnet] };
@@ -93,14 +95,20 @@ async function proxyCpuSeconds(): Promise<number> {
 }
 
 /** One side measured alone in the computer, the proxy's CPU taken around it. */
-async function measureSide(fenced: Machine, directHost: string, side: BenchSide): Promise<SideFigures> {
+async function measureSide(
+  fenced: Machine,
+  directHost: string,
+  side: BenchSide,
+  paced?: { bytes: number; rate: number },
+): Promise<SideFigures> {
   const script = benchClient({
     directHost,
     proxiedHost: FIXTURE_NAME,
     proxy: `egress-proxy:${EGRESS_PROXY_PORT}`,
-    bytes: BYTES,
+    bytes: paced?.bytes ?? BYTES,
     requests: REQUESTS,
     order: [side],
+    ...(paced ? { rate: paced.rate } : {}),
   });
   const before = await proxyCpuSeconds();
   const figures = JSON.parse(await exec(fenced, ["node", "-e", script]))[side] as Omit<SideFigures, "proxyCpu">;
@@ -147,6 +155,29 @@ async function transferFigures(fenced: Machine, directHost: string): Promise<voi
       `small request ${what}: through the proxy ${ms("proxied", key).toFixed(3)} ms | direct ${ms("direct", key).toFixed(3)} ms | added ${added(key).toFixed(3)} ms per request (goal < 2 ms)`,
     );
   }
+}
+
+/**
+ * The same raw downloads with the server paced to a fast link's speed
+ * (PACED_RATE): whether the proxy keeps up with what a computer really
+ * downloads, beside the figures above, which measure it at memory speed
+ * on the machine's own cores.
+ */
+async function pacedFigures(fenced: Machine, directHost: string): Promise<void> {
+  const paced = { bytes: PACED_BYTES, rate: PACED_RATE };
+  const seconds: Record<"directRaw" | "tunnelled", number[]> = { directRaw: [], tunnelled: [] };
+  for (let i = 0; i < warmup + runs; i++) {
+    for (const side of i % 2 === 0 ? (["directRaw", "tunnelled"] as const) : (["tunnelled", "directRaw"] as const)) {
+      const figures = await measureSide(fenced, directHost, side, paced);
+      if (i >= warmup) seconds[side].push(figures.seconds);
+    }
+  }
+  const mbps = (side: "directRaw" | "tunnelled") => PACED_BYTES / median(seconds[side]) / 1e6;
+  if (mbps("directRaw") > (PACED_RATE / 1e6) * 1.05)
+    throw new Error(`the paced download ran faster than its pace (${mbps("directRaw").toFixed(0)} MB/s): not paced`);
+  write(
+    `download of ${PACED_BYTES / 2 ** 20} MiB paced to ${PACED_RATE / 1e6} MB/s (800 Mbit/s) through a CONNECT tunnel: ${mbps("tunnelled").toFixed(0)} MB/s | direct ${mbps("directRaw").toFixed(0)} MB/s | ratio ${(mbps("tunnelled") / mbps("directRaw")).toFixed(3)}`,
+  );
 }
 
 /** A proxy container of the computer's own, as a proxy per computer would be: made, started, joined to its network. */
@@ -208,6 +239,7 @@ try {
   if (!network) throw new Error("the fenced computer names no network of its own");
   const directHost = await startFixture(network);
   await transferFigures(fenced, directHost);
+  await pacedFigures(fenced, directHost);
   await provisionFigures();
 } finally {
   for (const id of extraContainers)
