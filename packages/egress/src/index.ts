@@ -1,5 +1,12 @@
 export { AddressRules, METADATA_ADDRESSES } from "./address-rules.js";
 export {
+  type ComputerCredentialFiles,
+  computerCredentialFiles,
+  EGRESS_CA_BUNDLE_FILE,
+  EGRESS_CA_DIR,
+  EGRESS_CA_FILE,
+} from "./computer-credential-files.js";
+export {
   denialLineReader,
   denialOfLine,
   EGRESS_PROXY_PORT,

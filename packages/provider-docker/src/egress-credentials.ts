@@ -1,21 +1,18 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import tls from "node:tls";
 import type { ResolvedEgressPolicy } from "@agent-computer/core";
-import { type EgressCredentialsFile, issueInterceptionCertificates } from "@agent-computer/egress";
+import { computerCredentialFiles, EGRESS_CA_DIR } from "@agent-computer/egress";
 import type Docker from "dockerode";
 
 // Credentials added on the way out, the provider's side (README, "Egress by
 // policy"): at provision, a computer whose policy names credentials gets its
 // own CA, which signs the proxy's certificate for those hosts and is then
-// thrown away; the proxy's key and the credentials go to the proxy's files
+// thrown away (@agent-computer/egress, computer-credential-files.ts); the
+// proxy's key and the credentials go to the proxy's files
 // (`<dataDir>/egress/credentials`, never mounted into the computer), the
 // CA's certificate to the computer, read-only, with the usual variables
 // pointing at a bundle that includes it.
-
-/** Where the computer finds its CA (read-only). */
-export const EGRESS_CA_DIR = "/etc/agent-computer/egress";
 
 /** What a fenced computer with credentials adds to its container and to the proxy's policy file. */
 export interface FencedCredentials {
@@ -42,34 +39,19 @@ export async function prepareCredentials(
   policy: ResolvedEgressPolicy,
 ): Promise<FencedCredentials> {
   if (policy.credentials.length === 0) return { labelPolicy: policy, mounts: [], env: [] };
-  const hosts = policy.credentials.map((credential) => credential.host);
-  const issued = issueInterceptionCertificates(computerId, hosts);
-  const secrets: EgressCredentialsFile = {
-    credentials: policy.credentials,
-    certificate: issued.certificate,
-    key: issued.key,
-  };
+  const files = computerCredentialFiles(computerId, policy.credentials);
   const credentialsFile = credentialsFileName(network);
   await mkdir(join(egressDir, "credentials"), { recursive: true, mode: 0o755 });
   // Readable by the proxy's user (nobody) through its read-only mount; the data folder is the operator's.
-  await atomicWrite(join(egressDir, "credentials", credentialsFile), JSON.stringify(secrets));
+  await atomicWrite(join(egressDir, "credentials", credentialsFile), files.credentialsFile);
   const caDir = join(egressDir, "ca", network);
   await mkdir(caDir, { recursive: true, mode: 0o755 });
-  await atomicWrite(join(caDir, "ca.pem"), issued.caCertificate);
-  // Node's bundled roots and the computer's CA: for clients that read one bundle in place of the system's.
-  await atomicWrite(join(caDir, "bundle.pem"), `${tls.rootCertificates.join("\n")}\n${issued.caCertificate}`);
-  const bundle = `${EGRESS_CA_DIR}/bundle.pem`;
+  for (const [name, text] of Object.entries(files.computerFiles)) await atomicWrite(join(caDir, name), text);
   return {
     labelPolicy: { ...policy, credentials: [] },
     credentialsFile,
     mounts: [{ Type: "bind", Source: caDir, Target: EGRESS_CA_DIR, ReadOnly: true }],
-    env: [
-      `SSL_CERT_FILE=${bundle}`,
-      `CURL_CA_BUNDLE=${bundle}`,
-      `REQUESTS_CA_BUNDLE=${bundle}`,
-      `GIT_SSL_CAINFO=${bundle}`,
-      `NODE_EXTRA_CA_CERTS=${EGRESS_CA_DIR}/ca.pem`,
-    ],
+    env: [...files.env],
   };
 }
 

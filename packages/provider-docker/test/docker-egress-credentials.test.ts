@@ -4,10 +4,9 @@ import { join } from "node:path";
 import type { Machine } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { issueInterceptionCertificates } from "@agent-computer/egress";
-import { PROCESS_MEMORY_SCAN, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import { fixtureApi, nodeHttpsGet, PROCESS_MEMORY_SCAN, temporaryDataDir } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { egressProxyName } from "../src/egress-proxy-container.js";
-import { fixtureApi, nodeHttpsGet } from "./credential-fixtures.js";
 import { dockerTestEnvironment } from "./docker-test-environment.js";
 
 // Credentials added on the way out, on the real engine (issue 53; README,

@@ -73,7 +73,7 @@ export function computerPodManifest(
           limits,
           homeMount,
           securityContext,
-          ...(fence ? { env: fence.env, chromiumPolicy: fence.chromiumPolicy } : {}),
+          ...(fence ? { env: fence.env, chromiumPolicy: fence.chromiumPolicy, extraMounts: fence.computerMounts } : {}),
         })
       : undefined;
   const volumes: V1Volume[] = [
@@ -167,7 +167,11 @@ export function computerPodManifest(
             periodSeconds: 1,
             failureThreshold: 1,
           },
-          volumeMounts: [{ name: "shm", mountPath: "/dev/shm" }, ...(homeMount ? [homeMount] : [])],
+          volumeMounts: [
+            { name: "shm", mountPath: "/dev/shm" },
+            ...(homeMount ? [homeMount] : []),
+            ...(fence?.computerMounts ?? []),
+          ],
         },
         ...(display ? [display.container] : []),
         ...(fence ? [fence.container] : []),

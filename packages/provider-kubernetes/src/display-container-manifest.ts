@@ -79,6 +79,8 @@ export function displayContainerOf(input: {
   /** A fenced computer's: the proxy variables, and what its Chromium policy adds (egress-fence-manifest.ts). */
   readonly env?: V1Container["env"];
   readonly chromiumPolicy?: Record<string, unknown>;
+  /** A fenced computer's with credentials: its CA, mounted as in the bot's container. */
+  readonly extraMounts?: V1VolumeMount[];
 }): { container: V1Container; volumes: V1Volume[] } {
   const policyFile = CHROMIUM_MANAGED_POLICY_FILE;
   const container: V1Container = {
@@ -113,6 +115,7 @@ export function displayContainerOf(input: {
       { name: DISPLAY_HOME_VOLUME, mountPath: DISPLAY_HOME },
       { name: POLICY_VOLUME, mountPath: dirname(policyFile) },
       input.homeMount,
+      ...(input.extraMounts ?? []),
     ],
   };
   const volumes: V1Volume[] = [

@@ -6,7 +6,12 @@ import {
   egressProxyEnv,
   policyFileName,
 } from "@agent-computer/egress";
-import type { V1Container, V1EnvVar, V1Volume } from "@kubernetes/client-node";
+import type { V1Container, V1EnvVar, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
+import {
+  EGRESS_CREDENTIALS_DIR,
+  type EgressCredentialsSecret,
+  egressCredentialsSecret,
+} from "./egress-credentials-secret.js";
 
 // Egress by policy on Kubernetes (README, "Egress by policy"; issue 53).
 // A pod's containers share one network namespace, so a NetworkPolicy, which
@@ -77,8 +82,12 @@ export interface EgressFence {
   readonly initContainer: V1Container;
   readonly container: V1Container;
   readonly volumes: V1Volume[];
-  /** The proxy variables, for the bot's container and the display's. */
+  /** The proxy variables (and the CA's, with credentials), for the bot's container and the display's. */
   readonly env: V1EnvVar[];
+  /** What the bot's container and the display's mount besides their own: the CA, with credentials. */
+  readonly computerMounts: V1VolumeMount[];
+  /** With credentials: the Secret to make once the pod exists (egress-credentials-secret.ts). */
+  readonly credentials?: EgressCredentialsSecret;
   /** Added to the display's Chromium policy: every URL but loopback to the proxy, no WebRTC UDP. */
   readonly chromiumPolicy: Record<string, unknown>;
 }
@@ -88,14 +97,28 @@ export function egressFenceOf(input: {
   readonly image: string;
   readonly computerId: string;
   readonly policy: ResolvedEgressPolicy;
+  /** The pod's name and namespace: a policy with credentials gets a Secret named after the pod. */
+  readonly podName: string;
+  readonly namespace: string;
+  /** `egressUpstreamCa`: CAs the proxy trusts besides Node's roots when it re-encrypts to a credential's host. */
+  readonly upstreamCa?: string;
 }): EgressFence {
-  if (input.policy.credentials.length > 0) {
-    throw new AgentComputerError(
-      "UNSUPPORTED",
-      `The egress policy "${input.policy.name}" names credentials, which kubernetesProvider does not add yet (their values and the proxy's key would need a Secret mounted into the egress container only); use dockerProvider for credentials added on the way out, or leave them out.`,
-    );
-  }
-  const file: EgressPolicyFile = { computerId: input.computerId, policy: input.policy };
+  const credentials =
+    input.policy.credentials.length > 0
+      ? egressCredentialsSecret({
+          podName: input.podName,
+          namespace: input.namespace,
+          computerId: input.computerId,
+          credentials: input.policy.credentials,
+          ...(input.upstreamCa ? { upstreamCa: input.upstreamCa } : {}),
+        })
+      : undefined;
+  // The policy travels in the egress container's command, in the pod's spec: its credentials' values stay in the Secret.
+  const file: EgressPolicyFile = {
+    computerId: input.computerId,
+    policy: { ...input.policy, credentials: [] },
+    ...(credentials ? { credentialsFile: credentials.credentialsFile } : {}),
+  };
   const policyText = JSON.stringify(file);
   if (Buffer.byteLength(policyText) > MAX_POLICY_BYTES) {
     throw new AgentComputerError(
@@ -103,7 +126,13 @@ export function egressFenceOf(input: {
       `The egress policy "${input.policy.name}" takes ${Buffer.byteLength(policyText)} bytes; on Kubernetes it travels in the egress container's command, which holds at most ${MAX_POLICY_BYTES}. Use wildcard patterns to shorten its allow list.`,
     );
   }
-  const config = { port: EGRESS_PROXY_PORT, host: "127.0.0.1", policiesDir: `${PROXY_DIR}/policies` };
+  const config = {
+    port: EGRESS_PROXY_PORT,
+    host: "127.0.0.1",
+    policiesDir: `${PROXY_DIR}/policies`,
+    ...(credentials ? { credentialsDir: EGRESS_CREDENTIALS_DIR } : {}),
+    ...(credentials?.upstreamCaFile ? { extraUpstreamCaFiles: [credentials.upstreamCaFile] } : {}),
+  };
   const noCapabilities = { drop: ["ALL"] };
   const initContainer: V1Container = {
     name: EGRESS_FENCE_CONTAINER_NAME,
@@ -159,17 +188,25 @@ export function egressFenceOf(input: {
       periodSeconds: 1,
       failureThreshold: 1,
     },
-    volumeMounts: [{ name: PROXY_VOLUME, mountPath: PROXY_DIR }],
+    volumeMounts: [{ name: PROXY_VOLUME, mountPath: PROXY_DIR }, ...(credentials ? [credentials.proxyMount] : [])],
   };
   return {
     policyName: input.policy.name,
     initContainer,
     container,
-    volumes: [{ name: PROXY_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "1Mi" } }],
-    env: egressProxyEnv(`http://${PROXY_ADDRESS}`).map((line) => {
-      const at = line.indexOf("=");
-      return { name: line.slice(0, at), value: line.slice(at + 1) };
-    }),
+    volumes: [
+      { name: PROXY_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
+      ...(credentials?.volumes ?? []),
+    ],
+    env: [
+      ...egressProxyEnv(`http://${PROXY_ADDRESS}`).map((line) => {
+        const at = line.indexOf("=");
+        return { name: line.slice(0, at), value: line.slice(at + 1) };
+      }),
+      ...(credentials?.env ?? []),
+    ],
+    computerMounts: credentials ? [credentials.computerMount] : [],
+    ...(credentials ? { credentials } : {}),
     // The display shares the pod's loopback with the bot: loopback URLs stay there, as Chromium leaves them by default.
     chromiumPolicy: egressChromiumPolicy(PROXY_ADDRESS, { loopbackToProxy: false }),
   };

@@ -78,7 +78,7 @@ export function kubernetesApiFailure(error: unknown, what: string, namespace: st
     case 403:
       return new AgentComputerError(
         "UNAVAILABLE",
-        `Could not ${what}: the API server forbids it (403 Forbidden${detail ? `: ${detail}` : ""}). Grant this process's service account the Role from the provider's README in namespace "${namespace}" (pods: create, get, list, delete; pods/exec: create, get).`,
+        `Could not ${what}: the API server forbids it (403 Forbidden${detail ? `: ${detail}` : ""}). Grant this process's service account the Role from the provider's README in namespace "${namespace}" (pods: create, get, list, delete; pods/exec: create, get; pods/log: get; secrets: create, for egress credentials).`,
         { cause: error, retryable: false, details: { status, reason: statusObject?.reason } },
       );
     case 404:

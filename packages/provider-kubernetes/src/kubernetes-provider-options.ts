@@ -153,6 +153,13 @@ export const kubernetesProviderOptionsSchema = z.object({
    * reconnect on.
    */
   onEgressDenied: z.custom<(denial: EgressDenial) => void>((v) => typeof v === "function").optional(),
+  /**
+   * CA certificates (PEM, one or more) a computer's egress proxy trusts
+   * besides Node's bundled roots when it re-encrypts to a host named in a
+   * policy's `credentials`: an internal API's CA (the suite's fixture CA in
+   * the tests). Goes into each such computer's Secret.
+   */
+  egressUpstreamCa: z.string().includes("-----BEGIN CERTIFICATE-----").optional(),
 });
 
 export type KubernetesProviderOptions = z.input<typeof kubernetesProviderOptionsSchema>;

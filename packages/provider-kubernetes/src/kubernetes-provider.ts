@@ -221,14 +221,35 @@ export function kubernetesProvider(
           "An egress policy needs the display in its own container (kubernetesProvider({ displayContainer: true }), the default): with one container the pod shares its process namespace, which would put the egress proxy in the bot's sight.",
         );
       }
-      const fence = policy ? egressFenceOf({ image, computerId: resolved.computerId, policy }) : undefined;
+      const fence = policy
+        ? egressFenceOf({
+            image,
+            computerId: resolved.computerId,
+            policy,
+            podName: name,
+            namespace,
+            ...(parsed.egressUpstreamCa ? { upstreamCa: parsed.egressUpstreamCa } : {}),
+          })
+        : undefined;
       const manifest = computerPodManifest(name, resolved, image, parsed, mountedHome, fence);
+      let created: V1Pod;
       try {
-        await abortable(core.createNamespacedPod({ namespace, body: manifest }), signal);
+        created = await abortable(core.createNamespacedPod({ namespace, body: manifest }), signal);
       } catch (error) {
         // An abort may land after the server created the pod.
         if (signal.aborted) void deletePod(name);
         throw kubernetesApiFailure(error, `create pod ${namespace}/${name}`, namespace);
+      }
+      if (fence?.credentials) {
+        // Made once the pod has a uid to be owned by; until then the kubelet waits to mount it (egress-credentials-secret.ts).
+        const body = fence.credentials.secretOwnedBy({ name, uid: created.metadata?.uid ?? "" });
+        try {
+          await abortable(core.createNamespacedSecret({ namespace, body }), signal);
+        } catch (error) {
+          // The pod goes; a Secret the server made anyway goes with it (its owner is gone).
+          await deletePod(name);
+          throw kubernetesApiFailure(error, `create secret ${namespace}/${fence.credentials.secretName}`, namespace);
+        }
       }
       try {
         await waitReady(name, signal, parsed.readyTimeoutMs);

@@ -86,6 +86,8 @@ export function createPodContainer(docker: Docker, plan: PodContainerPlan): Prom
         ...(security.seccompProfile?.type === "Localhost" ? [`seccomp=${computerSeccompProfile()}`] : []),
       ],
       Privileged: security.privileged === true,
+      // io.k8s.api.core.v1.PodSecurityContext `fsGroup`: "A special supplemental group that applies to all containers in a pod."
+      GroupAdd: spec.securityContext?.fsGroup === undefined ? undefined : [String(spec.securityContext.fsGroup)],
       ReadonlyRootfs: security.readOnlyRootFilesystem === true,
       Binds: plan.binds,
     },
@@ -129,9 +131,11 @@ export function execContainerIndex(spec: Json, pod: string, wanted: string | nul
 
 /**
  * Engine binds for the pod's volumes on a node's disk: a claim's host
- * folder (or its subPath, made on first use), and an emptyDir not in
+ * folder (or its subPath, made on first use), an emptyDir not in
  * memory as a folder of `podDir` (one per pod, as the kubelet keeps under
- * its pods folder: every container that mounts it sees the same files).
+ * its pods folder: every container that mounts it sees the same files),
+ * and a secret volume's folder there (fixture-secrets.ts wrote it),
+ * always read-only as the kubelet mounts it.
  */
 export function volumeBinds(
   claims: ReadonlyMap<string, string>,
@@ -145,6 +149,10 @@ export function volumeBinds(
   for (const mount of (container.volumeMounts ?? []) as Json[]) {
     const volume = ((spec.volumes ?? []) as Json[]).find((v) => v.name === mount.name);
     const claim = volume?.persistentVolumeClaim?.claimName as string | undefined;
+    if (volume?.secret !== undefined) {
+      binds.push(`${join(podDir, mount.name)}:${mount.mountPath}:ro`);
+      continue;
+    }
     const onDisk = volume?.emptyDir !== undefined && volume.emptyDir.medium !== "Memory";
     if (!claim && !onDisk) continue;
     const root = claim ? (claims.get(`${namespace}/${claim}`) as string) : join(podDir, mount.name);

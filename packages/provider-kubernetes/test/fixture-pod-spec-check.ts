@@ -16,6 +16,14 @@ import type { Json } from "./fixture-json.js";
 //   names (strings).
 // - io.k8s.api.core.v1.SecurityContext `readOnlyRootFilesystem`,
 //   `runAsNonRoot`, `runAsUser`: booleans and an integer (int64).
+// - io.k8s.api.core.v1.Volume `name`: a DNS label, unique in the pod, and
+//   one source only; io.k8s.api.core.v1.SecretVolumeSource `secretName`
+//   (required), `defaultMode`, and io.k8s.api.core.v1.KeyToPath `key`,
+//   `path` ("May not be an absolute path. May not contain the path element
+//   '..'. May not start with the string '..'") and `mode` ("must be an
+//   octal value between 0000 and 0777 or a decimal value between 0 and 511").
+// - io.k8s.api.core.v1.VolumeMount `name` ("This must match the Name of a
+//   Volume") and `mountPath`, unique within a container.
 // What the kubelet refuses at a container's start rather than the API at
 // create (SecurityContext `runAsNonRoot` with uid 0) is in
 // `nonRootViolation`, which the fixture reports as the kubelet does: the
@@ -26,6 +34,9 @@ const PROBES = ["lifecycle", "livenessProbe", "readinessProbe", "startupProbe"] 
 
 /** The first field kube-apiserver would refuse in `spec`, as `<path>: <reason>`, or undefined. */
 export function podSpecProblem(spec: Json): string | undefined {
+  const volumes = volumesProblem((spec.volumes ?? []) as Json[]);
+  if (volumes) return volumes;
+  const volumeNames = new Set(((spec.volumes ?? []) as Json[]).map((v) => v.name as string));
   const seen = new Set<string>();
   const lists: [string, Json[]][] = [
     ["spec.initContainers", (spec.initContainers ?? []) as Json[]],
@@ -55,6 +66,60 @@ export function podSpecProblem(spec: Json): string | undefined {
       }
       if (security.runAsUser !== undefined && !(Number.isInteger(security.runAsUser) && security.runAsUser >= 0))
         return `${at}.securityContext.runAsUser: Invalid value: ${security.runAsUser}: must be between 0 and 2147483647, inclusive`;
+      const mountPaths = new Set<string>();
+      for (const [j, mount] of ((container.volumeMounts ?? []) as Json[]).entries()) {
+        if (!volumeNames.has(mount.name))
+          return `${at}.volumeMounts[${j}].name: Not found: ${JSON.stringify(mount.name)}`;
+        if (typeof mount.mountPath !== "string" || mount.mountPath === "")
+          return `${at}.volumeMounts[${j}].mountPath: Required value`;
+        if (mountPaths.has(mount.mountPath))
+          return `${at}.volumeMounts[${j}].mountPath: Invalid value: ${JSON.stringify(mount.mountPath)}: must be unique`;
+        mountPaths.add(mount.mountPath);
+      }
+    }
+  }
+  return undefined;
+}
+
+const SOURCES = ["emptyDir", "persistentVolumeClaim", "secret", "configMap", "projected", "hostPath"] as const;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** What kube-apiserver refuses of the pod's volumes (names, one source each, secret volumes' fields). */
+function volumesProblem(volumes: Json[]): string | undefined {
+  const names = new Set<string>();
+  const modeProblem = (at: string, mode: unknown) =>
+    mode !== undefined && !(Number.isInteger(mode) && (mode as number) >= 0 && (mode as number) <= 0o777)
+      ? `${at}: Invalid value: ${JSON.stringify(mode)}: must be a number between 0 and 0777 (octal), both inclusive`
+      : undefined;
+  for (const [i, volume] of volumes.entries()) {
+    const at = `spec.volumes[${i}]`;
+    if (typeof volume.name !== "string" || volume.name.length > 63 || !DNS_LABEL.test(volume.name))
+      return `${at}.name: Invalid value: ${JSON.stringify(volume.name)}: a lowercase RFC 1123 label`;
+    if (names.has(volume.name)) return `${at}.name: Duplicate value: ${JSON.stringify(volume.name)}`;
+    names.add(volume.name);
+    const sources = SOURCES.filter((source) => volume[source] !== undefined);
+    if (sources.length > 1) return `${at}.${sources[1]}: Forbidden: may not specify more than 1 volume type`;
+    const secret = volume.secret as Json | undefined;
+    if (!secret) continue;
+    if (typeof secret.secretName !== "string" || secret.secretName === "")
+      return `${at}.secret.secretName: Required value`;
+    if (secret.secretName.length > 253 || !DNS_SUBDOMAIN.test(secret.secretName))
+      return `${at}.secret.secretName: Invalid value: ${JSON.stringify(secret.secretName)}: a lowercase RFC 1123 subdomain`;
+    const defaultMode = modeProblem(`${at}.secret.defaultMode`, secret.defaultMode);
+    if (defaultMode) return defaultMode;
+    for (const [j, item] of ((secret.items ?? []) as Json[]).entries()) {
+      const itemAt = `${at}.secret.items[${j}]`;
+      if (typeof item.key !== "string" || item.key === "") return `${itemAt}.key: Required value`;
+      const path = item.path;
+      if (typeof path !== "string" || path === "") return `${itemAt}.path: Required value`;
+      if (path.startsWith("/"))
+        return `${itemAt}.path: Invalid value: ${JSON.stringify(path)}: must be a relative path`;
+      if (path.split("/").includes(".."))
+        return `${itemAt}.path: Invalid value: ${JSON.stringify(path)}: must not contain '..'`;
+      if (path.startsWith(".."))
+        return `${itemAt}.path: Invalid value: ${JSON.stringify(path)}: must not start with '..'`;
+      const mode = modeProblem(`${itemAt}.mode`, item.mode);
+      if (mode) return mode;
     }
   }
   return undefined;

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Json } from "./fixture-json.js";
 
 // Scheduling in the wire fixture (kubernetes-wire-fixture.ts), on its one
@@ -32,4 +33,16 @@ export function unschedulableReason(
       return "0/1 nodes are available: 1 node(s) didn't match pod affinity rules. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
   }
   return undefined;
+}
+
+/** A running pod that is not a computer (no container behind it): one that holds a volume, which affinity rules see. */
+export function foreignPod(namespace: string, name: string, labels: Record<string, string>, resourceVersion: string) {
+  const now = new Date().toISOString();
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace, labels, uid: randomUUID(), resourceVersion, creationTimestamp: now },
+    spec: { containers: [{ name: "app", image: "foreign" }], nodeName: "fixture-node" },
+    status: { phase: "Running", conditions: [{ type: "Ready", status: "True", lastTransitionTime: now }] },
+  } as Json;
 }

@@ -22,9 +22,12 @@
  *          2 stderr, 3 status (a Status: Success, or NonZeroExitCode with details.causes
  *          [{reason: ExitCode}], or InternalError when the container went away), 4 resize (ignored),
  *          255 close (v5: [255, 0] ends stdin). Refused upgrades answer a Status with 404/403/400.
+ * - POST /api/v1/namespaces/{ns}/secrets, GET and DELETE .../secrets/{name}: 201 / 200 Secret, 404, 409,
+ *   422 and 400 as kube-apiserver answers (fixture-secrets.ts); a Secret whose owner pods are all gone
+ *   is deleted, as the garbage collector does; secret volumes are written as the kubelet does.
  * - GET /api, /apis, /api/v1, /version: discovery as kubectl reads it (core/v1 pods and pods/exec).
  * - Every request needs `Authorization: Bearer <token>` (401 otherwise); `forbid()` makes a verb
- *   answer 403 Forbidden as RBAC would; `failNext()` answers the next call of a verb with a status
+ *   (of pods, or of secrets) answer 403 Forbidden as RBAC would; `failNext()` answers the next call of a verb with a status
  *   (such as 409); `cutNextExec()` drops the next exec connection after some stdin bytes.
  * - GET /api/v1/namespaces/{ns}/pods/{name}/log?container=..&follow=..&sinceTime=..  200 text/plain
  *   (fixture-pod-log.ts), followed until the container is gone; 400 for a container not there.
@@ -70,14 +73,18 @@ import {
   volumeBinds,
 } from "./fixture-pod-containers.js";
 import { initializePod } from "./fixture-pod-init.js";
+import { podList } from "./fixture-pod-list.js";
 import { servePodLog } from "./fixture-pod-log.js";
 import { nonRootViolation, podSpecProblem } from "./fixture-pod-spec-check.js";
-import { unschedulableReason } from "./fixture-scheduling.js";
+import { foreignPod, unschedulableReason } from "./fixture-scheduling.js";
+import { FixtureSecrets } from "./fixture-secrets.js";
 
 export type { Json } from "./fixture-json.js";
 export { cpuCores, quantityBytes } from "./fixture-pod-containers.js";
 /** A verb the provider uses, as RBAC names it (exec is `create pods/exec`). */
 export type FixtureVerb = "create" | "get" | "list" | "delete" | "exec" | "log";
+/** The resources a verb acts on here. */
+type FixtureResource = "pods" | "secrets";
 
 interface PodRecord {
   pod: Json;
@@ -94,13 +101,19 @@ export class KubernetesWireFixture {
   readonly token = `fixture-token-${randomUUID()}`;
   private readonly id = randomUUID().slice(0, 8);
   private readonly pods = new Map<string, PodRecord>();
-  private readonly forbidden = new Set<FixtureVerb>();
+  private readonly forbidden = new Set<string>();
   private readonly failures = new Map<FixtureVerb, number>();
   private cut: { afterBytes: number } | undefined;
   private readonly claims = new Map<string, string>();
   private readonly server: Server;
   private readonly wss: WebSocketServer;
   private resourceVersion = 1000;
+  /** The namespaces' Secrets (fixture-secrets.ts). */
+  readonly secrets = new FixtureSecrets(
+    () => String(++this.resourceVersion),
+    (namespace, uid) =>
+      [...this.pods.entries()].some(([key, r]) => key.startsWith(`${namespace}/`) && r.pod.metadata.uid === uid),
+  );
   /** Where pods' emptyDir volumes on disk live, a folder per pod (fixture-pod-containers.ts). */
   private readonly emptyDirs = mkdtempSync(join(tmpdir(), "k8s-fixture-"));
   private port = 0;
@@ -149,12 +162,12 @@ export class KubernetesWireFixture {
     return fixtureKubeConfig(this.address, token);
   }
 
-  /** Makes `verb` answer 403 Forbidden until `allow`. */
-  forbid(verb: FixtureVerb): void {
-    this.forbidden.add(verb);
+  /** Makes `verb` of `resource` answer 403 Forbidden until `allow`. */
+  forbid(verb: FixtureVerb, resource: FixtureResource = "pods"): void {
+    this.forbidden.add(resource === "pods" ? verb : `${resource} ${verb}`);
   }
-  allow(verb: FixtureVerb): void {
-    this.forbidden.delete(verb);
+  allow(verb: FixtureVerb, resource: FixtureResource = "pods"): void {
+    this.forbidden.delete(resource === "pods" ? verb : `${resource} ${verb}`);
   }
   /** The next call of `verb` answers `code` (409 Conflict, 500, ...). */
   failNext(verb: FixtureVerb, code: number): void {
@@ -176,25 +189,8 @@ export class KubernetesWireFixture {
    * `get` and `list`.
    */
   addForeignPod(namespace: string, name: string, labels: Record<string, string>): void {
-    const now = new Date().toISOString();
-    this.pods.set(`${namespace}/${name}`, {
-      containerIds: [],
-      initIds: [],
-      pod: {
-        apiVersion: "v1",
-        kind: "Pod",
-        metadata: {
-          name,
-          namespace,
-          labels,
-          uid: randomUUID(),
-          resourceVersion: String(++this.resourceVersion),
-          creationTimestamp: now,
-        },
-        spec: { containers: [{ name: "app", image: "foreign" }], nodeName: "fixture-node" },
-        status: { phase: "Running", conditions: [{ type: "Ready", status: "True", lastTransitionTime: now }] },
-      },
-    });
+    const pod = foreignPod(namespace, name, labels, String(++this.resourceVersion));
+    this.pods.set(`${namespace}/${name}`, { containerIds: [], initIds: [], pod });
   }
 
   /** The pod as the API would show it, or undefined. */
@@ -257,10 +253,11 @@ export class KubernetesWireFixture {
     if (discovery) return this.json(res, 200, discovery);
     const log = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/log$/.exec(url.pathname);
     if (log && req.method === "GET") return this.log(res, log, url.searchParams);
-    const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods(?:\/([^/]+))?$/.exec(url.pathname);
+    const match = /^\/api\/v1\/namespaces\/([^/]+)\/(pods|secrets)(?:\/([^/]+))?$/.exec(url.pathname);
     if (!match) return this.status(res, 404, "NotFound", "the server could not find the requested resource");
     const namespace = decodeURIComponent(match[1] as string);
-    const name = match[2] === undefined ? undefined : decodeURIComponent(match[2]);
+    const resource = match[2] as FixtureResource;
+    const name = match[3] === undefined ? undefined : decodeURIComponent(match[3]);
     const verb: FixtureVerb | undefined =
       req.method === "POST" && !name
         ? "create"
@@ -271,16 +268,28 @@ export class KubernetesWireFixture {
           : req.method === "DELETE" && name
             ? "delete"
             : undefined;
-    if (!verb) return this.status(res, 405, "MethodNotAllowed", `${req.method} is not supported here`);
-    if (this.refused(res, verb, namespace)) return;
+    if (!verb || (resource === "secrets" && verb === "list"))
+      return this.status(res, 405, "MethodNotAllowed", `${req.method} is not supported here`);
+    if (this.refused(res, verb, namespace, resource)) return;
     if (!this.namespaces.includes(namespace)) {
       return this.status(res, 404, "NotFound", `namespaces "${namespace}" not found`, {
         name: namespace,
         kind: "namespaces",
       });
     }
+    if (resource === "secrets") {
+      const answer = name
+        ? this.secrets.readOrDelete(req.method as "GET" | "DELETE", namespace, name)
+        : await this.secrets.create(req, namespace);
+      return this.json(res, answer.code, answer.body);
+    }
     if (verb === "create") return this.create(req, res, namespace);
-    if (verb === "list") return this.json(res, 200, this.list(namespace, url.searchParams.get("labelSelector")));
+    if (verb === "list")
+      return this.json(
+        res,
+        200,
+        podList(this.pods, namespace, url.searchParams.get("labelSelector"), this.resourceVersion),
+      );
     const key = `${namespace}/${name}`;
     const record = this.pods.get(key);
     if (!record) return this.status(res, 404, "NotFound", `pods "${name}" not found`, { name, kind: "pods" });
@@ -297,10 +306,11 @@ export class KubernetesWireFixture {
   }
 
   /** RBAC and one-shot failures; true when the answer was sent. */
-  private refused(res: ServerResponse, verb: FixtureVerb, namespace: string): boolean {
-    const resource = verb === "exec" ? "pods/exec" : verb === "log" ? "pods/log" : "pods";
+  private refused(res: ServerResponse, verb: FixtureVerb, namespace: string, of: FixtureResource = "pods"): boolean {
+    const resource =
+      of === "secrets" ? "secrets" : verb === "exec" ? "pods/exec" : verb === "log" ? "pods/log" : "pods";
     const rbacVerb = verb === "exec" ? "create" : verb === "log" ? "get" : verb;
-    if (this.forbidden.has(verb)) {
+    if (this.forbidden.has(of === "pods" ? verb : `${of} ${verb}`)) {
       this.status(
         res,
         403,
@@ -310,7 +320,7 @@ export class KubernetesWireFixture {
       );
       return true;
     }
-    const code = this.failures.get(verb);
+    const code = of === "pods" ? this.failures.get(verb) : undefined;
     if (code !== undefined) {
       this.failures.delete(verb);
       const reason = code === 409 ? "AlreadyExists" : code === 500 ? "InternalError" : "Failure";
@@ -369,21 +379,6 @@ export class KubernetesWireFixture {
     this.json(res, 201, pod);
   }
 
-  private list(namespace: string, selector: string | null): Json {
-    const wanted = (selector ?? "")
-      .split(",")
-      .filter(Boolean)
-      .map((term) => {
-        const [k, v] = term.split(/!?==?/) as [string, string];
-        return { k, v, negate: term.includes("!=") };
-      });
-    const items = [...this.pods.entries()]
-      .filter(([key]) => key.startsWith(`${namespace}/`))
-      .map(([, r]) => r.pod)
-      .filter((pod) => wanted.every(({ k, v, negate }) => (pod.metadata?.labels?.[k] === v) !== negate));
-    return { kind: "PodList", apiVersion: "v1", metadata: { resourceVersion: String(this.resourceVersion) }, items };
-  }
-
   // --- pods backed by containers -----------------------------------------
 
   /**
@@ -430,8 +425,10 @@ export class KubernetesWireFixture {
         return;
       }
     }
-    const bindsOf = (container: Json) =>
-      volumeBinds(this.claims, join(this.emptyDirs, key.replace("/", "_")), namespace, spec, container);
+    const podDir = join(this.emptyDirs, key.replace("/", "_"));
+    // The kubelet mounts every volume before any container starts, waiting for a missing Secret.
+    if (!(await this.secrets.materialize(podDir, namespace, spec, () => !record.deleting))) return;
+    const bindsOf = (container: Json) => volumeBinds(this.claims, podDir, namespace, spec, container);
     const base = { fixtureId: this.id, namespace, pod: name, spec };
     const init = await initializePod(this.docker, base, pod, bindsOf, () => !record.deleting);
     record.initIds.push(...init.made);
@@ -504,6 +501,7 @@ export class KubernetesWireFixture {
       for (const container of containers) await container.remove({ force: true }).catch(() => {});
       rmSync(join(this.emptyDirs, key.replace("/", "_")), { recursive: true, force: true });
       this.pods.delete(key);
+      this.secrets.collectOwnedBy(key.split("/")[0] as string, record.pod.metadata.uid);
     };
     if (grace === 0 || direct) await finish();
     else void finish();

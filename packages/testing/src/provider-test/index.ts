@@ -5,6 +5,7 @@
 // and home-transfer bench parts. ESM only: it imports vitest.
 export { chooseTestProvider } from "./choose-test-provider.js";
 export { closeEmulatorAfterAll } from "./close-emulator-after-all.js";
+export { fixtureApi, nodeHttpsGet } from "./credential-fixtures.js";
 export { bypassScript, displayBrowserReach, FIXTURE_REPLY, fixtureHost, hostSideTarget } from "./egress-fixtures.js";
 export { expectRfbScreen } from "./expect-rfb-screen.js";
 export { failureOf } from "./failure-of.js";

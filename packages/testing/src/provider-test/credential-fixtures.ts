@@ -1,7 +1,9 @@
-import { fixtureHost } from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
+import { fixtureHost } from "./egress-fixtures.js";
 
-// What the credentials suite stands in for an API with (docker-egress-credentials.test.ts).
+// What the credentials suites stand in for an API with (provider-docker's
+// docker-egress-credentials.test.ts, provider-kubernetes'
+// kubernetes-egress-credentials.test.ts).
 
 /**
  * The fixture API, in the computer image's python3: HTTPS on 8443 with the

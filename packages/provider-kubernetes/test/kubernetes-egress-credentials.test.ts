@@ -1,0 +1,300 @@
+import { createHash, createPublicKey, randomBytes, X509Certificate } from "node:crypto";
+import type { Machine } from "@agent-computer/core";
+import { computerImageRef } from "@agent-computer/desktop-runtime";
+import { issueInterceptionCertificates } from "@agent-computer/egress";
+import { fixtureApi, nodeHttpsGet, PROCESS_MEMORY_SCAN } from "@agent-computer/testing/provider-test";
+import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import type Docker from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EGRESS_CONTAINER_NAME } from "../src/egress-fence-manifest.js";
+import type { Json } from "./fixture-json.js";
+import { kubernetesTestEnvironment, TEST_NAMESPACE } from "./kubernetes-test-environment.js";
+
+// Credentials added on the way out on Kubernetes (issue 53; README, "Egress
+// by policy"), on the wire fixture whose pods are real containers. As in
+// provider-docker's docker-egress-credentials.test.ts, the fixture API has
+// its own CA, which only the proxy trusts (`egressUpstreamCa`); the test
+// (the cluster's operator here) attaches the pod's network namespace to the
+// API's network, so the proxy's resolver finds its names.
+const env = await kubernetesTestEnvironment("kubernetes egress credentials");
+if (!env.missing) {
+  const { fixture, docker } = env;
+  const run = Math.random().toString(36).slice(2, 8);
+  const token = `tok-${randomBytes(16).toString("hex")}`;
+  const password = `pw-${randomBytes(16).toString("hex")}`;
+  const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+  const hosts = ["api.example.test", "basic.example.test", "untouched.example.test"];
+  const fixtureTls = issueInterceptionCertificates("fixture", hosts);
+  const core = fixture.kubeConfig().makeApiClient(CoreV1Api);
+  const machines: Machine[] = [];
+  let provider: ReturnType<typeof env.provider>;
+  let fenced: Machine;
+  let api: Awaited<ReturnType<typeof fixtureApi>>;
+
+  const podOf = (m: Machine) => m.ref.slice(`kubernetes:${TEST_NAMESPACE}/`.length);
+  const sh = async (script: string, stdin?: string) => {
+    const result = await fenced.exec({
+      argv: ["sh", "-c", script],
+      ...(stdin ? { stdin: new TextEncoder().encode(stdin) } : {}),
+    });
+    return {
+      exitCode: result.exitCode,
+      out: Buffer.from(result.stdout).toString(),
+      err: Buffer.from(result.stderr).toString(),
+    };
+  };
+  const authorizationSeen = (out: string) => (JSON.parse(out) as { authorization: string }).authorization;
+  const credentialed = {
+    name: "api-credentials",
+    allow: hosts,
+    allowPrivate: [] as string[],
+    credentials: [
+      { host: "api.example.test", header: { name: "Authorization", value: `Bearer ${token}` } },
+      { host: "basic.example.test", basic: { username: "bot-user", password } },
+    ],
+  };
+
+  beforeAll(async () => {
+    const image = await computerImageRef();
+    api = await fixtureApi(docker, image, `ac-k8s-egress-cred-${run}`, "10.219", hosts, fixtureTls);
+    credentialed.allowPrivate = [api.subnet];
+    provider = env.provider({
+      seccompLocalhostProfile: "agent-computer/chromium.json",
+      egressUpstreamCa: fixtureTls.caCertificate,
+    });
+    fenced = await provider.provision({
+      computerId: "credentialed",
+      homeKey: `k8s-egress-cred-${run}`,
+      egress: credentialed,
+    });
+    machines.push(fenced);
+    // The operator's step: the pod's network reaches the fixture API, and its resolver the API's names.
+    const holder = fixture.networkHolderOf(TEST_NAMESPACE, podOf(fenced)) as string;
+    await docker.getNetwork(api.network).connect({ Container: holder });
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const machine of machines) await machine.destroy().catch(() => {});
+    await api?.remove();
+  }, 60_000);
+
+  describe("kubernetes egress credentials", () => {
+    it("makes a Secret owned by the pod, whose credentials only the egress container mounts (0400, read-only)", async () => {
+      const pod = fixture.podJson(TEST_NAMESPACE, podOf(fenced)) as Json;
+      const secret = fixture.secrets.get(TEST_NAMESPACE, `${podOf(fenced)}-egress`) as Json;
+      expect(secret.metadata.ownerReferences).toEqual([
+        { apiVersion: "v1", kind: "Pod", name: podOf(fenced), uid: pod.metadata.uid },
+      ]);
+      const volumes = pod.spec.volumes as Json[];
+      const secretVolumes = volumes.filter((v) => v.secret);
+      expect(secretVolumes.map((v) => [v.name, v.secret.items.map((i: Json) => i.key), v.secret.defaultMode])).toEqual([
+        ["egress-credentials", ["credentials.json", "upstream-ca.pem"], 0o400],
+        ["egress-ca", ["ca.pem", "bundle.pem"], 0o444],
+      ]);
+      const mountsOf = (name: string) =>
+        (((pod.spec.containers as Json[]).find((c) => c.name === name)?.volumeMounts ?? []) as Json[]).map(
+          (m) => m.name,
+        );
+      expect(mountsOf(EGRESS_CONTAINER_NAME)).toContain("egress-credentials");
+      for (const name of ["computer", "display"]) {
+        expect(mountsOf(name)).toContain("egress-ca");
+        expect(mountsOf(name)).not.toContain("egress-credentials");
+      }
+      // In the egress container: the kubelet's fsGroup gives the group read (the proxy's uid has it), nobody else reads.
+      const egress = fixture.containerOf(TEST_NAMESPACE, podOf(fenced), EGRESS_CONTAINER_NAME) as string;
+      const seen = await dockerExec(docker, egress, [
+        "sh",
+        "-c",
+        "id -u; stat -c '%a %u %g' /etc/agent-computer-egress-credentials/credentials.json; touch /etc/agent-computer-egress-credentials/x 2>&1",
+      ]);
+      const [uid, stat, writable] = seen.out.trim().split("\n");
+      expect(uid).toBe("65534");
+      expect(stat).toBe("440 0 1000");
+      expect(writable).toContain("Read-only file system");
+    });
+
+    it("adds the named host's header to curl's HTTPS request, and to node's through NODE_EXTRA_CA_CERTS", async () => {
+      const secure = await sh("curl -sS --max-time 10 https://api.example.test:8443/");
+      expect(secure.exitCode, secure.err).toBe(0);
+      expect(authorizationSeen(secure.out)).toBe(sha256(`Bearer ${token}`));
+      const node = await sh(`node -e '${nodeHttpsGet("api.example.test", 8443, "/node")}'`);
+      expect(node.exitCode, node.err).toBe(0);
+      expect(authorizationSeen(node.out)).toBe(sha256(`Bearer ${token}`));
+      const plain = await sh("curl -sS --max-time 10 http://api.example.test:8080/");
+      expect(authorizationSeen(plain.out)).toBe(sha256(`Bearer ${token}`));
+    });
+
+    it("replaces a header of the same name the program sent, and adds basic auth", async () => {
+      const forged = await sh("curl -sS --max-time 10 -H 'Authorization: Bearer mine' https://api.example.test:8443/");
+      expect(authorizationSeen(forged.out)).toBe(sha256(`Bearer ${token}`));
+      const basic = await sh("curl -sS --max-time 10 https://basic.example.test:8443/");
+      const expected = `Basic ${Buffer.from(`bot-user:${password}`).toString("base64")}`;
+      expect(authorizationSeen(basic.out)).toBe(sha256(expected));
+    });
+
+    it("tunnels a host not named untouched: no header, and the host's own certificate reaches the client", async () => {
+      await sh("cat > fixture-ca.pem", fixtureTls.caCertificate);
+      const own = await sh("curl -sS --max-time 10 --cacert fixture-ca.pem https://untouched.example.test:8443/");
+      expect(own.exitCode, own.err).toBe(0);
+      expect(authorizationSeen(own.out)).toBe("");
+      const viaComputerCa = await sh("curl -sS --max-time 10 https://untouched.example.test:8443/");
+      expect(viaComputerCa.exitCode).not.toBe(0);
+      const named = await sh("curl -sS --max-time 10 --cacert fixture-ca.pem https://api.example.test:8443/");
+      expect(named.exitCode).not.toBe(0);
+    });
+
+    it("leaves the token, the password and the proxy's key nowhere in the bot's or the display's container, nor in the pod", async () => {
+      for (const host of ["api", "basic"]) {
+        const used = await sh(`curl -sS --max-time 10 https://${host}.example.test:8443/`);
+        expect(authorizationSeen(used.out)).not.toBe("");
+      }
+      const secret = fixture.secrets.get(TEST_NAMESPACE, `${podOf(fenced)}-egress`) as Json;
+      const proxyFile = JSON.parse(Buffer.from(secret.data["credentials.json"], "base64").toString()) as Json;
+      const keyLine = (proxyFile.key as string).split(/\r?\n/)[3] as string;
+      expect(keyLine.length).toBeGreaterThan(40);
+      const grepFiles =
+        "grep -rlF --devices=skip -f /dev/stdin / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; true";
+      const display = fixture.containerOf(TEST_NAMESPACE, podOf(fenced), "display") as string;
+      // Files, the mounted CA folder among them (one pass, a needle a line), and a control file that holds the token.
+      const needles = `${token}\n${password}\n${keyLine}\n`;
+      expect((await sh(grepFiles, needles)).out.trim(), "bot files holding one").toBe("");
+      expect((await dockerExec(docker, display, ["sh", "-c", grepFiles], needles)).out.trim()).toBe("");
+      await sh("cat > control-file", token);
+      expect((await sh(grepFiles, needles)).out).toContain("control-file");
+      await sh("rm control-file");
+      for (const needle of [token, password, keyLine]) {
+        // Environment, command lines and readable memory of every process the bot sees.
+        const [scanned, holding] = (await sh(`python3 -c '${PROCESS_MEMORY_SCAN}'`, needle)).out
+          .trim()
+          .split(" ")
+          .map(Number);
+        expect(scanned, "the scan read the bot's processes").toBeGreaterThan(0);
+        expect(holding, "processes holding it").toBe(0);
+      }
+      // The control: a process that does hold the token is found by the same scan.
+      await sh(`(AC_CONTROL=${token} setsid sleep 30 >/dev/null 2>&1 < /dev/null & echo $! > control.pid)`);
+      const [, control] = (await sh(`python3 -c '${PROCESS_MEMORY_SCAN}'`, token)).out.trim().split(" ").map(Number);
+      await sh("kill $(cat control.pid); rm control.pid");
+      expect(control).toBeGreaterThan(0);
+      // The pod as the API server holds it, and as a client that may read pods reads it.
+      const read: V1Pod = await core.readNamespacedPod({ name: podOf(fenced), namespace: TEST_NAMESPACE });
+      for (const text of [JSON.stringify(fixture.podJson(TEST_NAMESPACE, podOf(fenced))), JSON.stringify(read)]) {
+        for (const needle of [token, password, keyLine, "PRIVATE KEY"]) expect(text).not.toContain(needle);
+      }
+      // The CA's key was dropped: the one key in the Secret is the proxy's certificate's, not the CA's.
+      const ca = new X509Certificate((await sh("cat /etc/agent-computer/egress/ca.pem")).out);
+      expect(ca.ca).toBe(true);
+      const caPublic = ca.publicKey.export({ type: "spki", format: "der" });
+      expect(createPublicKey(proxyFile.key).export({ type: "spki", format: "der" }).equals(caPublic)).toBe(false);
+      const listed = await sh("ls /etc/agent-computer/egress; env | grep -c PRIVATE; true");
+      expect(listed.out.split("\n").slice(0, 2)).toEqual(["bundle.pem", "ca.pem"]);
+    });
+
+    it("refuses a Secret without the Role's create secrets, deleting the pod, and names secrets in the error", async () => {
+      fixture.forbid("create", "secrets");
+      try {
+        const failure = await provider
+          .provision({ computerId: "forbidden", homeKey: `k8s-egress-cred-forbidden-${run}`, egress: credentialed })
+          .then(
+            () => undefined,
+            (error: unknown) => error as Error & { code: string },
+          );
+        expect(failure).toMatchObject({ code: "UNAVAILABLE" });
+        expect(failure?.message).toContain("secrets");
+        expect(failure?.message).not.toContain(token);
+        const left = await core.listNamespacedPod({
+          namespace: TEST_NAMESPACE,
+          labelSelector: "agent-computer.org/computer-id=forbidden",
+        });
+        expect(left.items).toEqual([]);
+      } finally {
+        fixture.allow("create", "secrets");
+      }
+    });
+
+    it("deletes the Secret with the pod at destroy (its owner), as the garbage collector does", async () => {
+      const other = await provider.provision({
+        computerId: "short-lived",
+        homeKey: `k8s-egress-cred-short-${run}`,
+        egress: credentialed,
+      });
+      const name = `${podOf(other)}-egress`;
+      expect((await core.readNamespacedSecret({ name, namespace: TEST_NAMESPACE })).metadata?.name).toBe(name);
+      await other.destroy();
+      await expect
+        .poll(
+          () =>
+            core.readNamespacedSecret({ name, namespace: TEST_NAMESPACE }).then(
+              () => 200,
+              (e) => e.code,
+            ),
+          {
+            timeout: 10_000,
+          },
+        )
+        .toBe(404);
+    }, 120_000);
+
+    it("the fixture refuses what kube-apiserver refuses of Secrets and secret volumes", async () => {
+      const secret = (name: string, data: Record<string, string>) => ({ metadata: { name }, data });
+      const base64 = Buffer.from("x").toString("base64");
+      await expect(
+        core.createNamespacedSecret({ namespace: TEST_NAMESPACE, body: secret(`bad-key-${run}`, { "a/b": base64 }) }),
+      ).rejects.toMatchObject({ code: 422 });
+      await expect(
+        core.createNamespacedSecret({ namespace: TEST_NAMESPACE, body: secret(`Bad_Name-${run}`, {}) }),
+      ).rejects.toMatchObject({ code: 422 });
+      const owned = {
+        metadata: { name: `no-uid-${run}`, ownerReferences: [{ apiVersion: "v1", kind: "Pod", name: "p", uid: "" }] },
+      };
+      await expect(core.createNamespacedSecret({ namespace: TEST_NAMESPACE, body: owned })).rejects.toMatchObject({
+        code: 422,
+      });
+      const twice = secret(`twice-${run}`, { a: base64 });
+      await core.createNamespacedSecret({ namespace: TEST_NAMESPACE, body: twice });
+      await expect(core.createNamespacedSecret({ namespace: TEST_NAMESPACE, body: twice })).rejects.toMatchObject({
+        code: 409,
+      });
+      await core.deleteNamespacedSecret({ name: `twice-${run}`, namespace: TEST_NAMESPACE });
+      const pod = (volume: Json, mount = volume.name): V1Pod => ({
+        metadata: { name: `k8s-egress-cred-invalid-${run}` },
+        spec: {
+          containers: [{ name: "main", image: "unused", volumeMounts: [{ name: mount, mountPath: "/x" }] }],
+          volumes: [volume],
+        },
+      });
+      for (const body of [
+        pod({ name: "s", secret: { secretName: "s", defaultMode: 0o1000 } }),
+        pod({ name: "s", secret: { secretName: "s", items: [{ key: "a", path: "../a" }] } }),
+        pod({ name: "s", secret: { secretName: "s", items: [{ key: "a", path: "/a" }] } }),
+        pod({ name: "s", secret: { secretName: "s", items: [{ key: "a", path: "a", mode: 0o1000 }] } }),
+        pod({ name: "s", secret: {} }),
+        pod({ name: "s", secret: { secretName: "s" }, emptyDir: {} }),
+        pod({ name: "s", secret: { secretName: "s" } }, "missing"),
+      ]) {
+        await expect(core.createNamespacedPod({ namespace: TEST_NAMESPACE, body })).rejects.toMatchObject({
+          code: 422,
+        });
+      }
+    });
+  });
+}
+
+/** Runs `cmd` in an engine container as its own user, with `stdin` when given; its stdout and exit code. */
+async function dockerExec(
+  docker: Docker,
+  id: string,
+  cmd: string[],
+  stdin?: string,
+): Promise<{ out: string; exitCode: number | null }> {
+  const exec = await docker
+    .getContainer(id)
+    .exec({ Cmd: cmd, AttachStdin: stdin !== undefined, AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: stdin !== undefined });
+  const out: Buffer[] = [];
+  const sink = { write: (chunk: Buffer) => out.push(chunk) } as unknown as NodeJS.WritableStream;
+  docker.modem.demuxStream(stream, sink, { write: () => true } as unknown as NodeJS.WritableStream);
+  if (stdin !== undefined) stream.end(stdin);
+  await new Promise((done) => stream.on("end", done));
+  return { out: Buffer.concat(out).toString(), exitCode: (await exec.inspect()).ExitCode ?? null };
+}
