@@ -201,7 +201,9 @@ if (!env.missing) {
           );
         expect(failure).toMatchObject({ code: "UNAVAILABLE" });
         expect(failure?.message).toContain("secrets");
-        expect(failure?.message).not.toContain(token);
+        // Nor in what the error carries: its details and the client's error beneath it.
+        for (const text of [failure?.message, JSON.stringify(failure), String((failure as { cause?: unknown })?.cause)])
+          expect(text).not.toContain(token);
         const left = await core.listNamespacedPod({
           namespace: TEST_NAMESPACE,
           labelSelector: "agent-computer.org/computer-id=forbidden",
