@@ -180,7 +180,7 @@ export class FixtureSecrets {
     if (!secret) return source.optional === true ? [] : undefined;
     const data = (secret.data ?? {}) as Record<string, string>;
     const mode = (source.defaultMode as number | undefined) ?? 0o644;
-    const items = (source.items as Json[] | undefined) ?? Object.keys(data).map((key) => ({ key, path: key }));
+    const items = (source.items as Json[] | undefined) ?? Object.keys(data).map((key): Json => ({ key, path: key }));
     const files = [];
     for (const item of items) {
       const value = data[item.key];

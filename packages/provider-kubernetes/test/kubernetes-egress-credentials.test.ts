@@ -3,7 +3,7 @@ import type { Machine } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { issueInterceptionCertificates } from "@agent-computer/egress";
 import { fixtureApi, nodeHttpsGet, PROCESS_MEMORY_SCAN } from "@agent-computer/testing/provider-test";
-import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api, type V1Pod, type V1Volume } from "@kubernetes/client-node";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EGRESS_CONTAINER_NAME } from "../src/egress-fence-manifest.js";
@@ -258,7 +258,8 @@ if (!env.missing) {
         code: 409,
       });
       await core.deleteNamespacedSecret({ name: `twice-${run}`, namespace: TEST_NAMESPACE });
-      const pod = (volume: Json, mount = volume.name): V1Pod => ({
+      // Fields a V1Volume may hold where kube-apiserver refuses them (an out-of-range mode, two sources): its own type.
+      const pod = (volume: V1Volume, mount = volume.name): V1Pod => ({
         metadata: { name: `k8s-egress-cred-invalid-${run}` },
         spec: {
           containers: [{ name: "main", image: "unused", volumeMounts: [{ name: mount, mountPath: "/x" }] }],
