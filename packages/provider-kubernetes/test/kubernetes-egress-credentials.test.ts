@@ -1,5 +1,5 @@
 import { createHash, createPublicKey, randomBytes, X509Certificate } from "node:crypto";
-import type { Machine } from "@agent-computer/core";
+import type { Logger, Machine, OpContext } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { issueInterceptionCertificates } from "@agent-computer/egress";
 import { fixtureApi, nodeHttpsGet, PROCESS_MEMORY_SCAN } from "@agent-computer/testing/provider-test";
@@ -43,6 +43,12 @@ if (!env.missing) {
       err: Buffer.from(result.stderr).toString(),
     };
   };
+  // What the provider logs while it provisions and destroys these computers (none of it may hold a secret).
+  const logged: string[] = [];
+  const log = (level: string) => (message: string, fields?: Record<string, unknown>) =>
+    logged.push(`${level} ${message} ${JSON.stringify(fields ?? {})}`);
+  const logger: Logger = { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") };
+  const ctx: OpContext = { logger };
   const authorizationSeen = (out: string) => (JSON.parse(out) as { authorization: string }).authorization;
   const credentialed = {
     name: "api-credentials",
@@ -62,11 +68,10 @@ if (!env.missing) {
       seccompLocalhostProfile: "agent-computer/chromium.json",
       egressUpstreamCa: fixtureTls.caCertificate,
     });
-    fenced = await provider.provision({
-      computerId: "credentialed",
-      homeKey: `k8s-egress-cred-${run}`,
-      egress: credentialed,
-    });
+    fenced = await provider.provision(
+      { computerId: "credentialed", homeKey: `k8s-egress-cred-${run}`, egress: credentialed },
+      ctx,
+    );
     machines.push(fenced);
     // The operator's step: the pod's network reaches the fixture API, and its resolver the API's names.
     const holder = fixture.networkHolderOf(TEST_NAMESPACE, podOf(fenced)) as string;
@@ -194,7 +199,10 @@ if (!env.missing) {
       fixture.forbid("create", "secrets");
       try {
         const failure = await provider
-          .provision({ computerId: "forbidden", homeKey: `k8s-egress-cred-forbidden-${run}`, egress: credentialed })
+          .provision(
+            { computerId: "forbidden", homeKey: `k8s-egress-cred-forbidden-${run}`, egress: credentialed },
+            ctx,
+          )
           .then(
             () => undefined,
             (error: unknown) => error as Error & { code: string },
@@ -215,14 +223,13 @@ if (!env.missing) {
     });
 
     it("deletes the Secret with the pod at destroy (its owner), as the garbage collector does", async () => {
-      const other = await provider.provision({
-        computerId: "short-lived",
-        homeKey: `k8s-egress-cred-short-${run}`,
-        egress: credentialed,
-      });
+      const other = await provider.provision(
+        { computerId: "short-lived", homeKey: `k8s-egress-cred-short-${run}`, egress: credentialed },
+        ctx,
+      );
       const name = `${podOf(other)}-egress`;
       expect((await core.readNamespacedSecret({ name, namespace: TEST_NAMESPACE })).metadata?.name).toBe(name);
-      await other.destroy();
+      await other.destroy(ctx);
       await expect
         .poll(
           () =>
@@ -235,6 +242,9 @@ if (!env.missing) {
           },
         )
         .toBe(404);
+      // The provider's log of these provisions, the refused one and this destroy: there, and no secret in it.
+      expect(logged.join("\n")).toContain("kubernetes machine destroyed");
+      for (const needle of [token, password, "PRIVATE KEY"]) expect(logged.join("\n")).not.toContain(needle);
     }, 120_000);
 
     it("the fixture refuses what kube-apiserver refuses of Secrets and secret volumes", async () => {
