@@ -1,5 +1,5 @@
 import http from "node:http";
-import net from "node:net";
+import type net from "node:net";
 import type { Duplex } from "node:stream";
 import tls from "node:tls";
 import { endToEndHeaders } from "@agent-computer/core/provider-utils";
@@ -14,6 +14,7 @@ import { REFUSAL_TEXT } from "./egress-refusal.js";
 import type { EgressRules } from "./egress-rules.js";
 import { isLoopbackHost, normalizeHost } from "./host-pattern.js";
 import { connectThroughSocks5 } from "./socks5-connect.js";
+import { connectTunnelUpstream } from "./tunnel-upstream.js";
 
 /** The rules a client's requests are judged by, and whose computer they are (for the denial's report). */
 export interface EgressClientPolicy {
@@ -189,13 +190,12 @@ export function createEgressProxy(options: EgressProxyOptions): http.Server {
       const intercepted = { host: verdict.host, address: verdict.address, port: target.port, credential };
       return interceptor.intercept(client, head, intercepted, policy.credentials.serverContext);
     }
-    const upstream = net.connect({ host: verdict.address, port: target.port });
+    const upstream = connectTunnelUpstream(verdict.address, target.port, client);
     upstream.setNoDelay(true);
     client.setNoDelay(true);
     upstream.once("connect", () => {
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length > 0) upstream.write(head);
-      upstream.pipe(client);
       client.pipe(upstream);
     });
     upstream.on("error", (error) => {
