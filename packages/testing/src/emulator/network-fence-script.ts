@@ -27,6 +27,9 @@
  *     allow; a domain match dials the name itself, never the address the
  *     sandbox asked for, and refuses an address in the always-denied ranges
  *     (proxyWithIPVerification); a refusal closes the accepted connection.
+ * Not the orchestrator's: allowedCidrPorts, CIDRs let through on one port
+ * (TCP judged beside the allowed CIDRs, UDP by a rule beside theirs), for a
+ * service whose allow rules name a port (CreateOS's `host:port`).
  * Settings come as JSON in FENCE_CONFIG. Python 3's standard library only.
  */
 export const NETWORK_FENCE_SCRIPT = String.raw`
@@ -56,6 +59,7 @@ def in_any(ip, ranges):
 ALWAYS_DENIED = [ipv4_range(c) for c in CONFIG["alwaysDenied"]]
 STAND_INS = [ipv4_range(c) for c in CONFIG["publicStandIns"]]
 ALLOWED = [ipv4_range(c) for c in CONFIG["allowedCidrs"]]
+ALLOWED_ON_PORT = [(ipv4_range(e["cidr"]), e["port"]) for e in CONFIG.get("allowedCidrPorts") or []]
 DENIED = [ipv4_range(c) for c in CONFIG["deniedCidrs"]]
 DOMAINS = CONFIG["allowedDomains"]
 HOSTS = CONFIG["hosts"]
@@ -78,6 +82,8 @@ def install_rules():
     run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "-j", "FENCE_PREDEFINED")
     for cidr in CONFIG["allowedCidrs"]:
         run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "RETURN")
+    for entry in CONFIG.get("allowedCidrPorts") or []:
+        run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "-p", "udp", "-d", entry["cidr"], "--dport", str(entry["port"]), "-j", "RETURN")
     for cidr in CONFIG["deniedCidrs"]:
         run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "DROP")
     run("iptables", "-t", "mangle", "-A", "OUTPUT", "-j", "FENCE_FILTER")
@@ -101,11 +107,13 @@ def match_domain(hostname, pattern):
         return True
     return pattern.startswith("*.") and hostname.endswith(pattern[1:])
 
-def egress_allowed(hostname, ip):
+def egress_allowed(hostname, ip, port):
     if hostname and any(match_domain(hostname, d) for d in DOMAINS):
         return True, "domain"
     if in_any(ip, ALLOWED):
         return True, "cidr"
+    if any(p == port and in_any(ip, [r]) for r, p in ALLOWED_ON_PORT):
+        return True, "cidr-port"
     if in_any(ip, DENIED):
         return False, "cidr"
     return True, "none"
@@ -210,7 +218,7 @@ def handle(conn, kind):
             return
         head = read_head(conn, kind)
         hostname = http_host(head) if kind == "http" else tls_sni(head) if kind == "tls" else ""
-        allowed, match = egress_allowed(hostname, ip)
+        allowed, match = egress_allowed(hostname, ip, port)
         if allowed and match == "domain":
             addresses = [a for a in resolve(hostname) if not always_denied(a)]
             if not addresses:

@@ -13,6 +13,12 @@ export interface FenceRules {
   alwaysDenied: string[];
   /** IPv4 CIDRs let through (before `deniedCidrs`). */
   allowedCidrs: string[];
+  /**
+   * IPv4 CIDRs let through on one destination port only (TCP and UDP), before
+   * `deniedCidrs`: a service whose allow rules name a port (CreateOS's
+   * `host:port`, `cidr:port`). Unset: none.
+   */
+  allowedCidrPorts?: { cidr: string; port: number }[];
   /** IPv4 CIDRs refused unless allowed by name or CIDR; `0.0.0.0/0` for "nothing else". */
   deniedCidrs: string[];
   /** Names (`example.com`, `*.example.com`, `*`) let through on ports 80 and 443, dialled by the fence itself. */
