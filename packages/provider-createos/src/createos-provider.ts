@@ -10,6 +10,7 @@ import { defineSandboxProvider, matchRefId } from "@agent-computer/core/provider
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { HOSTED_COMPUTER_CAPABILITIES, SERVICE_ID_PATTERN } from "@agent-computer/provider-kit";
 import type { Sandbox } from "@nodeops-createos/sandbox";
+import { createosEgressOf } from "./createos-egress.js";
 import { CreateosMachine, type CreateosMachineHost, resumeSandbox } from "./createos-machine.js";
 import { labelsOfName, sandboxNameOf } from "./createos-names.js";
 import { type CreateosProviderOptions, createosProviderOptionsSchema } from "./createos-provider-options.js";
@@ -27,6 +28,8 @@ import { NamedTemplate } from "./named-template.js";
 export const CREATEOS_CAPABILITIES: ProviderCapabilities = {
   ...HOSTED_COMPUTER_CAPABILITIES,
   keepsScreensBetweenRuns: false,
+  // A spec's policy becomes the sandbox's egress allowlist, enforced by the service outside the VM (createos-egress.ts).
+  egress: true,
 };
 
 type Environment = Record<string, string | undefined>;
@@ -87,11 +90,16 @@ export function createosProvider(
         [COMPUTER_LABELS.screenLimit]: String(spec.screenLimit),
       };
       const name = sandboxNameOf(parsed.namePrefix, labels); // too many labels: refused before anything is made
+      const egress = createosEgressOf(spec.egress); // what the service cannot hold: refused before anything is made
       const rootfs = parsed.rootfs ?? (await (named as NamedTemplate).resolve(context, signal));
-      const sandbox = await service.create({ shape: parsed.shape, rootfs, name, ingress_enabled: true }, signal);
+      const sandbox = await service.create(
+        { shape: parsed.shape, rootfs, name, ingress_enabled: true, ...(egress ? { egress } : {}) },
+        signal,
+      );
       const ref = `createos:${sandbox.id}` as const;
       const machine = machineOf(sandbox, spec.screenLimit);
       try {
+        if (egress) await service.assertEgressHeld(sandbox, signal);
         await machine.makeHome(context);
       } catch (error) {
         // A sandbox left behind bills: destroy it, and say so when that fails too.

@@ -1,4 +1,4 @@
-import type { AgentComputerError } from "@agent-computer/core";
+import { AgentComputerError } from "@agent-computer/core";
 import {
   isNetworkFailure,
   isTransientStatus,
@@ -15,6 +15,7 @@ import {
   Sandbox,
   type SandboxView,
 } from "@nodeops-createos/sandbox";
+import { egressIsClosed } from "./createos-egress.js";
 
 /** States a sandbox does not come back from (types.ts SandboxStatus). */
 export const CREATEOS_GONE_STATES: ReadonlySet<string> = new Set(["destroying", "destroyed", "failed", "error"]);
@@ -99,6 +100,34 @@ export class CreateosService {
   /** client.js listSandboxes: every page (http.js fetchAllPages). */
   list(signal: AbortSignal): Promise<Sandbox[]> {
     return this.retried(() => this.client.listSandboxes({ signal }), "list sandboxes", signal);
+  }
+
+  /**
+   * Refuses a sandbox the service left open though it was asked for an
+   * allowlist: the create's answer says what it holds ("Resolved egress
+   * allowlist", types.d.ts CreateSandboxResponse.egress), but the server
+   * may leave it out (`omitempty`: the SDK's COMPATIBILITY.md), so then the
+   * sandbox's egress is read (sandbox.js getEgress, GET .../egress), its
+   * list taken from `egress` (types.d.ts EgressView) or `rules` (the SDK's
+   * docs/how-to/lifecycle.md reads `view.rules`).
+   */
+  async assertEgressHeld(sandbox: Sandbox, signal: AbortSignal): Promise<void> {
+    let held: unknown = sandbox.data.egress;
+    if (held === undefined) {
+      const view = (await this.retried(
+        () => sandbox.getEgress({ signal }),
+        `read sandbox ${sandbox.id}'s egress`,
+        signal,
+      )) as unknown as Record<string, unknown>;
+      held = view.egress ?? view.rules;
+    }
+    const list = Array.isArray(held) ? held.filter((rule): rule is string => typeof rule === "string") : undefined;
+    if (!egressIsClosed(list)) {
+      throw new AgentComputerError(
+        "UNSUPPORTED",
+        `CreateOS did not take sandbox ${sandbox.id}'s egress allowlist (it holds ${JSON.stringify(list ?? null)}, everything allowed); the sandbox is destroyed.`,
+      );
+    }
   }
 
   /** A handle for calls on a known id without reading it first. */

@@ -12,6 +12,7 @@ import {
   createSandboxResponse,
   deleteProcessQuery,
   destroyedResponse,
+  egressView,
   errorEnvelope,
   execRequest,
   execResponse,
@@ -32,6 +33,7 @@ import {
   processInputResponse,
   processSignalRequest,
   sandboxView,
+  setEgressRequest,
   success,
   templateCreateRequest,
   templateView,
@@ -109,6 +111,27 @@ export const CREATEOS_OPERATIONS: readonly ServiceOperation[] = [
     query: noQuery,
     body: patchSandboxRequest,
     responses: { 200: success(sandboxView), ...failures(400, 404, 409), ...always },
+  },
+  {
+    name: "getEgress",
+    method: "GET",
+    path: sandboxPath("/egress"),
+    source:
+      "TS sandbox.js getEgress; types.ts EgressView; REST page Sandbox/REST-API/Egress (404: not found or not owned)",
+    headers: authorized,
+    query: noQuery,
+    responses: { 200: success(egressView), ...failures(404), ...always },
+  },
+  {
+    name: "setEgress",
+    method: "PUT",
+    path: sandboxPath("/egress"),
+    source:
+      "TS sandbox.js setEgress (ValidationError when a rule is malformed); types.ts SetEgressRequest/EgressView; COMPATIBILITY.md (404 for a sandbox not owned)",
+    headers: authorized,
+    query: noQuery,
+    body: setEgressRequest,
+    responses: { 200: success(egressView), ...failures(400, 404, 422), ...always },
   },
   {
     name: "destroySandbox",

@@ -13,9 +13,11 @@ import {
   refuseUpgrade,
   ServiceRecorder,
   sendJson,
+  startFence,
 } from "@agent-computer/testing/emulator";
 import type Docker from "dockerode";
 import { CREATEOS_OPERATIONS, processConnectFrame } from "./createos-definition.js";
+import { checkedEgress, fenceRulesOf, nameserversOf } from "./createos-network-fence.js";
 import { type ConnectFrame, ManagedProcesses, type ManagedProcessRecord } from "./createos-processes.js";
 import { EmulatedTemplates, type TemplateBuilder } from "./createos-templates.js";
 import { EMULATED_SHAPES, refuse, VM_USER, VmMachines, VmRecord } from "./createos-vms.js";
@@ -36,6 +38,8 @@ export interface CreateosEmulatorOptions {
   templateBuilder?: TemplateBuilder;
   /** Environment every VM's processes get (the service's own, not the caller's). */
   vmEnv?: Record<string, string>;
+  /** Names resolved in every VM and by the service when it puts an allowlist in force, standing in for public DNS (name to IPv4 address). */
+  publicHosts?: Record<string, string>;
 }
 
 type Json = Record<string, unknown>;
@@ -246,6 +250,8 @@ export class CreateosEmulator {
     if (verb === "" && method === "GET") return vm.view;
     if (verb === "" && method === "DELETE") return this.destroy(vm);
     if (verb === "" && method === "PATCH") throw refuse(400, "sandbox settings are not emulated");
+    if (verb === "egress" && method === "GET") return { id: vm.id, egress: vm.egress };
+    if (verb === "egress" && method === "PUT") return this.setEgress(vm, body);
     if (verb === "pause" && method === "POST") return this.pause(vm);
     if (verb === "resume" && method === "POST") return this.resume(vm);
     if (verb === "exec" && method === "POST") return this.exec(vm, body);
@@ -291,6 +297,7 @@ export class CreateosEmulator {
       throw refuse(409, `a sandbox named ${name} exists`);
     }
     const envs = (body.envs as Record<string, string> | undefined) ?? {};
+    const egress = checkedEgress(body.egress as string[] | undefined);
     const vm = new VmRecord(
       name,
       shape,
@@ -300,8 +307,41 @@ export class CreateosEmulator {
       (id) => `http://127.0.0.1:${this.ingress.port}/${id}-<port>/`,
     );
     this.vms.set(vm.id, vm);
-    await this.machines.boot(vm, image, envs);
+    const hosts = Object.entries(this.options.publicHosts ?? {}).map(([host, address]) => `${host}:${address}`);
+    await this.machines.boot(vm, image, envs, hosts);
+    try {
+      // Before create answers: nothing in the VM sees the network unfenced once the caller has it.
+      await this.fence(vm, egress);
+    } catch (error) {
+      this.machines.destroy(vm);
+      throw refuse(500, `the sandbox's egress could not be put in force: ${(error as Error).message}`);
+    }
     return vm.created;
+  }
+
+  /** setEgress: the list replaced at once, its rules in force before the answer (REST page: "take effect immediately"). */
+  private async setEgress(vm: VmRecord, body: Json): Promise<Json> {
+    if (!vm.containerId) throw refuse(409, `sandbox is ${vm.status}`);
+    await this.fence(vm, checkedEgress(body.egress as string[] | null | undefined));
+    return { id: vm.id, egress: vm.egress };
+  }
+
+  /** Puts `egress` in force on the VM: its old fence gone, a new one when the list has rules (createos-network-fence.ts). */
+  private async fence(vm: VmRecord, egress: string[]): Promise<void> {
+    const container = vm.containerId as string;
+    const resolvConf = (await this.containers.run(container, ["cat", "/etc/resolv.conf"], { user: VM_USER })).stdout;
+    const rules = await fenceRulesOf(egress, this.options.publicHosts ?? {}, nameserversOf(resolvConf.toString()));
+    if (vm.fenceId) await this.containers.remove(vm.fenceId);
+    vm.fenceId = undefined;
+    vm.egress = egress;
+    if (!rules) return;
+    vm.fenceId = await startFence(
+      this.options.docker,
+      container,
+      rules,
+      { publicStandIns: [], hosts: this.options.publicHosts ?? {} },
+      { [CREATEOS_EMULATOR_LABEL]: this.containers.instance },
+    );
   }
 
   /** listSandboxes: every row, destroyed ones too, oldest first, paged by `limit`/`offset`. */
@@ -317,6 +357,8 @@ export class CreateosEmulator {
   /** destroySandbox: `destroying` now, `destroyed` once the VM is reclaimed; again on a destroyed row is a no-op (types.ts DestroyedResponse). */
   private destroy(vm: VmRecord): Json {
     if (vm.status !== "destroyed" && vm.status !== "destroying") {
+      if (vm.fenceId) void this.containers.remove(vm.fenceId);
+      vm.fenceId = undefined;
       this.machines.destroy(vm);
       void vm.transition.then(() => this.processes.endAll(vm));
     }

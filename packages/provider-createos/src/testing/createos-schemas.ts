@@ -146,6 +146,12 @@ export const destroyedResponse = z.strictObject({
   status: z.enum(["destroying", "destroyed"]),
 });
 
+/** types.ts SetEgressRequest: "`null`, omitted, or `[]` means allow all". */
+export const setEgressRequest = z.strictObject({ egress: z.array(z.string()).nullable().optional() });
+
+/** types.ts EgressView (the REST page Sandbox/REST-API/Egress answers the same `{ id, egress }`). */
+export const egressView = z.strictObject({ id: z.string(), egress: z.array(z.string()) });
+
 /** types.ts PatchSandboxRequest. */
 export const patchSandboxRequest = z.strictObject({
   ingress_enabled: z.boolean().optional(),

@@ -44,6 +44,10 @@ export class VmRecord {
   spawnMs = 0;
   containerId: string | undefined;
   ip = "";
+  /** The egress allowlist as asked (types.ts CreateSandboxRequest.egress, SetEgressRequest); empty: all allowed. */
+  egress: string[] = [];
+  /** The container enforcing `egress` outside the VM (createos-network-fence.ts), while it has rules. */
+  fenceId: string | undefined;
   transition: Promise<void> = Promise.resolve();
 
   constructor(
@@ -82,7 +86,7 @@ export class VmRecord {
       spawn_ms: this.spawnMs,
       shape: this.shape,
       rootfs: this.rootfs,
-      egress: [],
+      egress: this.egress,
       envs: this.envNames.length ? this.envNames : undefined,
       paused_at: this.pausedAt,
       last_resumed_at: this.lastResumedAt,
@@ -103,7 +107,7 @@ export class VmRecord {
       mem_mib: facts.mem_mib,
       disk_mib: facts.default_disk_mib,
       spawn_ms: this.spawnMs,
-      egress: [],
+      egress: this.egress,
       bandwidth_quota_bytes: -1,
       ingress_url_template: this.ingressUrlTemplate,
     });
@@ -138,7 +142,7 @@ export class VmMachines {
   ) {}
 
   /** Boots the VM: answers once it runs (create is synchronous: client.js createSandbox's comment). */
-  async boot(vm: VmRecord, image: string, envs: Record<string, string>): Promise<void> {
+  async boot(vm: VmRecord, image: string, envs: Record<string, string>, extraHosts: string[] = []): Promise<void> {
     const started = performance.now();
     try {
       const { id, ip } = await this.containers.create({
@@ -150,6 +154,7 @@ export class VmMachines {
         env: { ...this.env, ...envs },
         shmBytes: COMPUTER_SHM_BYTES,
         seccompProfile: computerSeccompProfile(),
+        extraHosts,
       });
       Object.assign(vm, { containerId: id, ip, status: "running", runningAt: new Date().toISOString() });
       vm.spawnMs = Math.round(performance.now() - started);
