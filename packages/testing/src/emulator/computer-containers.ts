@@ -24,6 +24,12 @@ export interface MachineSpec {
   /** All capabilities dropped but SYS_CHROOT, and no-new-privileges, as a hardened service runs them (default true). */
   hardened?: boolean;
   /**
+   * Capabilities an unhardened machine still goes without (`NET_RAW`: a
+   * fenced machine's raw frames would pass a network fence inside its own
+   * namespace, network-fence.ts, where a service's host-side rules see them).
+   */
+  dropCapabilities?: string[];
+  /**
    * /dev/shm's size (the computer image's COMPUTER_SHM_BYTES: Chromium
    * needs it); unset leaves Docker's default (64 MiB), as a service that
    * sets no ShmSize gets.
@@ -89,7 +95,11 @@ export class ComputerContainers {
         Init: true,
         ...(spec.shmBytes === undefined ? {} : { ShmSize: spec.shmBytes }),
         SecurityOpt: [`seccomp=${spec.seccompProfile}`, ...(hardened ? ["no-new-privileges:true"] : [])],
-        ...(hardened ? { CapDrop: ["ALL"], CapAdd: ["SYS_CHROOT"] } : {}),
+        ...(hardened
+          ? { CapDrop: ["ALL"], CapAdd: ["SYS_CHROOT"] }
+          : spec.dropCapabilities?.length
+            ? { CapDrop: spec.dropCapabilities }
+            : {}),
         NetworkMode: spec.network ?? "bridge",
         ...(spec.extraHosts?.length ? { ExtraHosts: spec.extraHosts } : {}),
       },
