@@ -70,7 +70,36 @@ def always_denied(ip):
 def run(*argv):
     subprocess.run(argv, check=True)
 
+# The rules on the way out of the sandbox's namespace, after the mangle chains: (command, table, chain, match).
+def tail_rules():
+    return [
+        ("iptables", "mangle", "OUTPUT", ["-j", "FENCE_FILTER"]),
+        ("iptables", "nat", "OUTPUT", ["-o", "lo", "-j", "RETURN"]),
+        ("iptables", "nat", "OUTPUT", ["-p", "tcp", "--dport", "80", "-j", "REDIRECT", "--to-ports", str(PORTS["http"])]),
+        ("iptables", "nat", "OUTPUT", ["-p", "tcp", "--dport", "443", "-j", "REDIRECT", "--to-ports", str(PORTS["tls"])]),
+        ("iptables", "nat", "OUTPUT", ["-p", "tcp", "-j", "REDIRECT", "--to-ports", str(PORTS["other"])]),
+        # A new TCP connection that escaped the redirect (a raw socket) goes nowhere. (A redirected one
+        # keeps its first route's interface here but is addressed to 127.0.0.1 by now.)
+        ("iptables", "filter", "OUTPUT", ["-p", "tcp", "!", "-o", "lo", "!", "-d", "127.0.0.0/8", "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP"]),
+        # The kit's choice: the orchestrator's sets are IPv4; a fenced sandbox here gets no IPv6 way out.
+        ("ip6tables", "filter", "OUTPUT", ["-o", "lo", "-j", "ACCEPT"]),
+        ("ip6tables", "filter", "OUTPUT", ["-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT"]),
+        ("ip6tables", "filter", "OUTPUT", ["-j", "DROP"]),
+    ]
+
+def remove_previous():
+    # A fence before this one in the same namespace (a service whose rules change while the sandbox
+    # runs): its rules out first, so the new ones are the only ones.
+    for command, table, chain, match in tail_rules():
+        while subprocess.run([command, "-t", table, "-D", chain, *match], capture_output=True).returncode == 0:
+            pass
+    for chain in ("FENCE_FILTER", "FENCE_PREDEFINED"):
+        subprocess.run(["iptables", "-t", "mangle", "-F", chain], capture_output=True)
+    for chain in ("FENCE_FILTER", "FENCE_PREDEFINED"):
+        subprocess.run(["iptables", "-t", "mangle", "-X", chain], capture_output=True)
+
 def install_rules():
+    remove_previous()
     run("iptables", "-t", "mangle", "-N", "FENCE_PREDEFINED")
     for cidr in CONFIG["publicStandIns"]:
         run("iptables", "-t", "mangle", "-A", "FENCE_PREDEFINED", "-d", cidr, "-j", "RETURN")
@@ -86,18 +115,8 @@ def install_rules():
         run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "-p", "udp", "-d", entry["cidr"], "--dport", str(entry["port"]), "-j", "RETURN")
     for cidr in CONFIG["deniedCidrs"]:
         run("iptables", "-t", "mangle", "-A", "FENCE_FILTER", "!", "-p", "tcp", "-d", cidr, "-j", "DROP")
-    run("iptables", "-t", "mangle", "-A", "OUTPUT", "-j", "FENCE_FILTER")
-    run("iptables", "-t", "nat", "-A", "OUTPUT", "-o", "lo", "-j", "RETURN")
-    run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "--dport", "80", "-j", "REDIRECT", "--to-ports", str(PORTS["http"]))
-    run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "--dport", "443", "-j", "REDIRECT", "--to-ports", str(PORTS["tls"]))
-    run("iptables", "-t", "nat", "-A", "OUTPUT", "-p", "tcp", "-j", "REDIRECT", "--to-ports", str(PORTS["other"]))
-    # A new TCP connection that escaped the redirect (a raw socket) goes nowhere. (A redirected one
-    # keeps its first route's interface here but is addressed to 127.0.0.1 by now.)
-    run("iptables", "-A", "OUTPUT", "-p", "tcp", "!", "-o", "lo", "!", "-d", "127.0.0.0/8", "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP")
-    # The kit's choice: the orchestrator's sets are IPv4; a fenced sandbox here gets no IPv6 way out.
-    run("ip6tables", "-A", "OUTPUT", "-o", "lo", "-j", "ACCEPT")
-    run("ip6tables", "-A", "OUTPUT", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT")
-    run("ip6tables", "-A", "OUTPUT", "-j", "DROP")
+    for command, table, chain, match in tail_rules():
+        run(command, "-t", table, "-A", chain, *match)
 
 def match_domain(hostname, pattern):
     hostname, pattern = hostname.lower(), pattern.lower()
