@@ -85,6 +85,8 @@ export class CreateosEmulator {
   readonly requests: string[] = [];
   /** How many of the next `/connect` streams are cut after their first data frame (a connection lost mid-stream). */
   private streamCuts = 0;
+  /** Every createSandbox body, as it came (a test asserts what the provider asked for). */
+  readonly createBodies: unknown[] = [];
   /** What each `/exec` body carried that the service drops (stdin, env): kept to show they had no effect. */
   readonly droppedExecFields: string[] = [];
 
@@ -286,6 +288,7 @@ export class CreateosEmulator {
 
   /** createSandbox: synchronous, answers once the VM runs; names unique per user among live sandboxes. */
   private async create(body: Json): Promise<Json> {
+    this.createBodies.push(structuredClone(body));
     const shape = body.shape as string;
     if (!EMULATED_SHAPES[shape]) throw refuse(400, `unknown shape ${shape}`);
     const rootfs = (body.rootfs as string | undefined) ?? Object.keys(this.options.rootfs)[0] ?? "";
@@ -330,7 +333,11 @@ export class CreateosEmulator {
   private async fence(vm: VmRecord, egress: string[]): Promise<void> {
     const container = vm.containerId as string;
     const resolvConf = (await this.containers.run(container, ["cat", "/etc/resolv.conf"], { user: VM_USER })).stdout;
-    const rules = await fenceRulesOf(egress, this.options.publicHosts ?? {}, nameserversOf(resolvConf.toString()));
+    const fenced = await fenceRulesOf(egress, this.options.publicHosts ?? {}, nameserversOf(resolvConf.toString()));
+    // A fenced VM opened again: the old fence's rules stay in its namespace until a fence replaces them,
+    // so a fence that lets everything through takes its place (as the service's "no chain" does).
+    const open = { alwaysDenied: [], allowedCidrs: [], deniedCidrs: [], allowedDomains: [] };
+    const rules = fenced ?? (vm.fenceId ? open : undefined);
     if (vm.fenceId) await this.containers.remove(vm.fenceId);
     vm.fenceId = undefined;
     vm.egress = egress;

@@ -133,7 +133,7 @@ function omitUndefined(value: Json): Json {
  * processes kept, as the service's pause snapshots memory and disk:
  * docs/explanation/lifecycle.md); resume unpauses the same container
  * under the same id. The VM runs as root (VM_USER), unhardened, as a
- * Firecracker guest's root holds its capabilities.
+ * Firecracker guest's root holds its capabilities, but for NET_RAW (boot).
  */
 export class VmMachines {
   constructor(
@@ -151,6 +151,9 @@ export class VmMachines {
         labels: { "agent-computer.test/createos-sandbox": vm.id },
         user: VM_USER,
         hardened: false,
+        // A guest's frames all leave through the host's tap, where the service's egress rules are; here the
+        // fence sits inside the container's namespace, which raw frames (AF_PACKET) would pass: no NET_RAW.
+        dropCapabilities: ["NET_RAW"],
         env: { ...this.env, ...envs },
         shmBytes: COMPUTER_SHM_BYTES,
         seccompProfile: computerSeccompProfile(),
