@@ -245,6 +245,41 @@ print(" ".join(results))
     });
   });
 
+  describe("a service that does not say, or does not hold, the allowlist", () => {
+    const provision = (key: string) =>
+      provider.provision({ computerId: key, homeKey: `${key}-${run}`, egress: { allow: ["allowed.test"] } });
+    afterAll(() => {
+      emulator.createEgress = "held";
+    });
+
+    it("reads the sandbox's egress when the create's answer leaves it out, and goes on when it is held", async () => {
+      emulator.createEgress = "omitted";
+      const reads = () => emulator.requests.filter((request) => /^GET \/v1\/sandboxes\/[^/]+\/egress$/.test(request));
+      const before = reads().length;
+      const held = await provision("omitted");
+      try {
+        expect(reads().length).toBe(before + 1);
+        expect(await held.exec({ argv: ["true"] }).then((result) => result.exitCode)).toBe(0);
+      } finally {
+        await held.destroy();
+      }
+    }, 120_000);
+
+    it("refuses, and destroys, a sandbox the service left open", async () => {
+      emulator.createEgress = "ignored";
+      const before = emulator.createBodies.length;
+      await expect(provision("ignored")).rejects.toMatchObject({
+        code: "UNSUPPORTED",
+        message: expect.stringMatching(/did not take .*egress allowlist/),
+      });
+      expect(emulator.createBodies.length).toBe(before + 1);
+      // Not left running: destroyed at once.
+      const name = (emulator.createBodies.at(-1) as { name: string }).name;
+      const made = (await sdk().listSandboxes()).find((sandbox) => sandbox.name === name);
+      expect(["destroying", "destroyed"]).toContain(emulator.statusOf(made?.id ?? ""));
+    }, 120_000);
+  });
+
   describe("the emulator holds egress to CreateOS's definition", () => {
     it("records an ill-typed egress, answers a malformed rule 400, and replaces the list with setEgress", async () => {
       const recorder = new ServiceRecorder("CreateOS", CREATEOS_OPERATIONS);

@@ -87,6 +87,13 @@ export class CreateosEmulator {
   private streamCuts = 0;
   /** Every createSandbox body, as it came (a test asserts what the provider asked for). */
   readonly createBodies: unknown[] = [];
+  /**
+   * How create answers an allowlist: `held` (in force, echoed), `omitted`
+   * (in force, left out of the answer, as `omitempty` lets the server:
+   * COMPATIBILITY.md), `ignored` (a service that takes the field and holds
+   * nothing: no fence, answered and kept empty).
+   */
+  createEgress: "held" | "omitted" | "ignored" = "held";
   /** What each `/exec` body carried that the service drops (stdin, env): kept to show they had no effect. */
   readonly droppedExecFields: string[] = [];
 
@@ -314,12 +321,13 @@ export class CreateosEmulator {
     await this.machines.boot(vm, image, envs, hosts);
     try {
       // Before create answers: nothing in the VM sees the network unfenced once the caller has it.
-      await this.fence(vm, egress);
+      if (this.createEgress !== "ignored") await this.fence(vm, egress);
     } catch (error) {
       this.machines.destroy(vm);
       throw refuse(500, `the sandbox's egress could not be put in force: ${(error as Error).message}`);
     }
-    return vm.created;
+    const { egress: held, ...created } = vm.created;
+    return this.createEgress === "omitted" ? created : { ...created, egress: held };
   }
 
   /** setEgress: the list replaced at once, its rules in force before the answer (REST page: "take effect immediately"). */

@@ -87,7 +87,8 @@ export const createSandboxResponse = z.strictObject({
   mem_mib: z.number().int(),
   disk_mib: z.number().int(),
   spawn_ms: z.number(),
-  egress: z.array(z.string()),
+  // COMPATIBILITY.md: the server sends `egress` omitempty, though types.ts marks it required.
+  egress: z.array(z.string()).optional(),
   bandwidth_quota_bytes: z.number().int(),
   ingress_url_template: z.string().includes("<port>").optional(),
 });
