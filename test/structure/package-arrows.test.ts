@@ -30,7 +30,8 @@ const ALLOWED: Record<string, string[]> = {
   "provider-e2b": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-daytona": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-box": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
-  "provider-createos": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
+  // Core's address rules decide which written-out addresses an egress allowlist may hold (README, "Egress").
+  "provider-createos": ["core", "checkpoint", "desktop-runtime", "egress", "provider-kit"],
   "provider-railway": ["core", "desktop-runtime", "provider-kit"],
   "provider-boxd": ["core", "desktop-runtime", "provider-kit"],
   // An installable server: it picks any provider at start (SANDBOX_PROVIDER), keeps its
