@@ -15,6 +15,7 @@ import { Daytona, type Sandbox } from "@daytonaio/sdk";
 import { daytonaFailure, isAuthFailure, isTransient, statusOf } from "./daytona-failure.js";
 import { DaytonaMachine } from "./daytona-machine.js";
 import type { DaytonaMachineHost } from "./daytona-machine-host.js";
+import { daytonaNetworkOf } from "./daytona-network.js";
 import { type DaytonaProviderOptions, daytonaProviderOptionsSchema } from "./daytona-provider-options.js";
 import { ensureStarted } from "./sandbox-start.js";
 
@@ -24,7 +25,11 @@ import { ensureStarted } from "./sandbox-start.js";
  * the sandbox (stopped or archived); the home is a folder inside it,
  * copied in and out; sandboxes bill while they run.
  */
-export const DAYTONA_CAPABILITIES: ProviderCapabilities = HOSTED_COMPUTER_CAPABILITIES;
+export const DAYTONA_CAPABILITIES: ProviderCapabilities = {
+  ...HOSTED_COMPUTER_CAPABILITIES,
+  // A spec's policy becomes the service's network settings, enforced by its runner (daytona-network.ts).
+  egress: true,
+};
 
 /** Marks one provision's sandbox, so one whose create answer was lost can still be found (and removed). */
 const PROVISION_LABEL = "agent-computer.org/provision-id";
@@ -96,6 +101,8 @@ export function daytonaProvider(options: DaytonaProviderOptions): SandboxProvide
     machineId: (id) => matchRefId("daytona", id, SERVICE_ID_PATTERN, "<sandbox id>")[0],
 
     async provision({ spec, image, context, signal }) {
+      // Refused here, before any request, when the service cannot hold the policy.
+      const network = daytonaNetworkOf(spec.egress);
       const provisionId = randomBytes(8).toString("hex");
       const labels = {
         ...spec.labels,
@@ -125,6 +132,7 @@ export function daytonaProvider(options: DaytonaProviderOptions): SandboxProvide
         // Daytona stops a sandbox after 15 idle minutes by default, mid-run for an agent: off.
         autoStopInterval: 0,
         public: false,
+        ...network,
       };
       let sandbox: Sandbox | undefined;
       try {

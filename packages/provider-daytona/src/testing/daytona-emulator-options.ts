@@ -20,6 +20,11 @@ export interface DaytonaEmulatorOptions {
   user?: string;
   /** The Docker network sandboxes join (default "bridge"). */
   network?: string;
+  /**
+   * Names resolved in every sandbox (its /etc/hosts) and by its network
+   * fence, standing in for public DNS (name to IPv4 address).
+   */
+  publicHosts?: Record<string, string>;
 }
 
 /** The sandbox states the emulator moves through (a subset of Daytona's `SandboxState`). */

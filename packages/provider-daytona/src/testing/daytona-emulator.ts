@@ -13,11 +13,13 @@ import {
   refuseUpgrade,
   ServiceRecorder,
   sendJson,
+  startFence,
   type Violation,
 } from "@agent-computer/testing/emulator";
 import { WebSocketServer } from "ws";
 import { DAYTONA_OPERATIONS } from "./daytona-definition.js";
 import type { DaytonaEmulatorOptions, EmulatedSandboxState } from "./daytona-emulator-options.js";
+import { networkSettingsOf } from "./daytona-network-fence.js";
 import { EMULATOR_LABEL, Sandbox, type SandboxHost } from "./daytona-sandbox.js";
 import { type PreviewGrant, PreviewProxy } from "./preview-proxy.js";
 import { PreviewTunnels } from "./preview-tunnel.js";
@@ -87,7 +89,16 @@ export class DaytonaEmulator {
     this.startDelayMs = options.startDelayMs ?? 0;
     this.startAnswerWaitMs = options.startAnswerWaitMs ?? 0;
     this.workspaceUser = options.user ?? "1000:1000";
-    this.host = { containers, user: this.workspaceUser, network: options.network, open: this.servers.sockets };
+    const hosts = options.publicHosts ?? {};
+    this.host = {
+      containers,
+      user: this.workspaceUser,
+      network: options.network,
+      open: this.servers.sockets,
+      extraHosts: Object.entries(hosts).map(([name, address]) => `${name}:${address}`),
+      fence: (containerId, rules) =>
+        startFence(options.docker, containerId, rules, { publicStandIns: [], hosts }, { [EMULATOR_LABEL]: this.id }),
+    };
     this.events = new SocketIoChannel((auth) => auth.token === this.apiKey);
     this.lifecycle = new SandboxLifecycle({
       changed: (sandbox, oldState) =>
@@ -373,7 +384,9 @@ export class DaytonaEmulator {
   }
 
   private create(body: Record<string, unknown>): unknown {
-    const sandbox = new Sandbox(this.host, imageOf(body, this.options.snapshots), body);
+    // Checked before the sandbox exists (sandbox.service.ts l.651-661), as the image is.
+    const network = networkSettingsOf(body);
+    const sandbox = new Sandbox(this.host, imageOf(body, this.options.snapshots), body, network);
     this.sandboxes.set(sandbox.id, sandbox);
     const work = async () => {
       await sandbox.createContainer(sandbox.image);
@@ -416,7 +429,7 @@ export class DaytonaEmulator {
       env: s.env,
       labels: s.labels,
       public: s.public,
-      networkBlockAll: false,
+      ...s.network,
       target: "local",
       cpu: 2,
       gpu: 0,

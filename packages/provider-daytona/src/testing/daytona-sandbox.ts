@@ -2,10 +2,17 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { computerSeccompProfile } from "@agent-computer/desktop-runtime";
-import { type ComputerContainers, HttpAnswer, pipeStdout, readMultipart } from "@agent-computer/testing/emulator";
+import {
+  type ComputerContainers,
+  type FenceRules,
+  HttpAnswer,
+  pipeStdout,
+  readMultipart,
+} from "@agent-computer/testing/emulator";
 import { demuxLog } from "./daemon-scripts.js";
 import { DaemonSession, SandboxDaemon } from "./daemon-session.js";
 import type { EmulatedSandboxState } from "./daytona-emulator-options.js";
+import { fenceRulesOf, type SandboxNetworkSettings } from "./daytona-network-fence.js";
 
 /** Every container an emulator starts carries this label (its value: the emulator's id). */
 export const EMULATOR_LABEL = "agent-computer.test/daytona-emulator";
@@ -18,6 +25,10 @@ export interface SandboxHost {
   network: string | undefined;
   /** Streams the emulator ends when it closes. */
   open: Set<Socket>;
+  /** `name:address` lines for every container's /etc/hosts (public names standing in for DNS). */
+  extraHosts: string[];
+  /** Puts a running container's egress in force outside its reach (the kit's startFence); gives the fence's container. */
+  fence(containerId: string, rules: FenceRules): Promise<string>;
 }
 
 /**
@@ -31,6 +42,12 @@ export class Sandbox {
   readonly labels: Record<string, string>;
   readonly env: Record<string, string>;
   readonly public: boolean;
+  /** Its network settings as created (daytona-network-fence.ts). */
+  readonly network: SandboxNetworkSettings;
+  /** What the runner enforces for them, or undefined: every address reachable. */
+  private readonly egress?: FenceRules;
+  /** The container of its network fence while its container runs. */
+  private fenceId?: string;
   autoStopInterval: number;
   state: EmulatedSandboxState = "creating";
   /** Every state it entered, in order (tests check a path through the state machine). */
@@ -61,7 +78,10 @@ export class Sandbox {
     private readonly host: SandboxHost,
     readonly image: string,
     body: Record<string, unknown>,
+    network: SandboxNetworkSettings = { networkBlockAll: false },
   ) {
+    this.network = network;
+    this.egress = fenceRulesOf(network);
     this.name = typeof body.name === "string" ? body.name : `sandbox-${randomBytes(3).toString("hex")}`;
     this.labels = (body.labels as Record<string, string>) ?? {};
     this.env = (body.env as Record<string, string>) ?? {};
@@ -91,16 +111,40 @@ export class Sandbox {
         AGENT_COMPUTER_GATEWAY_SOURCES: "default-gateway",
       },
       network: this.host.network,
+      extraHosts: this.host.extraHosts,
       // No shmBytes: the runner sets no ShmSize (apps/runner/pkg/docker/container_configs.go
       // getContainerHostConfig:200-256), so /dev/shm is Docker's default 64 MiB.
       seccompProfile: computerSeccompProfile(),
     });
     this.containerId = machine.id;
     this.ip = machine.ip;
+    await this.fenceUp();
   }
 
   async startContainer(): Promise<void> {
     this.ip = await this.host.containers.start(this.containerId as string);
+    await this.fenceUp();
+  }
+
+  /**
+   * The runner keeps a sandbox's chain across stops and hooks it to the
+   * container's address at each start (apps/runner/pkg/docker/monitor.go
+   * l.148 AssignNetworkRules on the start event); a container's network
+   * namespace is new at each start, so its fence is made again. The runner
+   * installs the rules in a goroutine after the start (create.go l.242-256),
+   * a window the emulator does not leave: the fence is up before the
+   * sandbox is reported started.
+   */
+  private async fenceUp(): Promise<void> {
+    if (!this.egress || !this.containerId) return;
+    await this.fenceDown();
+    this.fenceId = await this.host.fence(this.containerId, this.egress);
+  }
+
+  private async fenceDown(): Promise<void> {
+    const fence = this.fenceId;
+    this.fenceId = undefined;
+    if (fence) await this.host.containers.remove(fence);
   }
 
   /** Pause: the container's processes frozen (the VM classes' pause, as near as a container gets). */
@@ -117,17 +161,20 @@ export class Sandbox {
     this.abandonSessions();
     this.sessions.clear();
     await this.host.containers.stop(this.containerId as string);
+    await this.fenceDown();
   }
 
   /** Archive: the container's filesystem becomes an image (the home with it) and the container goes. */
   async archiveContainer(): Promise<void> {
     this.archiveImage = await this.host.containers.archive(this.containerId as string, this.id);
     this.containerId = undefined;
+    await this.fenceDown();
   }
 
   /** Removes the container and the archive. */
   async remove(): Promise<void> {
     this.abandonSessions();
+    await this.fenceDown();
     if (this.containerId) await this.host.containers.remove(this.containerId);
     if (this.archiveImage) await this.host.containers.removeImage(this.archiveImage);
     this.containerId = undefined;
