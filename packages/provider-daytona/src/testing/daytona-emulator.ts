@@ -76,6 +76,8 @@ export class DaytonaEmulator {
   readonly recorder = new ServiceRecorder("Daytona", DAYTONA_OPERATIONS);
   /** Every request the emulator answered, as `METHOD path` (tests read what the SDK sent). */
   readonly requests: string[] = [];
+  /** The body of every create it was sent, as sent (tests read what the SDK asked for). */
+  readonly createBodies: Record<string, unknown>[] = [];
   /** Every call it answered with an error, as `STATUS METHOD path` (injected faults included). */
   readonly refusals: string[] = [];
   startDelayMs: number;
@@ -384,6 +386,7 @@ export class DaytonaEmulator {
   }
 
   private create(body: Record<string, unknown>): unknown {
+    this.createBodies.push(body);
     // Checked before the sandbox exists (sandbox.service.ts l.651-661), as the image is.
     const network = networkSettingsOf(body);
     const sandbox = new Sandbox(this.host, imageOf(body, this.options.snapshots), body, network);
