@@ -1,4 +1,4 @@
-export { AddressRules, METADATA_ADDRESSES, parseAddress } from "./address-rules.js";
+export { AddressRules, METADATA_ADDRESSES } from "./address-rules.js";
 export {
   type ComputerCredentialFiles,
   computerCredentialFiles,

@@ -334,6 +334,9 @@ if (host.missing) {
       expect(daytonaNetworkOf({ ...resolved, allow: [] })).toEqual({ networkBlockAll: true });
       // A private address core's rules refuse is left out, never opened.
       expect(daytonaNetworkOf({ ...resolved, allow: ["10.1.2.3"] })).toEqual({ networkBlockAll: true });
+      expect(
+        daytonaNetworkOf({ ...resolved, allow: ["8.8.8.8", "10.1.2.3", "192.0.2.1"], allowPrivate: ["10.1.0.0/16"] }),
+      ).toEqual({ networkAllowList: "8.8.8.8/32,10.1.2.3/32" });
     });
   });
 
