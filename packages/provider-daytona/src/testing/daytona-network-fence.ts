@@ -114,7 +114,7 @@ export function fenceRulesOf(settings: SandboxNetworkSettings): FenceRules | und
   // The domain list goes to the runner with the start (sandbox-start.action.ts l.559-561, metadata
   // "domainAllowList"), whose published code does not read it: its enforcement is not in the open tree.
   // Published: names on the list are reached, everything else is blocked, `example.com` the apex,
-  // `*.example.com` its subdomains (examples/typescript/domain-allow-list/index.ts l.17-21), web ports 80/443
+  // `*.example.com` its subdomains (examples/typescript/domain-allow-list/index.ts l.17-20), web ports 80/443
   // are redirected at the network layer (@daytona/api-client 0.218.0 create-sandbox.d.ts l.57). The fence holds
   // that: names by Host and SNI on 80/443, dialled by the fence; any other port and protocol dropped; a
   // subdomain at any depth (the depth Daytona matches is not published). How it combines with a CIDR list is
