@@ -30,8 +30,7 @@ const ALLOWED: Record<string, string[]> = {
   "provider-e2b": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-daytona": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-box": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
-  // Core's address rules decide which written-out addresses an egress allowlist may hold (README, "Egress").
-  "provider-createos": ["core", "checkpoint", "desktop-runtime", "egress", "provider-kit"],
+  "provider-createos": ["core", "checkpoint", "desktop-runtime", "provider-kit"],
   "provider-railway": ["core", "desktop-runtime", "provider-kit"],
   "provider-boxd": ["core", "desktop-runtime", "provider-kit"],
   // An installable server: it picks any provider at start (SANDBOX_PROVIDER), keeps its
@@ -84,8 +83,10 @@ describe("package arrows", () => {
     });
   }
 
-  it("core depends on zod alone", () => {
-    expect(Object.keys(manifest("core").dependencies ?? {})).toEqual(["zod"]);
+  // ipaddr.js for the egress policy's address rules (provider-utils/address-rules.ts), which the egress proxy
+  // and the hosted providers that turn a policy into their service's allowlists judge by alike.
+  it("core depends on zod and ipaddr.js alone", () => {
+    expect(Object.keys(manifest("core").dependencies ?? {})).toEqual(["ipaddr.js", "zod"]);
   });
 
   it("no shipped file imports a test folder or another package's sources", () => {

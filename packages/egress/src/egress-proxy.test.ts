@@ -39,7 +39,7 @@ beforeAll(async () => {
   upstreamPort = await listen(upstream);
   echoPort = await listen(echo);
   source = net.createServer((socket) =>
-    socket.once("data", (chunk) => socket.end(downloads.get(chunk.toString().trim()))),
+    socket.once("data", (chunk) => socket.end(downloads.get(chunk.toString().trim()) ?? "")),
   );
   sourcePort = await listen(source);
   socks = net.createServer((socket) => minimalSocks5(socket));

@@ -1,6 +1,6 @@
 import { lookup } from "node:dns/promises";
 import { type EgressPolicy, egressPolicySchema, parseInput } from "@agent-computer/core";
-import { AddressRules, parseAddress } from "./address-rules.js";
+import { AddressRules, parseAddress } from "@agent-computer/core/provider-utils";
 import type { EgressRefusalReason } from "./egress-refusal.js";
 import { hostMatchesAny, normalizeHost } from "./host-pattern.js";
 

@@ -1,4 +1,4 @@
-export { AddressRules, METADATA_ADDRESSES } from "./address-rules.js";
+export { AddressRules, METADATA_ADDRESSES } from "@agent-computer/core/provider-utils";
 export {
   type ComputerCredentialFiles,
   computerCredentialFiles,

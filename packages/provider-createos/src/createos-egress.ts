@@ -1,5 +1,5 @@
 import { AgentComputerError, type ResolvedEgressPolicy } from "@agent-computer/core";
-import { AddressRules, parseAddress } from "@agent-computer/egress";
+import { AddressRules, parseAddress } from "@agent-computer/core/provider-utils";
 
 // How a core EgressPolicy becomes CreateOS's own egress allowlist (issue 53):
 // `egress` of POST /v1/sandboxes (@nodeops-createos/sandbox 0.7.1

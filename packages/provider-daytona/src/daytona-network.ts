@@ -1,4 +1,5 @@
 import { AgentComputerError, type ResolvedEgressPolicy } from "@agent-computer/core";
+import { AddressRules, parseAddress } from "@agent-computer/core/provider-utils";
 
 // How a core EgressPolicy becomes Daytona's own network controls (issue 53):
 // the create body's networkBlockAll, networkAllowList and domainAllowList
@@ -19,31 +20,6 @@ export const MAX_LIST_ENTRIES = 10;
 const DAYTONA_DOMAIN = /^(\*\.)?([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,}$/;
 
 const IPV4_LITERAL = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
-
-/**
- * The IPv4 ranges core's address rules call not public (packages/egress
- * address-rules.ts refusalOf: every ipaddr.js 2.5.0 range but unicast,
- * lib/ipaddr.js IPv4 SpecialRanges), the metadata address inside
- * 169.254.0.0/16. Written out here: a hosted provider does not depend on
- * the egress proxy's package (test/structure/package-arrows.test.ts).
- */
-const NOT_PUBLIC_IPV4: readonly string[] = [
-  "0.0.0.0/8",
-  "10.0.0.0/8",
-  "100.64.0.0/10",
-  "127.0.0.0/8",
-  "169.254.0.0/16",
-  "172.16.0.0/12",
-  "192.0.0.0/24",
-  "192.0.2.0/24",
-  "192.88.99.0/24",
-  "192.168.0.0/16",
-  "198.51.100.0/24",
-  "203.0.113.0/24",
-  "224.0.0.0/4",
-  "240.0.0.0/4",
-  "255.255.255.255/32",
-];
 
 /** The create body's network fields, as CreateSandbox names them. */
 export interface DaytonaEgressFields {
@@ -90,31 +66,14 @@ export function daytonaNetworkOf(policy: ResolvedEgressPolicy | undefined): Dayt
   // An address is reachable under core's rules only where they let it through (a private one only inside
   // allowPrivate); the service's CIDR list has no ranges of its own that it always drops (set.go: RETURN for
   // each, then DROP), so an address core would refuse is left out rather than opened.
+  const rules = new AddressRules(policy.allowPrivate, []);
   const reachable = addresses.filter((text) => {
-    const address = ipv4Range(text);
-    if (!address) return false;
-    const inside = (cidr: string) => {
-      const range = ipv4Range(cidr);
-      return range !== undefined && range[0] <= address[0] && address[1] <= range[1];
-    };
-    return !NOT_PUBLIC_IPV4.some(inside) || policy.allowPrivate.some(inside);
+    const address = parseAddress(text);
+    return address !== undefined && rules.refusalOf(address) === undefined;
   });
   if (reachable.length === 0) return { networkBlockAll: true };
   if (reachable.length > MAX_LIST_ENTRIES)
     throw refuse(`${reachable.length} addresses: its CIDR list holds at most ${MAX_LIST_ENTRIES}`);
   // validateNetworkAllowList l.24-26: every entry needs its prefix length.
   return { networkAllowList: reachable.map((address) => `${address}/32`).join(",") };
-}
-
-/** An IPv4 address or CIDR as its first and last address, or undefined for anything else (IPv6 included). */
-function ipv4Range(text: string): [first: number, last: number] | undefined {
-  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/.exec(text);
-  if (!match) return undefined;
-  const octets = match.slice(1, 5).map(Number);
-  const bits = match[5] === undefined ? 32 : Number(match[5]);
-  if (octets.some((octet) => octet > 255) || bits > 32) return undefined;
-  const address = octets.reduce((sum, octet) => sum * 256 + octet, 0);
-  const size = 2 ** (32 - bits);
-  const first = address - (address % size);
-  return [first, first + size - 1];
 }

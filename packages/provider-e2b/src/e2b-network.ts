@@ -33,7 +33,7 @@ export const SERVICE_DENIED_RANGES: readonly string[] = [
 ];
 
 /**
- * IPv4 ranges core's rules call not public (packages/egress address-rules.ts:
+ * IPv4 ranges core's rules call not public (packages/core provider-utils/address-rules.ts:
  * ipaddr.js ranges other than unicast) that the service's own list leaves
  * open: denied by name in denyOut when the policy has no `allow`. (0.0.0.0/8
  * cannot be: the API refuses an unspecified address, sandbox-network

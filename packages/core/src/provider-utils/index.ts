@@ -4,6 +4,8 @@
 
 // Entering any other call, and work tied to the call's signal.
 export { abortable, destroyOnAbort } from "./abortable.js";
+// What an egress policy lets an address be.
+export { AddressRules, METADATA_ADDRESSES, parseAddress } from "./address-rules.js";
 // A machine reached through a command channel: exec and home files over the provider's runCommand.
 export { CommandChannelMachine } from "./command-channel-machine.js";
 export { defineSandboxProvider } from "./define-sandbox-provider.js";

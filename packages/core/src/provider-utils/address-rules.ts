@@ -1,6 +1,12 @@
-import { AgentComputerError } from "@agent-computer/core";
 import ipaddr from "ipaddr.js";
-import type { EgressRefusalReason } from "./egress-refusal.js";
+import type { EgressRefusalReason } from "../contract/egress-policy.js";
+import { AgentComputerError } from "../errors/agent-computer-error.js";
+
+// What an egress policy lets a written-out or resolved address be (the
+// contract's EgressPolicy: anything public, never a private range the
+// policy did not allow, the metadata addresses or the host): judged once
+// here for the egress proxy (@agent-computer/egress egress-rules.ts) and
+// for hosted providers that turn a policy into their service's allowlists.
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Range = [Address, number];
