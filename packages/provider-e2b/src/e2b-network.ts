@@ -42,6 +42,7 @@ export const SERVICE_DENIED_RANGES: readonly string[] = [
 const RESERVED_RANGES: readonly string[] = [
   "192.0.0.0/24",
   "192.0.2.0/24",
+  "192.88.99.0/24",
   "198.18.0.0/15",
   "198.51.100.0/24",
   "203.0.113.0/24",
