@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Machine, SandboxProvider } from "@agent-computer/core";
 import { checkDockerHost } from "@agent-computer/provider-docker";
 import { ensureFenceImage, ServiceRecorder } from "@agent-computer/testing/emulator";
+import { bridgeFixtureHost } from "@agent-computer/testing/provider-test";
 import { CreateosSandboxClient } from "@nodeops-createos/sandbox";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,47 +18,8 @@ import { CREATEOS_OPERATIONS, CreateosEmulator } from "../src/testing/index.js";
 // emulator's `publicHosts`, standing in for public DNS. The third fixture
 // is what it is, a private address.
 
-const FIXTURE_SERVER = `
-import http.server, ssl, subprocess, sys, threading
-name = sys.argv[1].encode()
-subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=fixture",
-                "-keyout", "/tmp/key.pem", "-out", "/tmp/cert.pem", "-days", "1"], check=True, capture_output=True)
-class Reply(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"fixture " + name
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-servers = [http.server.ThreadingHTTPServer(("0.0.0.0", port), Reply) for port in (80, 443, 8080)]
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain("/tmp/cert.pem", "/tmp/key.pem")
-servers[1].socket = context.wrap_socket(servers[1].socket, server_side=True)
-for server in servers[1:]:
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-servers[0].serve_forever()
-`;
-
-async function fixtureHost(docker: Docker, image: string, name: string) {
-  const container = await docker.createContainer({
-    name,
-    Image: image,
-    Cmd: ["python3", "-c", FIXTURE_SERVER, name.split("-").pop() as string],
-    User: "0:0",
-    Labels: { "agent-computer.test/createos-egress": "fixture" },
-    HostConfig: { NetworkMode: "bridge" },
-  });
-  await container.start();
-  const address = (await container.inspect()).NetworkSettings.Networks.bridge?.IPAddress ?? "";
-  for (let tries = 0; tries < 100; tries++) {
-    const ready = await container.exec({ Cmd: ["sh", "-c", "exec 3<>/dev/tcp/127.0.0.1/443"], AttachStdout: true });
-    const stream = await ready.start({});
-    await new Promise((done) => stream.on("end", done).resume());
-    if ((await ready.inspect()).ExitCode === 0) break;
-    await new Promise((done) => setTimeout(done, 100));
-  }
-  return { address, remove: () => container.remove({ force: true }).catch(() => {}) };
-}
+const fixtureHost = (docker: Docker, image: string, name: string) =>
+  bridgeFixtureHost(docker, image, name, { label: "agent-computer.test/createos-egress", ports: [80, 443, 8080] });
 
 const host = await checkDockerHost();
 if (host.missing) {

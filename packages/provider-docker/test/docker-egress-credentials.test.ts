@@ -1,10 +1,16 @@
-import { createHash, createPublicKey, randomBytes, X509Certificate } from "node:crypto";
+import { createPublicKey, randomBytes, X509Certificate } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Machine } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { issueInterceptionCertificates } from "@agent-computer/egress";
-import { fixtureApi, nodeHttpsGet, PROCESS_MEMORY_SCAN, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import {
+  authorizationSeen,
+  credentialInjectionCases,
+  fixtureApi,
+  PROCESS_MEMORY_SCAN,
+  temporaryDataDir,
+} from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { egressProxyName } from "../src/egress-proxy-container.js";
 import { dockerTestEnvironment } from "./docker-test-environment.js";
@@ -20,7 +26,6 @@ if (!env.missing) {
   const run = Math.random().toString(36).slice(2, 8);
   const token = `tok-${randomBytes(16).toString("hex")}`;
   const password = `pw-${randomBytes(16).toString("hex")}`;
-  const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
   const fixtureTls = issueInterceptionCertificates("fixture", [
     "api.example.test",
     "basic.example.test",
@@ -41,7 +46,6 @@ if (!env.missing) {
       err: Buffer.from(result.stderr).toString(),
     };
   };
-  const authorizationSeen = (out: string) => (JSON.parse(out) as { authorization: string }).authorization;
 
   beforeAll(async () => {
     dataDir = await temporaryDataDir();
@@ -82,40 +86,7 @@ if (!env.missing) {
   }, 60_000);
 
   describe("docker egress credentials", () => {
-    it("adds the named host's header to curl's HTTPS request, which holds no token", async () => {
-      const secure = await sh("curl -sS --max-time 10 https://api.example.test:8443/");
-      expect(secure.exitCode, secure.err).toBe(0);
-      expect(authorizationSeen(secure.out)).toBe(sha256(`Bearer ${token}`));
-    });
-
-    it("adds it to node's https through the computer's CA (NODE_EXTRA_CA_CERTS), and to plain HTTP", async () => {
-      const node = await sh(`node -e '${nodeHttpsGet("api.example.test", 8443, "/node")}'`);
-      expect(node.exitCode, node.err).toBe(0);
-      expect(authorizationSeen(node.out)).toBe(sha256(`Bearer ${token}`));
-      const plain = await sh("curl -sS --max-time 10 http://api.example.test:8080/");
-      expect(authorizationSeen(plain.out)).toBe(sha256(`Bearer ${token}`));
-    });
-
-    it("replaces a header of the same name the program sent, and adds basic auth", async () => {
-      const forged = await sh("curl -sS --max-time 10 -H 'Authorization: Bearer mine' https://api.example.test:8443/");
-      expect(authorizationSeen(forged.out)).toBe(sha256(`Bearer ${token}`));
-      const basic = await sh("curl -sS --max-time 10 https://basic.example.test:8443/");
-      const expected = `Basic ${Buffer.from(`bot-user:${password}`).toString("base64")}`;
-      expect(authorizationSeen(basic.out)).toBe(sha256(expected));
-    });
-
-    it("tunnels a host not named untouched: no header, and the host's own certificate reaches the client", async () => {
-      await sh(`cat > fixture-ca.pem`, fixtureTls.caCertificate);
-      const own = await sh("curl -sS --max-time 10 --cacert fixture-ca.pem https://untouched.example.test:8443/");
-      expect(own.exitCode, own.err).toBe(0);
-      expect(authorizationSeen(own.out)).toBe("");
-      // The computer's CA does not vouch for it: the proxy showed nothing of its own there.
-      const viaComputerCa = await sh("curl -sS --max-time 10 https://untouched.example.test:8443/");
-      expect(viaComputerCa.exitCode).not.toBe(0);
-      // And for a named host the fixture's CA alone fails: that one is the proxy's certificate.
-      const named = await sh("curl -sS --max-time 10 --cacert fixture-ca.pem https://api.example.test:8443/");
-      expect(named.exitCode).not.toBe(0);
-    });
+    credentialInjectionCases({ sh, token, password, fixtureCaCertificate: fixtureTls.caCertificate });
 
     it("leaves the token and the password nowhere in the computer: files, environment, memory", async () => {
       // Requests made first, with the credentials added, so the programs that used the proxy have run.

@@ -1,8 +1,13 @@
-import { createHash, createPublicKey, randomBytes, X509Certificate } from "node:crypto";
+import { createPublicKey, randomBytes, X509Certificate } from "node:crypto";
 import type { Logger, Machine, OpContext } from "@agent-computer/core";
 import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { issueInterceptionCertificates } from "@agent-computer/egress";
-import { fixtureApi, nodeHttpsGet, PROCESS_MEMORY_SCAN } from "@agent-computer/testing/provider-test";
+import {
+  authorizationSeen,
+  credentialInjectionCases,
+  fixtureApi,
+  PROCESS_MEMORY_SCAN,
+} from "@agent-computer/testing/provider-test";
 import { CoreV1Api, type V1Pod, type V1Volume } from "@kubernetes/client-node";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,7 +27,6 @@ if (!env.missing) {
   const run = Math.random().toString(36).slice(2, 8);
   const token = `tok-${randomBytes(16).toString("hex")}`;
   const password = `pw-${randomBytes(16).toString("hex")}`;
-  const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
   const hosts = ["api.example.test", "basic.example.test", "untouched.example.test"];
   const fixtureTls = issueInterceptionCertificates("fixture", hosts);
   const core = fixture.kubeConfig().makeApiClient(CoreV1Api);
@@ -49,7 +53,6 @@ if (!env.missing) {
     logged.push(`${level} ${message} ${JSON.stringify(fields ?? {})}`);
   const logger: Logger = { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") };
   const ctx: OpContext = { logger };
-  const authorizationSeen = (out: string) => (JSON.parse(out) as { authorization: string }).authorization;
   const credentialed = {
     name: "api-credentials",
     allow: hosts,
@@ -118,35 +121,7 @@ if (!env.missing) {
       expect(writable).toContain("Read-only file system");
     });
 
-    it("adds the named host's header to curl's HTTPS request, and to node's through NODE_EXTRA_CA_CERTS", async () => {
-      const secure = await sh("curl -sS --max-time 10 https://api.example.test:8443/");
-      expect(secure.exitCode, secure.err).toBe(0);
-      expect(authorizationSeen(secure.out)).toBe(sha256(`Bearer ${token}`));
-      const node = await sh(`node -e '${nodeHttpsGet("api.example.test", 8443, "/node")}'`);
-      expect(node.exitCode, node.err).toBe(0);
-      expect(authorizationSeen(node.out)).toBe(sha256(`Bearer ${token}`));
-      const plain = await sh("curl -sS --max-time 10 http://api.example.test:8080/");
-      expect(authorizationSeen(plain.out)).toBe(sha256(`Bearer ${token}`));
-    });
-
-    it("replaces a header of the same name the program sent, and adds basic auth", async () => {
-      const forged = await sh("curl -sS --max-time 10 -H 'Authorization: Bearer mine' https://api.example.test:8443/");
-      expect(authorizationSeen(forged.out)).toBe(sha256(`Bearer ${token}`));
-      const basic = await sh("curl -sS --max-time 10 https://basic.example.test:8443/");
-      const expected = `Basic ${Buffer.from(`bot-user:${password}`).toString("base64")}`;
-      expect(authorizationSeen(basic.out)).toBe(sha256(expected));
-    });
-
-    it("tunnels a host not named untouched: no header, and the host's own certificate reaches the client", async () => {
-      await sh("cat > fixture-ca.pem", fixtureTls.caCertificate);
-      const own = await sh("curl -sS --max-time 10 --cacert fixture-ca.pem https://untouched.example.test:8443/");
-      expect(own.exitCode, own.err).toBe(0);
-      expect(authorizationSeen(own.out)).toBe("");
-      const viaComputerCa = await sh("curl -sS --max-time 10 https://untouched.example.test:8443/");
-      expect(viaComputerCa.exitCode).not.toBe(0);
-      const named = await sh("curl -sS --max-time 10 --cacert fixture-ca.pem https://api.example.test:8443/");
-      expect(named.exitCode).not.toBe(0);
-    });
+    credentialInjectionCases({ sh, token, password, fixtureCaCertificate: fixtureTls.caCertificate });
 
     it("leaves the token, the password and the proxy's key nowhere in the bot's or the display's container, nor in the pod", async () => {
       for (const host of ["api", "basic"]) {

@@ -3,9 +3,17 @@
 // that cannot run fails under CI and is skipped elsewhere), fixtures inside
 // a computer (a site, an RFB and a terminal client of the screen gateway)
 // and home-transfer bench parts. ESM only: it imports vitest.
+
+export { bridgeFixtureHost } from "./bridge-fixture-host.js";
 export { chooseTestProvider } from "./choose-test-provider.js";
 export { closeEmulatorAfterAll } from "./close-emulator-after-all.js";
 export { fixtureApi, nodeHttpsGet } from "./credential-fixtures.js";
+export {
+  authorizationSeen,
+  type ComputerShell,
+  type CredentialInjectionSetting,
+  credentialInjectionCases,
+} from "./credential-injection-cases.js";
 export { bypassScript, displayBrowserReach, FIXTURE_REPLY, fixtureHost, hostSideTarget } from "./egress-fixtures.js";
 export { expectRfbScreen } from "./expect-rfb-screen.js";
 export { failureOf } from "./failure-of.js";
