@@ -2,9 +2,8 @@ import { randomBytes } from "node:crypto";
 import type { Machine, SandboxProvider } from "@agent-computer/core";
 import { checkDockerHost } from "@agent-computer/provider-docker";
 import { ensureFenceImage, ServiceRecorder } from "@agent-computer/testing/emulator";
-import { bridgeFixtureHost } from "@agent-computer/testing/provider-test";
+import { bridgeFixtureTrio, type EgressFixtureTrio } from "@agent-computer/testing/provider-test";
 import { CreateosSandboxClient } from "@nodeops-createos/sandbox";
-import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createosProvider } from "../src/index.js";
 import { CREATEOS_OPERATIONS, CreateosEmulator } from "../src/testing/index.js";
@@ -18,9 +17,6 @@ import { CREATEOS_OPERATIONS, CreateosEmulator } from "../src/testing/index.js";
 // emulator's `publicHosts`, standing in for public DNS. The third fixture
 // is what it is, a private address.
 
-const fixtureHost = (docker: Docker, image: string, name: string) =>
-  bridgeFixtureHost(docker, image, name, { label: "agent-computer.test/createos-egress", ports: [80, 443, 8080] });
-
 const host = await checkDockerHost();
 if (host.missing) {
   describe("createos egress", () => {
@@ -31,7 +27,7 @@ if (host.missing) {
 } else {
   const run = randomBytes(3).toString("hex");
   const apiKey = `createos_${randomBytes(20).toString("hex")}`;
-  const fixtures: Awaited<ReturnType<typeof fixtureHost>>[] = [];
+  let fixtures: EgressFixtureTrio | undefined;
   let allowed = "";
   let other = "";
   let internal = "";
@@ -61,13 +57,11 @@ if (host.missing) {
   beforeAll(async () => {
     // Made before any create asks for it: the first time, apt takes longer than one request may.
     await ensureFenceImage(host.docker);
-    const made = await Promise.all(
-      ["allowed", "other", "internal"].map((role) =>
-        fixtureHost(host.docker, host.image, `ac-createos-egress-${run}-${role}`),
-      ),
-    );
-    fixtures.push(...made);
-    [allowed, other, internal] = made.map((fixture) => fixture.address) as [string, string, string];
+    fixtures = await bridgeFixtureTrio(host.docker, host.image, `ac-createos-egress-${run}`, {
+      label: "agent-computer.test/createos-egress",
+      ports: [80, 443, 8080],
+    });
+    ({ allowed, other, internal } = fixtures);
     emulator = new CreateosEmulator({
       docker: host.docker,
       apiKey,
@@ -90,7 +84,7 @@ if (host.missing) {
     } finally {
       await machine?.destroy().catch(() => {});
       await emulator?.close();
-      await Promise.all(fixtures.map((fixture) => fixture.remove()));
+      await fixtures?.remove();
     }
   }, 120_000);
 

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { COMPUTER_LABELS, type Machine, type SandboxProvider } from "@agent-computer/core";
 import { checkDockerHost } from "@agent-computer/provider-docker";
 import { ensureFenceImage, ServiceRecorder } from "@agent-computer/testing/emulator";
-import { bridgeFixtureHost } from "@agent-computer/testing/provider-test";
+import { bridgeFixtureTrio, type EgressFixtureTrio } from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { daytonaProvider } from "../src/index.js";
@@ -16,9 +16,6 @@ import { DAYTONA_OPERATIONS, DaytonaEmulator } from "../src/testing/index.js";
 // own name; names resolve through the emulator's `publicHosts`. Daytona's
 // lists have no ranges they always drop, so the fixtures' private addresses
 // need no standing in: a policy lets one through by allowPrivate.
-
-const fixtureHost = (docker: Docker, image: string, name: string) =>
-  bridgeFixtureHost(docker, image, name, { label: "agent-computer.test/daytona-egress" });
 
 /** A command in a container as root, with the container's own capabilities: its output. */
 async function asRoot(docker: Docker, containerId: string, script: string): Promise<string> {
@@ -101,7 +98,7 @@ if (host.missing) {
   });
 } else {
   const run = randomBytes(3).toString("hex");
-  const fixtures: Awaited<ReturnType<typeof fixtureHost>>[] = [];
+  let fixtures: EgressFixtureTrio | undefined;
   let allowed = "";
   let other = "";
   let internal = "";
@@ -114,13 +111,10 @@ if (host.missing) {
   beforeAll(async () => {
     // Made before any create asks for it: the first time, apt takes longer than one start may.
     await ensureFenceImage(host.docker);
-    const made = await Promise.all(
-      ["allowed", "other", "internal"].map((role) =>
-        fixtureHost(host.docker, host.image, `ac-daytona-egress-${run}-${role}`),
-      ),
-    );
-    fixtures.push(...made);
-    [allowed, other, internal] = made.map((fixture) => fixture.address) as [string, string, string];
+    fixtures = await bridgeFixtureTrio(host.docker, host.image, `ac-daytona-egress-${run}`, {
+      label: "agent-computer.test/daytona-egress",
+    });
+    ({ allowed, other, internal } = fixtures);
     emulator = new DaytonaEmulator({
       docker: host.docker,
       apiKey,
@@ -141,7 +135,7 @@ if (host.missing) {
     } finally {
       for (const machine of machines) await machine.destroy().catch(() => {});
       await emulator?.close();
-      await Promise.all(fixtures.map((fixture) => fixture.remove()));
+      await fixtures?.remove();
     }
   }, 120_000);
 

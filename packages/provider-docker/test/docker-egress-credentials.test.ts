@@ -7,8 +7,8 @@ import { issueInterceptionCertificates } from "@agent-computer/egress";
 import {
   authorizationSeen,
   credentialInjectionCases,
+  expectNoProcessHolds,
   fixtureApi,
-  PROCESS_MEMORY_SCAN,
   temporaryDataDir,
 } from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -100,18 +100,8 @@ if (!env.missing) {
           secret,
         );
         expect(files.out.trim(), "files holding the secret").toBe("");
-        const [scanned, holding] = (await sh(`python3 -c '${PROCESS_MEMORY_SCAN}'`, secret)).out
-          .trim()
-          .split(" ")
-          .map(Number);
-        expect(scanned, "the scan read the computer's processes").toBeGreaterThan(0);
-        expect(holding, "processes holding the secret").toBe(0);
       }
-      // The control: a process that does hold the token is found by the same scan.
-      await sh(`(AC_CONTROL=${token} setsid sleep 30 >/dev/null 2>&1 < /dev/null & echo $! > control.pid)`);
-      const [, control] = (await sh(`python3 -c '${PROCESS_MEMORY_SCAN}'`, token)).out.trim().split(" ").map(Number);
-      await sh("kill $(cat control.pid); rm control.pid");
-      expect(control).toBeGreaterThan(0);
+      await expectNoProcessHolds(sh, [token, password], token);
       // Nor in what the engine shows of the computer and its network.
       const info = await env.docker.getContainer(fenced.ref.slice("docker:".length)).inspect();
       const network = await env.docker.getNetwork(Object.keys(info.NetworkSettings.Networks)[0] ?? "").inspect();

@@ -2,8 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Machine, SandboxProvider } from "@agent-computer/core";
 import { checkDockerHost } from "@agent-computer/provider-docker";
 import { ensureFenceImage, ServiceRecorder } from "@agent-computer/testing/emulator";
-import { bridgeFixtureHost } from "@agent-computer/testing/provider-test";
-import type Docker from "dockerode";
+import { bridgeFixtureTrio, type EgressFixtureTrio } from "@agent-computer/testing/provider-test";
 import { CommandExitError, Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bProvider, novitaProvider } from "../src/index.js";
@@ -20,9 +19,6 @@ import { E2B_OPERATIONS, E2bEmulator } from "../src/testing/index.js";
 // the third stays what it is, a private address. Names resolve through the
 // emulator's `publicHosts`, standing in for public DNS.
 
-const fixtureHost = (docker: Docker, image: string, name: string) =>
-  bridgeFixtureHost(docker, image, name, { label: "agent-computer.test/e2b-egress" });
-
 const host = await checkDockerHost();
 if (host.missing) {
   describe("e2b egress", () => {
@@ -32,7 +28,7 @@ if (host.missing) {
   });
 } else {
   const run = randomBytes(3).toString("hex");
-  const fixtures: Awaited<ReturnType<typeof fixtureHost>>[] = [];
+  let fixtures: EgressFixtureTrio | undefined;
   let allowed = "";
   let other = "";
   let internal = "";
@@ -42,13 +38,10 @@ if (host.missing) {
   beforeAll(async () => {
     // Made before any create asks for it: the first time, apt takes longer than one request may.
     await ensureFenceImage(host.docker);
-    const made = await Promise.all(
-      ["allowed", "other", "internal"].map((role) =>
-        fixtureHost(host.docker, host.image, `ac-e2b-egress-${run}-${role}`),
-      ),
-    );
-    fixtures.push(...made);
-    [allowed, other, internal] = made.map((fixture) => fixture.address) as [string, string, string];
+    fixtures = await bridgeFixtureTrio(host.docker, host.image, `ac-e2b-egress-${run}`, {
+      label: "agent-computer.test/e2b-egress",
+    });
+    ({ allowed, other, internal } = fixtures);
     emulator = new E2bEmulator({
       docker: host.docker,
       apiKey,
@@ -64,7 +57,7 @@ if (host.missing) {
       emulator?.recorder.assertNoViolations();
     } finally {
       await emulator?.close();
-      await Promise.all(fixtures.map((fixture) => fixture.remove()));
+      await fixtures?.remove();
     }
   }, 120_000);
 

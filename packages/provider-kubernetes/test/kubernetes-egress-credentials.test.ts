@@ -5,8 +5,8 @@ import { issueInterceptionCertificates } from "@agent-computer/egress";
 import {
   authorizationSeen,
   credentialInjectionCases,
+  expectNoProcessHolds,
   fixtureApi,
-  PROCESS_MEMORY_SCAN,
 } from "@agent-computer/testing/provider-test";
 import { CoreV1Api, type V1Pod, type V1Volume } from "@kubernetes/client-node";
 import type Docker from "dockerode";
@@ -142,20 +142,8 @@ if (!env.missing) {
       await sh("cat > control-file", token);
       expect((await sh(grepFiles, needles)).out).toContain("control-file");
       await sh("rm control-file");
-      for (const needle of [token, password, keyLine]) {
-        // Environment, command lines and readable memory of every process the bot sees.
-        const [scanned, holding] = (await sh(`python3 -c '${PROCESS_MEMORY_SCAN}'`, needle)).out
-          .trim()
-          .split(" ")
-          .map(Number);
-        expect(scanned, "the scan read the bot's processes").toBeGreaterThan(0);
-        expect(holding, "processes holding it").toBe(0);
-      }
-      // The control: a process that does hold the token is found by the same scan.
-      await sh(`(AC_CONTROL=${token} setsid sleep 30 >/dev/null 2>&1 < /dev/null & echo $! > control.pid)`);
-      const [, control] = (await sh(`python3 -c '${PROCESS_MEMORY_SCAN}'`, token)).out.trim().split(" ").map(Number);
-      await sh("kill $(cat control.pid); rm control.pid");
-      expect(control).toBeGreaterThan(0);
+      // Environment, command lines and readable memory of every process the bot sees.
+      await expectNoProcessHolds(sh, [token, password, keyLine], token);
       // The pod as the API server holds it, and as a client that may read pods reads it.
       const read: V1Pod = await core.readNamespacedPod({ name: podOf(fenced), namespace: TEST_NAMESPACE });
       for (const text of [JSON.stringify(fixture.podJson(TEST_NAMESPACE, podOf(fenced))), JSON.stringify(read)]) {

@@ -71,3 +71,36 @@ export async function bridgeFixtureHost(
       ),
   };
 }
+
+/** The three fixture hosts every hosted egress suite stands the internet in with. */
+export interface EgressFixtureTrio {
+  /** The host the suites' policies allow, and another they do not: both stand in for public hosts. */
+  readonly allowed: string;
+  readonly other: string;
+  /** A host the suites leave what it is, a private address. */
+  readonly internal: string;
+  remove(): Promise<void>;
+}
+
+/** Starts the allowed, other and internal fixture hosts (named `<prefix>-<role>`) side by side. */
+export async function bridgeFixtureTrio(
+  docker: Docker,
+  image: string,
+  prefix: string,
+  options: { label: string; ports?: readonly number[] },
+): Promise<EgressFixtureTrio> {
+  const made = await Promise.allSettled(
+    ["allowed", "other", "internal"].map((role) => bridgeFixtureHost(docker, image, `${prefix}-${role}`, options)),
+  );
+  const started = made.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
+  const remove = async () => {
+    await Promise.all(started.map((fixture) => fixture.remove()));
+  };
+  const failed = made.find((result) => result.status === "rejected");
+  if (failed) {
+    await remove();
+    throw failed.reason;
+  }
+  const [allowed, other, internal] = started.map((fixture) => fixture.address) as [string, string, string];
+  return { allowed, other, internal, remove };
+}

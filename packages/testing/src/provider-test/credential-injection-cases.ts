@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { expect, it } from "vitest";
 import { nodeHttpsGet } from "./credential-fixtures.js";
+import { PROCESS_MEMORY_SCAN } from "./process-memory-scan.js";
 
 // What credentials added on the way out do for a program in the computer,
 // the same on every provider that runs the egress proxy (provider-docker's
@@ -65,4 +66,24 @@ export function credentialInjectionCases(setting: CredentialInjectionSetting): v
     const named = await sh("curl -sS --max-time 10 --cacert fixture-ca.pem https://api.example.test:8443/");
     expect(named.exitCode).not.toBe(0);
   });
+}
+
+/**
+ * No process the computer's shell sees holds any of `needles` (its
+ * environment, command line or readable memory: PROCESS_MEMORY_SCAN), and
+ * a control process started with `control` in its environment is found by
+ * the same scan, so a scan that reads nothing cannot pass.
+ */
+export async function expectNoProcessHolds(sh: ComputerShell, needles: readonly string[], control: string) {
+  const scan = async (needle: string) =>
+    (await sh(`python3 -c '${PROCESS_MEMORY_SCAN}'`, needle)).out.trim().split(" ").map(Number) as [number, number];
+  for (const needle of needles) {
+    const [scanned, holding] = await scan(needle);
+    expect(scanned, "the scan read the computer's processes").toBeGreaterThan(0);
+    expect(holding, "processes holding it").toBe(0);
+  }
+  await sh(`(AC_CONTROL=${control} setsid sleep 30 >/dev/null 2>&1 < /dev/null & echo $! > control.pid)`);
+  const [, found] = await scan(control);
+  await sh("kill $(cat control.pid); rm control.pid");
+  expect(found, "the control process holding it").toBeGreaterThan(0);
 }

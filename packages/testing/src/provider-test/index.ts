@@ -4,7 +4,7 @@
 // a computer (a site, an RFB and a terminal client of the screen gateway)
 // and home-transfer bench parts. ESM only: it imports vitest.
 
-export { bridgeFixtureHost } from "./bridge-fixture-host.js";
+export { bridgeFixtureHost, bridgeFixtureTrio, type EgressFixtureTrio } from "./bridge-fixture-host.js";
 export { chooseTestProvider } from "./choose-test-provider.js";
 export { closeEmulatorAfterAll } from "./close-emulator-after-all.js";
 export { fixtureApi, nodeHttpsGet } from "./credential-fixtures.js";
@@ -13,6 +13,7 @@ export {
   type ComputerShell,
   type CredentialInjectionSetting,
   credentialInjectionCases,
+  expectNoProcessHolds,
 } from "./credential-injection-cases.js";
 export { bypassScript, displayBrowserReach, FIXTURE_REPLY, fixtureHost, hostSideTarget } from "./egress-fixtures.js";
 export { expectRfbScreen } from "./expect-rfb-screen.js";
