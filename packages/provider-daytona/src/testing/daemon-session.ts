@@ -28,10 +28,15 @@ export class SandboxDaemon {
       (chunk) => {
         pending += chunk.toString("utf8");
         let newline = pending.indexOf("\n");
-        while (newline >= 0) {
-          this.dispatch(JSON.parse(pending.slice(0, newline)) as StandInAnswer & { id: number });
+        while (newline >= 0 && !this.ended) {
+          const line = pending.slice(0, newline);
           pending = pending.slice(newline + 1);
           newline = pending.indexOf("\n");
+          const message = answerOf(line);
+          // Not the stand-in's: the engine's own words on a container going away as the exec started
+          // ("OCI runtime exec failed: ..."). The daemon is gone, as when the exec ends.
+          if (message) this.dispatch(message);
+          else engine.destroy();
         }
       },
       () => {},
@@ -105,6 +110,18 @@ export class SandboxDaemon {
     const resolve = this.waiting.get(message.id);
     this.waiting.delete(message.id);
     resolve?.(message);
+  }
+}
+
+/** A line of the stand-in's output as its answer, or undefined for one it did not write. */
+function answerOf(line: string): (StandInAnswer & { id: number }) | undefined {
+  try {
+    const message = JSON.parse(line) as unknown;
+    return typeof message === "object" && message !== null && typeof (message as { id?: unknown }).id === "number"
+      ? (message as StandInAnswer & { id: number })
+      : undefined;
+  } catch {
+    return undefined;
   }
 }
 
