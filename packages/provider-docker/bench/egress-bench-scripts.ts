@@ -108,16 +108,16 @@ function directRawDownload(path) {
     socket.on("error", reject);
   });
 }
+const bytesPath = "/bytes?n=" + o.bytes + (o.rate ? "&rate=" + o.rate : "");
 async function side(name) {
   if (name === "tunnelled" || name === "directRaw") {
     const start = performance.now();
-    const path = "/bytes?n=" + o.bytes + (o.rate ? "&rate=" + o.rate : "");
-    const got = await (name === "tunnelled" ? tunnelledDownload : directRawDownload)(path);
+    const got = await (name === "tunnelled" ? tunnelledDownload : directRawDownload)(bytesPath);
     if (got !== o.bytes) throw new Error(name + " download gave " + got + " bytes of " + o.bytes);
     return { seconds: (performance.now() - start) / 1000 };
   }
   let start = performance.now();
-  const got = await get(name, "/bytes?n=" + o.bytes, false);
+  const got = await get(name, bytesPath, false);
   if (got !== o.bytes) throw new Error(name + " download gave " + got + " bytes of " + o.bytes);
   const seconds = (performance.now() - start) / 1000;
   const kept = new http.Agent({ keepAlive: true, maxSockets: 1 });
