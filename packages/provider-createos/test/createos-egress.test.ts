@@ -2,7 +2,11 @@ import { randomBytes } from "node:crypto";
 import type { Machine, SandboxProvider } from "@agent-computer/core";
 import { checkDockerHost } from "@agent-computer/provider-docker";
 import { ensureFenceImage, ServiceRecorder } from "@agent-computer/testing/emulator";
-import { bridgeFixtureTrio, type EgressFixtureTrio } from "@agent-computer/testing/provider-test";
+import {
+  bridgeFixtureTrio,
+  type EgressFixtureTrio,
+  reportMissingProvider,
+} from "@agent-computer/testing/provider-test";
 import { CreateosSandboxClient } from "@nodeops-createos/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createosProvider } from "../src/index.js";
@@ -19,11 +23,7 @@ import { CREATEOS_OPERATIONS, CreateosEmulator } from "../src/testing/index.js";
 
 const host = await checkDockerHost();
 if (host.missing) {
-  describe("createos egress", () => {
-    (process.env.CI ? it : it.skip)(`needs ${host.missing}`, () => {
-      throw new Error(host.missing);
-    });
-  });
+  reportMissingProvider("createos egress", { kind: "docker", missing: host.missing });
 } else {
   const run = randomBytes(3).toString("hex");
   const apiKey = `createos_${randomBytes(20).toString("hex")}`;

@@ -2,7 +2,11 @@ import { randomBytes } from "node:crypto";
 import { COMPUTER_LABELS, type Machine, type SandboxProvider } from "@agent-computer/core";
 import { checkDockerHost } from "@agent-computer/provider-docker";
 import { ensureFenceImage, ServiceRecorder } from "@agent-computer/testing/emulator";
-import { bridgeFixtureTrio, type EgressFixtureTrio } from "@agent-computer/testing/provider-test";
+import {
+  bridgeFixtureTrio,
+  type EgressFixtureTrio,
+  reportMissingProvider,
+} from "@agent-computer/testing/provider-test";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { daytonaProvider } from "../src/index.js";
@@ -91,11 +95,7 @@ print(" ".join(results))
 
 const host = await checkDockerHost();
 if (host.missing) {
-  describe("daytona egress", () => {
-    (process.env.CI ? it : it.skip)(`needs ${host.missing}`, () => {
-      throw new Error(host.missing);
-    });
-  });
+  reportMissingProvider("daytona egress", { kind: "docker", missing: host.missing });
 } else {
   const run = randomBytes(3).toString("hex");
   let fixtures: EgressFixtureTrio | undefined;

@@ -6,6 +6,7 @@ import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { issueInterceptionCertificates } from "@agent-computer/egress";
 import {
   authorizationSeen,
+  computerShell,
   credentialInjectionCases,
   expectNoProcessHolds,
   fixtureApi,
@@ -35,17 +36,7 @@ if (!env.missing) {
   let api: Awaited<ReturnType<typeof fixtureApi>>;
   let dataDir = "";
 
-  const sh = async (script: string, stdin?: string) => {
-    const result = await fenced.exec({
-      argv: ["sh", "-c", script],
-      ...(stdin ? { stdin: new TextEncoder().encode(stdin) } : {}),
-    });
-    return {
-      exitCode: result.exitCode,
-      out: Buffer.from(result.stdout).toString(),
-      err: Buffer.from(result.stderr).toString(),
-    };
-  };
+  const sh = computerShell(() => fenced);
 
   beforeAll(async () => {
     dataDir = await temporaryDataDir();

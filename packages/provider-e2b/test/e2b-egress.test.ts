@@ -2,7 +2,11 @@ import { randomBytes } from "node:crypto";
 import type { Machine, SandboxProvider } from "@agent-computer/core";
 import { checkDockerHost } from "@agent-computer/provider-docker";
 import { ensureFenceImage, ServiceRecorder } from "@agent-computer/testing/emulator";
-import { bridgeFixtureTrio, type EgressFixtureTrio } from "@agent-computer/testing/provider-test";
+import {
+  bridgeFixtureTrio,
+  type EgressFixtureTrio,
+  reportMissingProvider,
+} from "@agent-computer/testing/provider-test";
 import { CommandExitError, Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bProvider, novitaProvider } from "../src/index.js";
@@ -21,11 +25,7 @@ import { E2B_OPERATIONS, E2bEmulator } from "../src/testing/index.js";
 
 const host = await checkDockerHost();
 if (host.missing) {
-  describe("e2b egress", () => {
-    (process.env.CI ? it : it.skip)(`needs ${host.missing}`, () => {
-      throw new Error(host.missing);
-    });
-  });
+  reportMissingProvider("e2b egress", { kind: "docker", missing: host.missing });
 } else {
   const run = randomBytes(3).toString("hex");
   let fixtures: EgressFixtureTrio | undefined;

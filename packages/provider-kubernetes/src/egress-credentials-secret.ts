@@ -1,6 +1,6 @@
 import type { ResolvedEgressPolicy } from "@agent-computer/core";
 import { computerCredentialFiles, EGRESS_CA_BUNDLE_FILE, EGRESS_CA_DIR, EGRESS_CA_FILE } from "@agent-computer/egress";
-import type { V1EnvVar, V1Secret, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
+import type { V1Secret, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
 
 // Credentials added on the way out on Kubernetes (README, "Egress by
 // policy"; issue 53). One Secret per pod, made once the pod exists and
@@ -44,8 +44,8 @@ export interface EgressCredentialsSecret {
   readonly proxyMount: V1VolumeMount;
   /** The bot's and the display's mount of the CA. */
   readonly computerMount: V1VolumeMount;
-  /** The variables that make the bot's and the display's programs trust the CA. */
-  readonly env: V1EnvVar[];
+  /** The variables (`NAME=value`) that make the bot's and the display's programs trust the CA. */
+  readonly env: readonly string[];
   /** The proxy's file name in `EGRESS_CREDENTIALS_DIR` (the policy file's `credentialsFile`). */
   readonly credentialsFile: string;
   /** The proxy's extra upstream CA file, when `egressUpstreamCa` is set. */
@@ -105,10 +105,7 @@ export function egressCredentialsSecret(input: {
     ],
     proxyMount: { name: PROXY_SECRET_VOLUME, mountPath: EGRESS_CREDENTIALS_DIR, readOnly: true },
     computerMount: { name: CA_SECRET_VOLUME, mountPath: EGRESS_CA_DIR, readOnly: true },
-    env: files.env.map((line) => {
-      const at = line.indexOf("=");
-      return { name: line.slice(0, at), value: line.slice(at + 1) };
-    }),
+    env: files.env,
     credentialsFile: CREDENTIALS_KEY,
     ...(input.upstreamCa ? { upstreamCaFile: `${EGRESS_CREDENTIALS_DIR}/${UPSTREAM_CA_KEY}` } : {}),
   };

@@ -198,13 +198,10 @@ export function egressFenceOf(input: {
       { name: PROXY_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
       ...(credentials?.volumes ?? []),
     ],
-    env: [
-      ...egressProxyEnv(`http://${PROXY_ADDRESS}`).map((line) => {
-        const at = line.indexOf("=");
-        return { name: line.slice(0, at), value: line.slice(at + 1) };
-      }),
-      ...(credentials?.env ?? []),
-    ],
+    env: [...egressProxyEnv(`http://${PROXY_ADDRESS}`), ...(credentials?.env ?? [])].map((line) => {
+      const at = line.indexOf("=");
+      return { name: line.slice(0, at), value: line.slice(at + 1) };
+    }),
     computerMounts: credentials ? [credentials.computerMount] : [],
     ...(credentials ? { credentials } : {}),
     // The display shares the pod's loopback with the bot: loopback URLs stay there, as Chromium leaves them by default.

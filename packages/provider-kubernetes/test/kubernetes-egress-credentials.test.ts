@@ -4,6 +4,7 @@ import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { issueInterceptionCertificates } from "@agent-computer/egress";
 import {
   authorizationSeen,
+  computerShell,
   credentialInjectionCases,
   expectNoProcessHolds,
   fixtureApi,
@@ -36,17 +37,7 @@ if (!env.missing) {
   let api: Awaited<ReturnType<typeof fixtureApi>>;
 
   const podOf = (m: Machine) => m.ref.slice(`kubernetes:${TEST_NAMESPACE}/`.length);
-  const sh = async (script: string, stdin?: string) => {
-    const result = await fenced.exec({
-      argv: ["sh", "-c", script],
-      ...(stdin ? { stdin: new TextEncoder().encode(stdin) } : {}),
-    });
-    return {
-      exitCode: result.exitCode,
-      out: Buffer.from(result.stdout).toString(),
-      err: Buffer.from(result.stderr).toString(),
-    };
-  };
+  const sh = computerShell(() => fenced);
   // What the provider logs while it provisions and destroys these computers (none of it may hold a secret).
   const logged: string[] = [];
   const log = (level: string) => (message: string, fields?: Record<string, unknown>) =>

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { Machine } from "@agent-computer/core";
 import { expect, it } from "vitest";
 import { nodeHttpsGet } from "./credential-fixtures.js";
 import { PROCESS_MEMORY_SCAN } from "./process-memory-scan.js";
@@ -16,6 +17,21 @@ export type ComputerShell = (
   script: string,
   stdin?: string,
 ) => Promise<{ exitCode: number | null; out: string; err: string }>;
+
+/** A ComputerShell over a machine's exec; `machine` is read at each call (a suite's machine is made in its beforeAll). */
+export function computerShell(machine: () => Machine): ComputerShell {
+  return async (script, stdin) => {
+    const result = await machine().exec({
+      argv: ["sh", "-c", script],
+      ...(stdin ? { stdin: new TextEncoder().encode(stdin) } : {}),
+    });
+    return {
+      exitCode: result.exitCode,
+      out: Buffer.from(result.stdout).toString(),
+      err: Buffer.from(result.stderr).toString(),
+    };
+  };
+}
 
 export interface CredentialInjectionSetting {
   /** The computer's shell; called once the suite's setup ran. */

@@ -12,6 +12,7 @@ export {
   authorizationSeen,
   type ComputerShell,
   type CredentialInjectionSetting,
+  computerShell,
   credentialInjectionCases,
   expectNoProcessHolds,
 } from "./credential-injection-cases.js";
