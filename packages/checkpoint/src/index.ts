@@ -6,7 +6,8 @@ export { type CheckedHomeArchive, type CheckedHomeStats, checkHomeArchive } from
 export { HEADER_BYTES, SEALED_SEGMENT_BYTES, SEGMENT_BYTES, TAG_BYTES } from "./codec/checkpoint-format.js";
 export type { CheckpointKey } from "./codec/checkpoint-key.js";
 export { homeExportFailure } from "./codec/home-export-failure.js";
-export { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS } from "./codec/home-transfer-scripts.js";
+export { joinHomeParts } from "./codec/home-parts.js";
+export { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, IMPORT_ENV } from "./codec/home-transfer-scripts.js";
 export {
   importHomeByScripts,
   type ScriptedHomeImport,

@@ -15,6 +15,7 @@ export { type DesktopTransport, SERVICE_HAND_OVER_COMMAND } from "./desktop/desk
 export type { DesktopCommandLine, DesktopCommandRun } from "./desktop/desktop-command.js";
 export {
   CHROMIUM_MANAGED_POLICY_FILE,
+  DESKTOP_STATE_ENV,
   DEVTOOLS_TRANSPORT_ENV,
   DISPLAY_APART_CHROMIUM_POLICY,
   DISPLAY_HOME,
@@ -23,8 +24,10 @@ export {
   LOOPBACK_PROXY_COMMAND,
   LOOPBACK_PROXY_ENV,
   LOOPBACK_PROXY_PORT,
+  secondUserDisplayEnv,
   TERMINAL_HOST_ENV,
   TERMINAL_HOST_PORT,
+  X_ACCESS_ENV,
 } from "./desktop/display-apart-policy.js";
 export { botIdSchema, LinuxDesktopRuntime } from "./desktop/linux-desktop-runtime.js";
 export {

@@ -13,16 +13,19 @@ import {
 import { abortable, enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
 import {
   abortableSleep,
+  type CommandUser,
   type ComputerQuarantine,
   downloadInParts,
   type FileChannel,
   HostedMachine,
   removeFileAndParts,
+  type SecondUserDisplay,
   statusOfFailure,
   text,
   uploadInParts,
 } from "@agent-computer/provider-kit";
 import type { ConnectionOpts } from "e2b";
+import { E2B_DISPLAY_USER, e2bChromiumPolicy, SECOND_USER_SETUP } from "./e2b-display-user.js";
 import { e2bFailure, sdkStatus, withControlPlaneRetry } from "./e2b-failure.js";
 import type { ResolvedE2bProviderOptions } from "./e2b-provider-options.js";
 import { type EnvdCommandHost, runEnvdCommand } from "./envd-command.js";
@@ -63,12 +66,14 @@ export class E2bMachine extends HostedMachine {
     private readonly host: E2bMachineHost,
     readonly sandbox: InstanceType<SandboxSdk["Sandbox"]>,
     screenLimit = 0,
+    displayUser?: SecondUserDisplay,
   ) {
     super({
       workspacePath: host.options.workspacePath,
       machineName: "the sandbox",
       logName: "e2b",
       screenLimit,
+      ...(displayUser ? { displayUser } : {}),
       ...(host.options.stagingDir ? { stagingRoot: host.options.stagingDir } : {}),
       // The sandbox's timeout counts from create or connect (both set it): while the
       // machine is used it is set again, so a long command is not paused under it.
@@ -98,16 +103,16 @@ export class E2bMachine extends HostedMachine {
     };
   }
 
-  protected uploadFile(file: string, data: Readable, signal: AbortSignal): Promise<void> {
-    return this.upload(file, data, signal, "import the workspace");
+  protected uploadFile(file: string, data: Readable, signal: AbortSignal, as: CommandUser = "bot"): Promise<void> {
+    return this.upload(file, data, signal, "import the workspace", as);
   }
 
   /** Reads `file` through envd's /files (raw bytes, read with backpressure; in parts where the SDK needs it). */
-  protected async downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
+  protected async downloadFile(file: string, signal: AbortSignal, as: CommandUser = "bot"): Promise<Readable> {
     if (this.host.sdk.transfersInParts)
-      return downloadInParts(this.inParts("export the workspace"), file, signal, NOVITA_PARTS);
+      return downloadInParts(this.inParts("export the workspace", as), file, signal, NOVITA_PARTS);
     try {
-      const stream = await this.sandbox.files.read(file, { format: "stream", user: this.host.options.user, signal });
+      const stream = await this.sandbox.files.read(file, { format: "stream", user: this.userOf(as), signal });
       return Readable.fromWeb(stream as import("node:stream/web").ReadableStream<Uint8Array>);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
@@ -120,12 +125,19 @@ export class E2bMachine extends HostedMachine {
    * sandbox user. Always as a stream: the SDK buffers bytes or a Blob and
    * bounds them by `requestTimeoutMs`, a stream it does not.
    */
-  private async upload(path: string, data: Uint8Array | Readable, signal: AbortSignal, what: string): Promise<void> {
+  private async upload(
+    path: string,
+    data: Uint8Array | Readable,
+    signal: AbortSignal,
+    what: string,
+    as: CommandUser = "bot",
+  ): Promise<void> {
     const source = data instanceof Uint8Array ? Readable.from([data]) : data;
-    if (this.host.sdk.transfersInParts) return uploadInParts(this.inParts(what), source, path, signal, NOVITA_PARTS);
+    if (this.host.sdk.transfersInParts)
+      return uploadInParts(this.inParts(what, as), source, path, signal, NOVITA_PARTS);
     const body = Readable.toWeb(source) as unknown as ReadableStream<Uint8Array>;
     try {
-      await this.sandbox.files.write(path, body, { user: this.host.options.user, useOctetStream: true, signal });
+      await this.sandbox.files.write(path, body, { user: this.userOf(as), useOctetStream: true, signal });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw await this.transportFailure(error, what);
@@ -138,15 +150,16 @@ export class E2bMachine extends HostedMachine {
    * The caller's abort ends the wait at once (core's `abortable`) even
    * where the SDK would not stop the request, and no later part is sent.
    */
-  private inParts(what: string): FileChannel {
-    const user = this.host.options.user;
+  private inParts(what: string, as: CommandUser = "bot"): FileChannel {
+    const user = this.userOf(as);
     const failed = async (error: unknown, signal: AbortSignal) => {
       if (signal.aborted) throw signal.reason;
       throw await this.transportFailure(error, what);
     };
     return {
       sync: async (line, signal, timeoutSeconds) => {
-        const done = await this.runCommand(
+        const done = await this.runCommandAs(
+          as,
           {
             argv: ["sh", "-c", line],
             workingDir: "/",
@@ -230,6 +243,39 @@ export class E2bMachine extends HostedMachine {
     ).catch(() => {});
   }
 
+  /**
+   * Sets a new sandbox up for the display as a second user, as root
+   * (SECOND_USER_SETUP): the bot's user loses the root rights the template
+   * build gave it, and the display gets its places. A failure is
+   * UNAVAILABLE: a sandbox half set up is not handed out.
+   */
+  async setUpSecondUser(context: OpContext): Promise<void> {
+    const args = [this.host.options.user, this.workspacePath, e2bChromiumPolicy(this.workspacePath)];
+    const done = await this.runCommandAs(
+      "root",
+      {
+        argv: ["sh", "-c", SECOND_USER_SETUP, "second-user-setup", ...args],
+        workingDir: "/",
+        maxOutputBytes: 64 * 1024,
+      },
+      context,
+      "set up the display's user",
+    );
+    if (done.exitCode !== 0) {
+      throw new AgentComputerError(
+        "UNAVAILABLE",
+        `The sandbox could not be set up for the display's own user (exit ${done.exitCode}): ${text(done.stderr) || "no message"}`,
+        { retryable: false },
+      );
+    }
+  }
+
+  /** The sandbox user behind each of the kit's users (e2b-display-user.ts). */
+  private userOf(as: CommandUser): string {
+    if (as === "root") return "root";
+    return as === "display" ? E2B_DISPLAY_USER : this.host.options.user;
+  }
+
   get sandboxId(): string {
     return this.sandbox.sandboxId;
   }
@@ -301,12 +347,23 @@ export class E2bMachine extends HostedMachine {
     loggerOf(checkOpContext(ctx)).info("e2b machine destroyed", { ref: this.ref });
   }
 
-  protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
+  protected runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
+    return this.runCommandAs("bot", command, context, what);
+  }
+
+  /** envd runs a process as the user its Basic auth names (envd permissions/authenticate.go): the bot's, the display's or root. */
+  protected override async runCommandAs(
+    as: CommandUser,
+    command: MachineCommand,
+    context: OpContext,
+    what: string,
+  ): Promise<ExecResult> {
     this.refuseSpent();
     await this.refuseQuarantined();
+    const commands = as === "bot" ? this.commands : { ...this.commands, headers: processHeaders(this.userOf(as)) };
     try {
       return await this.keptAlive(() =>
-        runEnvdCommand(this.commands, { ...command, signal: signalOf(context, what) }, what),
+        runEnvdCommand(commands, { ...command, signal: signalOf(context, what) }, what),
       );
     } catch (error) {
       await this.refuseQuarantined();

@@ -51,6 +51,15 @@ export const e2bProviderOptionsSchema = z.object({
   requestTimeoutMs: z.number().int().positive().default(30_000),
   /** The sandbox user commands run as (the template's user). */
   user: z.string().min(1).default("user"),
+  /**
+   * Who runs the display (README, "The display and the bot's user"):
+   * `"second-user"` (the default) runs X, the screen servers, Chromium and
+   * the desktop service as the image's `computer`, which the bot's user can
+   * neither signal, trace nor reach over X, after taking from the bot's
+   * user the root rights E2B's template build gives it; `"shared"` runs
+   * them as the bot's user, as before, on any template.
+   */
+  display: z.enum(["second-user", "shared"]).default("second-user"),
   /** Where the home lives in the sandbox: a folder below the user's home (an import swaps it by rename). */
   workspacePath: z
     .string()

@@ -15,6 +15,7 @@ import {
   statusOfFailure,
 } from "@agent-computer/provider-kit";
 import type { ConnectionOpts } from "e2b";
+import { e2bSecondUserDisplay } from "./e2b-display-user.js";
 import { e2bFailure, withControlPlaneRetry } from "./e2b-failure.js";
 import { E2bMachine, type E2bMachineHost, quarantinedError } from "./e2b-machine.js";
 import { e2bNetworkOf } from "./e2b-network.js";
@@ -44,6 +45,8 @@ export const E2B_METADATA = {
   computerId: "agent-computer.computer-id",
   homeKey: "agent-computer.home-key",
   screenLimit: "agent-computer.screen-limit",
+  /** "second-user" where the sandbox was set up with the display as a user of its own (e2b-display-user.ts). */
+  display: "agent-computer.display",
 } as const;
 
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
@@ -151,7 +154,7 @@ function sandboxProviderOn(
           () =>
             Sandbox.create(from, {
               ...opts,
-              metadata,
+              metadata: { ...metadata, [E2B_METADATA.display]: from === template ? parsed.display : "shared" },
               // envd builds every process's environment itself (its PATH is systemd's default, not the
               // image's): the sandbox's variables are the only way the image's PATH reaches commands.
               envs: { LANG: "C.UTF-8", PATH: COMPUTER_PATH, ...parsed.envs, HOME: parsed.workspacePath },
@@ -185,8 +188,12 @@ function sandboxProviderOn(
           throw missing(again) ? notFound(`, nor does the stock template "${stock}"`) : again;
         });
       });
-      const machine = new E2bMachine(host, sandbox, spec.screenLimit);
+      // The stock template has no computer image, so no display user: its desktops are the stock ones.
+      const secondUser = parsed.display === "second-user" && used === template;
+      const displayUser = secondUser ? e2bSecondUserDisplay(parsed.user) : undefined;
+      const machine = new E2bMachine(host, sandbox, spec.screenLimit, displayUser);
       try {
+        if (displayUser) await machine.setUpSecondUser(context);
         await machine.makeHome(context);
       } catch (error) {
         await Sandbox.kill(sandbox.sandboxId, opts).catch(() => {});
@@ -224,7 +231,9 @@ function sandboxProviderOn(
         throw error;
       }
       const screenLimit = Number(metadata[E2B_METADATA.screenLimit] ?? parsed.screenLimit);
-      return new E2bMachine(host, sandbox, Number.isInteger(screenLimit) ? screenLimit : 0);
+      const displayUser =
+        metadata[E2B_METADATA.display] === "second-user" ? e2bSecondUserDisplay(parsed.user) : undefined;
+      return new E2bMachine(host, sandbox, Number.isInteger(screenLimit) ? screenLimit : 0, displayUser);
     },
 
     async list({ labels, running, signal }) {

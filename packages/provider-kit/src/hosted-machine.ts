@@ -1,9 +1,35 @@
 import { randomBytes } from "node:crypto";
 import type { Readable } from "node:stream";
-import { HOME_TRANSFER_SCRIPTS, homeExportFailure, importHomeByScripts } from "@agent-computer/checkpoint";
-import { AgentComputerError, loggerOf, type OpContext, signalOf, throwIfDone } from "@agent-computer/core";
-import { CommandChannelMachine, destroyOnAbort } from "@agent-computer/core/provider-utils";
+import {
+  HOME_TRANSFER_SCRIPTS,
+  homeExportFailure,
+  importHomeByScripts,
+  joinHomeParts,
+} from "@agent-computer/checkpoint";
+import {
+  AgentComputerError,
+  type ExecResult,
+  loggerOf,
+  type OpContext,
+  signalOf,
+  throwIfDone,
+} from "@agent-computer/core";
+import {
+  CommandChannelMachine,
+  destroyOnAbort,
+  enterOperation,
+  type MachineCommand,
+} from "@agent-computer/core/provider-utils";
 import { LinuxDesktopRuntime } from "@agent-computer/desktop-runtime";
+import {
+  type CommandUser,
+  displayTransferFile,
+  displayUserMachine,
+  rootImportEnv,
+  type SecondUserDisplay,
+  START_TERMINAL_HOST,
+  stagingTransferFile,
+} from "./second-user-display.js";
 
 /** What a hosted machine is told by its provider. */
 export interface HostedMachineSettings {
@@ -28,6 +54,12 @@ export interface HostedMachineSettings {
     /** The service set its timer when the machine was made or resumed: the first refresh waits `everyMs`. */
     freshAtStart?: boolean;
   };
+  /**
+   * The display as a second user (second-user-display.ts): the provider
+   * then runs commands as the display's user and as root (`runCommandAs`)
+   * and moves files as them (`uploadFile`, `downloadFile`).
+   */
+  displayUser?: SecondUserDisplay;
 }
 
 /**
@@ -51,12 +83,48 @@ export abstract class HostedMachine extends CommandChannelMachine {
 
   constructor(protected readonly hosted: HostedMachineSettings) {
     // Desktops come from the shared Linux runtime, through this machine's exec and port URLs (docs/architecture.md §4).
-    super(
-      hosted.workspacePath,
-      (machine) => new LinuxDesktopRuntime(machine, { screenLimit: hosted.screenLimit ?? 0 }),
-    );
+    super(hosted.workspacePath, (machine) => {
+      const screenLimit = hosted.screenLimit ?? 0;
+      const display = hosted.displayUser;
+      if (!display) return new LinuxDesktopRuntime(machine, { screenLimit });
+      // The display's user drives it; `launch` starts only the image's applications, as a display apart does.
+      const runAs = (machine as HostedMachine).runCommandAs.bind(machine);
+      return new LinuxDesktopRuntime(displayUserMachine(machine, display, runAs), {
+        screenLimit,
+        launchPrograms: "applications",
+      });
+    });
     if (hosted.keepAlive?.freshAtStart) this.lastKeepAlive = Date.now();
+    this.startTerminalHostFirst();
     this.holdOpenDesktops();
+  }
+
+  /** Where the display is a second user, each desktop's open first starts the bot's terminal host (START_TERMINAL_HOST). */
+  private startTerminalHostFirst(): void {
+    const open = this.openDesktop;
+    if (!open || !this.hosted.displayUser) return;
+    (this as { openDesktop: typeof open }).openDesktop = async (botId, ctx, opts) => {
+      const context = enterOperation(ctx, "desktop start");
+      const started = await this.runCommand(
+        { argv: [...START_TERMINAL_HOST], workingDir: "/", maxOutputBytes: 4096, timeoutMs: 30_000 },
+        context,
+        "start the terminal host",
+      );
+      if (started.exitCode !== 0) {
+        throw new AgentComputerError("UNAVAILABLE", `The terminal host did not start (exit ${started.exitCode}).`);
+      }
+      return open(botId, context, opts);
+    };
+  }
+
+  /**
+   * Runs `command` as `as`: the bot's user (`runCommand`), or, where the
+   * display is a second user, the display's user or root. A provider that
+   * offers `displayUser` overrides this.
+   */
+  protected runCommandAs(as: CommandUser, command: MachineCommand, context: OpContext, what: string) {
+    if (as === "bot") return this.runCommand(command, context, what);
+    throw new AgentComputerError("UNSUPPORTED", `This provider cannot run a command as the ${as} user.`);
   }
 
   /**
@@ -91,10 +159,10 @@ export abstract class HostedMachine extends CommandChannelMachine {
 
   /** The error for a machine that no longer exists (PROVIDER_GONE, saying how to replace it). */
   abstract goneError(): AgentComputerError;
-  /** Puts `data` at `file` (absolute, beside the home) through the service's file transfer. */
-  protected abstract uploadFile(file: string, data: Readable, signal: AbortSignal): Promise<void>;
-  /** Reads `file` (absolute) through the service's file transfer, as a stream. */
-  protected abstract downloadFile(file: string, signal: AbortSignal): Promise<Readable>;
+  /** Puts `data` at `file` (absolute) through the service's file transfer, as `as` (the bot's user by default). */
+  protected abstract uploadFile(file: string, data: Readable, signal: AbortSignal, as?: CommandUser): Promise<void>;
+  /** Reads `file` (absolute) through the service's file transfer, as a stream, as `as` (the bot's user by default). */
+  protected abstract downloadFile(file: string, signal: AbortSignal, as?: CommandUser): Promise<Readable>;
 
   /** From now on every call on this handle says gone: its machine was deleted through it. */
   protected markSpent(): void {
@@ -164,23 +232,29 @@ export abstract class HostedMachine extends CommandChannelMachine {
     return `${this.workspacePath.slice(0, slash)}/${name}`;
   }
 
-  /** Runs one of the kit's or checkpoint's shell scripts from `/` with its arguments. */
-  protected runScript(script: string, name: string, args: string[], signal: AbortSignal, what: string) {
-    return this.runCommand(
-      { argv: ["sh", "-c", script, name, ...args], workingDir: "/", maxOutputBytes: 64 * 1024 },
-      { signal },
-      what,
-    );
+  /** Runs one of the kit's or checkpoint's shell scripts from `/` with its arguments, as `as`. */
+  protected runScript(
+    script: string,
+    name: string,
+    args: string[],
+    signal: AbortSignal,
+    what: string,
+    as: CommandUser = "bot",
+    env?: Record<string, string>,
+  ): Promise<ExecResult> {
+    const command = { argv: ["sh", "-c", script, name, ...args], workingDir: "/", maxOutputBytes: 64 * 1024 };
+    return this.runCommandAs(as, env ? { ...command, env } : command, { signal }, what);
   }
 
   /** Removes a transfer file, best effort, without holding up the caller. */
-  protected removeLater(file: string): void {
+  protected removeLater(file: string, as: CommandUser = "bot"): void {
     void this.runScript(
       'rm -f -- "$1"',
       "remove-transfer",
       [file],
       AbortSignal.timeout(30_000),
       "remove a transfer file",
+      as,
     ).catch(() => {});
   }
 
@@ -203,36 +277,72 @@ export abstract class HostedMachine extends CommandChannelMachine {
   /**
    * The home as one tar: checkpoint's export script writes it to a file
    * beside the home, which is read through the service's file transfer and
-   * removed once the reader is done with it, however it ends.
+   * removed once the reader is done with it, however it ends. Where the
+   * display is a second user, the bot's part and the profiles' part are
+   * each packed by their owner, both before the reading starts (a desktop
+   * resumed after the export returns must not change what it holds), and
+   * read as one archive (checkpoint's joinHomeParts).
    */
   protected async exportHome(context: OpContext): Promise<Readable> {
     this.refuseSpent();
     const signal = signalOf(context, "workspace export");
-    const file = this.transferFile();
+    const display = this.hosted.displayUser;
+    if (!display) return this.readPacked(await this.pack("exportHomeToFile", this.transferFile(), "bot", signal));
+    const bot = await this.pack("exportBotPartToFile", this.transferFile(), "bot", signal);
+    let profiles: PackedFile;
+    try {
+      profiles = await this.pack("exportProfilesPartToFile", displayTransferFile(display), "display", signal);
+    } catch (error) {
+      this.removeLater(bot.file, bot.as);
+      throw error;
+    }
+    let first: Readable;
+    try {
+      first = await this.readPacked(bot);
+    } catch (error) {
+      this.removeLater(profiles.file, profiles.as);
+      throw error;
+    }
+    return joinHomeParts(first, () => this.readPacked(profiles));
+  }
+
+  /** Runs one of checkpoint's export scripts into `file`, as `as`; a failed one leaves no file. */
+  private async pack(
+    script: "exportHomeToFile" | "exportBotPartToFile" | "exportProfilesPartToFile",
+    file: string,
+    as: CommandUser,
+    signal: AbortSignal,
+  ): Promise<PackedFile> {
+    const args = [this.workspacePath, file];
     const packed = await this.runScript(
-      HOME_TRANSFER_SCRIPTS.exportHomeToFile,
+      HOME_TRANSFER_SCRIPTS[script],
       "export-home",
-      [this.workspacePath, file],
+      args,
       signal,
       "export the workspace",
+      as,
     );
     if (packed.exitCode !== 0) {
-      this.removeLater(file);
+      this.removeLater(file, as);
       throw homeExportFailure(packed, this);
     }
+    return { file, as, signal };
+  }
+
+  /** Reads a packed file, held alive while the reader takes it; the file goes once the reader is done. */
+  private async readPacked({ file, as, signal }: PackedFile): Promise<Readable> {
     let tar: Readable;
     const letGo = this.holdAlive();
     try {
-      tar = await this.downloadFile(file, signal);
+      tar = await this.downloadFile(file, signal, as);
     } catch (error) {
       letGo();
-      this.removeLater(file);
+      this.removeLater(file, as);
       throw signal.aborted ? signal.reason : error;
     }
-    // Held alive while the reader takes it: a long export is not paused under it.
     tar.once("close", () => {
       letGo();
-      this.removeLater(file);
+      this.removeLater(file, as);
     });
     return tar;
   }
@@ -251,9 +361,13 @@ export abstract class HostedMachine extends CommandChannelMachine {
     this.refuseSpent();
     const signal = signalOf(context, "workspace import");
     const stopWatching = destroyOnAbort(tar, signal);
-    const file = this.transferFile();
+    // Where the display is a second user, root unpacks out of the bot's reach and gives each part its owner.
+    const display = this.hosted.displayUser;
+    const as: CommandUser = display ? "root" : "bot";
+    const env = display ? rootImportEnv(display) : undefined;
+    const file = display ? stagingTransferFile(display) : this.transferFile();
     const run = (script: string, name: string, args: string[], on: AbortSignal) =>
-      this.runScript(script, name, args, on, "import the workspace");
+      this.runScript(script, name, args, on, "import the workspace", as, env);
     try {
       const stats = await importHomeByScripts(tar, {
         workspacePath: this.workspacePath,
@@ -262,7 +376,7 @@ export abstract class HostedMachine extends CommandChannelMachine {
         signal,
         ...(this.hosted.stagingRoot ? { stagingRoot: this.hosted.stagingRoot } : {}),
         stage: async (archive, tag) => {
-          await this.uploadFile(file, archive, signal);
+          await this.uploadFile(file, archive, signal, as);
           return run(HOME_TRANSFER_SCRIPTS.stageHomeFromFile, "stage-home", [this.workspacePath, tag, file], signal);
         },
         run,
@@ -270,9 +384,16 @@ export abstract class HostedMachine extends CommandChannelMachine {
       loggerOf(context).info(`${this.hosted.logName} home imported`, { ref: this.ref, ...stats });
     } finally {
       stopWatching();
-      this.removeLater(file);
+      this.removeLater(file, as);
     }
   }
+}
+
+/** An export's file in the machine, who packed it, and the export's signal. */
+interface PackedFile {
+  readonly file: string;
+  readonly as: CommandUser;
+  readonly signal: AbortSignal;
 }
 
 /** A command's output as short text for a message. */

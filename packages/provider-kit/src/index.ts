@@ -18,6 +18,7 @@ export {
   stateStoreQuarantine,
 } from "./machine-quarantine.js";
 export { abortableSleep, type RetryWithinOptions, retryWithin } from "./retry-within.js";
+export type { CommandUser, SecondUserDisplay } from "./second-user-display.js";
 export {
   isNetworkFailure,
   isTransientStatus,

@@ -25,15 +25,56 @@ const transientTest = TRANSIENT_PROFILE_NAMES.map((n) => `-name '${n}'`).join(" 
  * (issue 45, finding 4). atime, ctime and sub-second mtime records are left
  * out, so only long names, big sizes and sparse files get a pax header.
  */
-const EXPORT_HOME = `cd -- "$1" 2>/dev/null || exit 66
-find . -mindepth 1 \\( -path './.browser-profiles/*/*' \\( ${transientTest} \\) \\) -prune \\
-  -o \\( -type d -o -type f \\) -printf '%P\\0' \\
+const EXPORT_HOME = exportOf(
+  `find . -mindepth 1 \\( -path './.browser-profiles/*/*' \\( ${transientTest} \\) \\) -prune \\
+  -o \\( -type d -o -type f \\) -printf '%P\\0'`,
+);
+
+/** An export script over the NUL-separated names `list` prints from inside the home; `tar`'s extra options after it. */
+function exportOf(list: string, tarOptions = ""): string {
+  return `cd -- "$1" 2>/dev/null || exit 66
+${list} \\
   | LC_ALL=C sort -z \\
-  | tar --null --verbatim-files-from --no-recursion --numeric-owner \\
+  | tar --null --verbatim-files-from --no-recursion --numeric-owner${tarOptions} \\
     --format=pax --pax-option=delete=atime,delete=ctime,delete=mtime --sparse --sparse-version=1.0 -T - -cf -
 s=$?
 [ "$s" -le 1 ] || exit "$s"
 exit 0`;
+}
+
+/**
+ * Where the display runs as a user of its own (docs/architecture.md §4,
+ * "A second user"), the browser profiles in the home are that user's
+ * (0700, as Chromium makes them) and the rest is the bot's: each part is
+ * read by its owner, never by root, so a link the bot swaps in mid-export
+ * reaches only what that part's reader could read anyway. The bot's part
+ * is everything but \`.browser-profiles\`, written with a 512-byte record
+ * so that its end (two zero blocks) is its last 1024 bytes exactly; the
+ * host drops them and appends the profiles' part, which is one tar.
+ */
+const EXPORT_BOT_PART = exportOf(
+  "find . -mindepth 1 -path ./.browser-profiles -prune -o \\( -type d -o -type f \\) -printf '%P\\0'",
+  " --blocking-factor=1",
+);
+const EXPORT_PROFILES_PART = exportOf(
+  `{ [ ! -d .browser-profiles ] || find .browser-profiles \\( -path '.browser-profiles/*/*' \\( ${transientTest} \\) \\) -prune \\
+  -o \\( -type d -o -type f \\) -printf '%p\\0'; }`,
+);
+
+/**
+ * What an import run as root on a machine whose display is a second user
+ * sets (HostedMachine, provider-kit): the staging folder's parent, a
+ * root-only folder on the home's filesystem (the default, beside the
+ * home, is the bot's to rename, and root must not unpack where a link the
+ * bot planted points); and the owners (`uid:gid`) the staged tree is given
+ * before the swap: the bot's, and the display's for `.browser-profiles`.
+ * Unset, the scripts run as the machine's one user as before.
+ */
+export const IMPORT_ENV = {
+  stagingParent: "AGENT_COMPUTER_IMPORT_STAGING",
+  homeOwner: "AGENT_COMPUTER_HOME_OWNER",
+  profilesOwner: "AGENT_COMPUTER_PROFILES_OWNER",
+} as const;
 
 /**
  * Shared by both import steps: names beside the home, and the repair of a
@@ -42,7 +83,8 @@ exit 0`;
  */
 const IMPORT_PROLOGUE = `home=$1 tag=$2
 parent=\${home%/*} base=\${home##*/}
-staging="$parent/.$base.import-$tag" previous="$parent/.$base.previous-$tag"
+stagingParent=\${${IMPORT_ENV.stagingParent}:-$parent}
+staging="$stagingParent/.$base.import-$tag" previous="$parent/.$base.previous-$tag"
 for p in "$parent/.$base.previous-"*; do
   [ -e "$p" ] || continue
   if [ -e "$home" ]; then rm -rf -- "$p"; else mv -T -- "$p" "$home" || exit 74; fi
@@ -54,9 +96,13 @@ done
  * staging folder beside the home. Staging folders of earlier imports that
  * were cut off are removed first. The home is not touched.
  */
-const STAGE_HOME = `${IMPORT_PROLOGUE}for s in "$parent/.$base.import-"*; do [ -e "$s" ] && rm -rf -- "$s"; done
+const STAGE_HOME = `${IMPORT_PROLOGUE}for s in "$stagingParent/.$base.import-"*; do [ -e "$s" ] && rm -rf -- "$s"; done
 mkdir -m 700 -- "$staging" || exit 70
-tar -xpf - -C "$staging" --no-same-owner || exit 71`;
+tar -xpf - -C "$staging" --no-same-owner || exit 71
+if [ -n "\${${IMPORT_ENV.homeOwner}-}" ]; then
+  chown -R -- "$${IMPORT_ENV.homeOwner}" "$staging" || exit 71
+  [ ! -d "$staging/.browser-profiles" ] || chown -R -- "$${IMPORT_ENV.profilesOwner}" "$staging/.browser-profiles" || exit 71
+fi`;
 
 /**
  * Import step 2, run only after step 1 reported success: the staged tree
@@ -81,9 +127,10 @@ rm -rf -- "$previous"`;
 /** Removes a staging folder a failed import left (best effort). */
 const DISCARD_STAGING = `${IMPORT_PROLOGUE}rm -rf -- "$staging"`;
 
-/** Export into a file ($2) beside the home, for a provider that downloads files faster than it streams output. */
-const EXPORT_HOME_TO_FILE = `exec > "$2" || exit 70
-${EXPORT_HOME}`;
+/** Export into a file ($2), for a provider that downloads files faster than it streams output. */
+const toFile = (exportScript: string) => `exec > "$2" || exit 70
+${exportScript}`;
+const EXPORT_HOME_TO_FILE = toFile(EXPORT_HOME);
 
 /** Import step 1 from an archive uploaded as a file ($3) beside the home; the file goes whatever happens. */
 const STAGE_HOME_FROM_FILE = `trap 'rm -f -- "$3"' EXIT
@@ -98,10 +145,15 @@ ${STAGE_HOME}`;
  * (home, tag) removes what a failed import left. `exportHomeToFile` (home,
  * file) and `stageHomeFromFile` (home, tag, file) do the same through a file
  * beside the home, for providers whose files API is their fast path.
+ * `exportBotPartToFile` and `exportProfilesPartToFile` (home, file) are the
+ * two parts of an export where the display is a second user, each run as
+ * its owner; `joinHomeParts` makes them one archive.
  */
 export const HOME_TRANSFER_SCRIPTS = {
   exportHome: EXPORT_HOME,
   exportHomeToFile: EXPORT_HOME_TO_FILE,
+  exportBotPartToFile: toFile(EXPORT_BOT_PART),
+  exportProfilesPartToFile: toFile(EXPORT_PROFILES_PART),
   stageHome: STAGE_HOME,
   stageHomeFromFile: STAGE_HOME_FROM_FILE,
   swapHome: SWAP_HOME,

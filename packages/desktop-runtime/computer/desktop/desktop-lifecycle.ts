@@ -3,10 +3,11 @@ import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEVTOOLS_TRANSPORT_ENV, LOOPBACK_PROXY_ENV } from "../../src/desktop/display-apart-policy.js";
+import { LOOPBACK_PROXY_ENV } from "../../src/desktop/display-apart-policy.js";
 import { CdpConnection, cdpJson } from "./cdp-connection.js";
 import { CliError } from "./cli-error.js";
 import { clearStaleXLock, type DesktopState, FIRST_CDP_PORT, FIRST_DISPLAY } from "./desktop-state.js";
+import { makeProfileFolder, sharesBotNamespaces, xServerAccessArguments } from "./display-isolation.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { descendantsOf, identify, isAlive, type ProcessIdentity, signal, sleep, waitGone } from "./process-status.js";
 import { browserProxyFor, type ProxyCredentials, stopProxyRelay } from "./proxy-relay-process.js";
@@ -130,7 +131,7 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
       dir,
       "-nolisten",
       "tcp",
-      ...sharedNamespaceXArguments(),
+      ...xServerAccessArguments(state.dir),
       "-noreset",
     ]);
     state.save(record);
@@ -160,26 +161,6 @@ async function bringUp(state: DesktopState, record: DisplaySlotRecord, request: 
     state.save(record);
     await launchBrowser(state, record, request.home, record.browserProxy);
   }
-}
-
-/**
- * Whether the display shares the bot's network and IPC namespaces but not
- * its files (a display container in a Kubernetes pod, DEVTOOLS_TRANSPORT_ENV
- * "pipe"): then DevTools runs on a pipe behind a bridge's Unix socket, X
- * listens on its file socket only, and nothing uses SysV shared memory.
- */
-export const sharesBotNamespaces = () => process.env[DEVTOOLS_TRANSPORT_ENV] === "pipe";
-
-/**
- * Where the display shares the bot's network and IPC namespaces (a pod,
- * DEVTOOLS_TRANSPORT_ENV "pipe"): X takes clients on its Unix socket in
- * this container's /tmp only. Its abstract socket lives in the network
- * namespace, where the bot's processes would reach it (`-nolisten local`),
- * and MIT-SHM would hand clients' images over in SysV segments of the IPC
- * namespace the pod's containers share, readable by the bot's uid.
- */
-function sharedNamespaceXArguments(): string[] {
-  return sharesBotNamespaces() ? ["-nolisten", "local", "-extension", "MIT-SHM"] : [];
 }
 
 /**
@@ -239,7 +220,7 @@ export async function launchBrowser(
   const dir = state.slotDir(record.slot);
   const display = displayOf(record.slot);
   const profile = profileOf(home, record.bot);
-  mkdirSync(profile, { recursive: true });
+  makeProfileFolder(profile);
   // Locks left by a browser that no longer runs (a stopped or imported
   // computer, another host name) would make Chromium refuse the profile.
   for (const name of ["SingletonLock", "SingletonSocket", "SingletonCookie"])

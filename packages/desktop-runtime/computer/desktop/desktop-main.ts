@@ -9,20 +9,22 @@ import { TERMINAL_HOST_PORT } from "../../src/desktop/display-apart-policy.js";
 import { CliError } from "./cli-error.js";
 import { parseCliOptions } from "./cli-options.js";
 import { handOverServiceKey } from "./desktop-service.js";
-import { DesktopState } from "./desktop-state.js";
+import { DesktopState, desktopStateDir as stateDir } from "./desktop-state.js";
 import { runDesktopVerb, USAGE } from "./desktop-verbs.js";
 import { runDevtoolsBridge } from "./devtools-pipe-bridge.js";
+import { prepareXAccess } from "./display-isolation.js";
 import { runGateway } from "./gateway-main.js";
 import { runLoopbackProxy } from "./loopback-proxy.js";
 import { RELAY_FIRST_PORT, RELAY_PORT_COUNT, runProxyRelay } from "./proxy-relay.js";
 import { runTerminalHost } from "./terminal-host.js";
 import { errorLine } from "./verb-errors.js";
 
-const stateDir = () => process.env.AGENT_COMPUTER_DESKTOP_STATE ?? "/tmp/agent-computer-desktops";
 const writeLine = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
 
 async function main(argv: string[]): Promise<void> {
   const [verb, ...rest] = argv;
+  // Every X client a verb or the gateway starts takes the display's cookie, where X asks for one.
+  prepareXAccess(new DesktopState(stateDir()).dir);
   switch (verb) {
     case "gateway":
       // Long-lived: started detached by `screen grant` or `service` when none runs; it hosts the service.

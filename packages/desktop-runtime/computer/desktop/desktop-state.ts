@@ -1,8 +1,29 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DESKTOP_STATE_ENV } from "../../src/desktop/display-apart-policy.js";
 import { CliError } from "./cli-error.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { identify, isAlive, sleep } from "./process-status.js";
+
+/** The computer's desktop state folder: DESKTOP_STATE_ENV, or one in /tmp. */
+export const desktopStateDir = () => process.env[DESKTOP_STATE_ENV] ?? "/tmp/agent-computer-desktops";
+
+/**
+ * The state folder holds the slots' records, the gateway's keys and the X
+ * cookie: it must be this user's own and closed to everyone else. In a
+ * shared /tmp another user (a bot's, where the display is a second user)
+ * could make the folder first and read or plant what the display keeps.
+ */
+function refuseForeignFolder(dir: string): void {
+  const folder = lstatSync(dir);
+  const uid = process.getuid?.();
+  if (!folder.isDirectory() || (uid !== undefined && folder.uid !== uid) || (folder.mode & 0o077) !== 0) {
+    throw new CliError(
+      "UNAVAILABLE",
+      `The desktop state folder ${dir} is not this user's own (owner ${folder.uid}, mode ${(folder.mode & 0o7777).toString(8)}); remove it or point ${DESKTOP_STATE_ENV} elsewhere.`,
+    );
+  }
+}
 
 /** Display numbers start here, away from the :0-:99 a person or another tool may use. */
 export const FIRST_DISPLAY = 100;
@@ -20,6 +41,7 @@ const MAX_SLOTS = 64;
 export class DesktopState {
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+    refuseForeignFolder(dir);
   }
 
   slotDir(slot: number): string {

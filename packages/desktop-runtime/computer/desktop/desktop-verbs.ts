@@ -22,7 +22,7 @@ import {
 import { look } from "./desktop-look.js";
 import { launchApplication, openInBrowser } from "./desktop-open.js";
 import { evaluate, navigate, onFirstPage } from "./desktop-page.js";
-import { DesktopState } from "./desktop-state.js";
+import { DesktopState, desktopStateDir } from "./desktop-state.js";
 import type { DisplaySlotRecord } from "./display-slot-record.js";
 import { FileSnapshotMemory } from "./file-snapshot-memory.js";
 import { FRAME_FORMATS, type FrameFormat } from "./frame-encoding.js";
@@ -92,7 +92,7 @@ export async function runDesktopVerb(argv: readonly string[], io: VerbIo): Promi
   const [verb, ...rest] = argv;
   const sub = verb === "screen" || verb === "terminal" ? rest.shift() : undefined;
   const opts = options(rest);
-  const state = new DesktopState(process.env.AGENT_COMPUTER_DESKTOP_STATE ?? "/tmp/agent-computer-desktops");
+  const state = new DesktopState(desktopStateDir());
   const home = opts.get("home") ?? process.env.HOME ?? "/home/computer";
   const print = (value: unknown) => io.write({ ok: true, ...(value as object) });
   if (sub === "revoke") {

@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DESKTOP_STATE_ENV } from "../../src/desktop/display-apart-policy.js";
 import { CliError } from "./cli-error.js";
 import { launch } from "./desktop-lifecycle.js";
 import type { DesktopState } from "./desktop-state.js";
@@ -45,7 +46,7 @@ export async function ensureGateway(state: DesktopState): Promise<GatewayFiles> 
     const script = process.argv[1];
     if (!script) throw new CliError("UNAVAILABLE", "Cannot tell where the desktop command lives.");
     const gateway = launch(files.dir, "gateway-process", process.execPath, [script, "gateway"], {
-      AGENT_COMPUTER_DESKTOP_STATE: state.dir,
+      [DESKTOP_STATE_ENV]: state.dir,
     });
     writeFileSync(files.identityFile, JSON.stringify(gateway), { mode: 0o600 });
     const deadline = Date.now() + 10_000;

@@ -2,8 +2,9 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import { CliError } from "./cli-error.js";
-import { displayOf, launch, sharesBotNamespaces } from "./desktop-lifecycle.js";
+import { displayOf, launch } from "./desktop-lifecycle.js";
 import type { DesktopState } from "./desktop-state.js";
+import { sharesBotNamespaces } from "./display-isolation.js";
 import { type GatewayFiles, type ScreenMode, slotRecordNow, slotServes, vncPortOf } from "./gateway-files.js";
 import type { GatewayLog } from "./gateway-log.js";
 import { isAlive, sleep } from "./process-status.js";
@@ -78,7 +79,7 @@ export class VncServers {
       "-noncache",
       "-xkb",
       ...(mode === "view" ? ["-viewonly"] : []),
-      // X offers no MIT-SHM there (desktop-lifecycle.ts): its segments would be in the IPC namespace the bot shares.
+      // X offers no MIT-SHM there (display-isolation.ts): its segments would be in the IPC namespace the bot shares.
       ...(sharesBotNamespaces() ? ["-noshm"] : []),
     ];
     const server = launch(this.files.dir, name, "x11vnc", args);

@@ -73,13 +73,17 @@ export const DISPLAY_HOME = "/run/agent-computer-display";
 /** Room for the display's programs' caches and logs. */
 export const DISPLAY_HOME_BYTES = 256 * 1024 * 1024;
 /** The display side's environment besides HOME: every XDG folder in DISPLAY_HOME, and no Python user site. */
-export const DISPLAY_HOME_ENV: Readonly<Record<string, string>> = Object.freeze({
-  XDG_CONFIG_HOME: `${DISPLAY_HOME}/config`,
-  XDG_DATA_HOME: `${DISPLAY_HOME}/data`,
-  XDG_CACHE_HOME: `${DISPLAY_HOME}/cache`,
-  XDG_STATE_HOME: `${DISPLAY_HOME}/state`,
-  PYTHONNOUSERSITE: "1",
-});
+export const DISPLAY_HOME_ENV: Readonly<Record<string, string>> = Object.freeze(displayHomeEnvOf(DISPLAY_HOME));
+
+function displayHomeEnvOf(home: string): Record<string, string> {
+  return {
+    XDG_CONFIG_HOME: `${home}/config`,
+    XDG_DATA_HOME: `${home}/data`,
+    XDG_CACHE_HOME: `${home}/cache`,
+    XDG_STATE_HOME: `${home}/state`,
+    PYTHONNOUSERSITE: "1",
+  };
+}
 
 /**
  * The environment variable that makes a display's Chromium offer DevTools
@@ -90,3 +94,33 @@ export const DISPLAY_HOME_ENV: Readonly<Record<string, string>> = Object.freeze(
  * reaches.
  */
 export const DEVTOOLS_TRANSPORT_ENV = "AGENT_COMPUTER_DEVTOOLS";
+
+/**
+ * The environment variable that makes a display's X server admit only
+ * clients holding its cookie (`"cookie"`), in a file of the display's own
+ * user (computer/desktop/display-isolation.ts): where the display runs as a second
+ * user beside the bot's processes, which reach its sockets.
+ */
+export const X_ACCESS_ENV = "AGENT_COMPUTER_X_ACCESS";
+
+/** The environment variable naming the display's state folder (slots, the gateway's files, the X cookie). */
+export const DESKTOP_STATE_ENV = "AGENT_COMPUTER_DESKTOP_STATE";
+
+/**
+ * The environment of the display's programs where they run as a second
+ * user of the bot's machine, whose own home is `displayHome` (0700, never
+ * the bot's): its programs' configuration there (as DISPLAY_HOME_ENV does
+ * in a display container), its state folder there, DevTools on a pipe, X
+ * behind a cookie, and a person's terminals on the bot's terminal host on
+ * loopback, so they run as the bot's user.
+ */
+export function secondUserDisplayEnv(displayHome: string): Record<string, string> {
+  return {
+    HOME: displayHome,
+    ...displayHomeEnvOf(displayHome),
+    [DESKTOP_STATE_ENV]: `${displayHome}/desktops`,
+    [DEVTOOLS_TRANSPORT_ENV]: "pipe",
+    [X_ACCESS_ENV]: "cookie",
+    [TERMINAL_HOST_ENV]: `127.0.0.1:${TERMINAL_HOST_PORT}`,
+  };
+}

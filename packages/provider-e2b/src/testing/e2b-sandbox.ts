@@ -77,13 +77,17 @@ export interface EmulatedSandbox {
  *   `passwd -d`, and a NOPASSWD sudoers line;
  * - finalize/configure.sh: /.e2b, /home/user owned by the user, /usr/local and
  *   /code world-writable.
+ * - the base phase's provision.sh: root's password emptied (`passwd -d root`),
+ *   which Debian's PAM (`pam_unix nullok`) lets `su` take.
  * The base phase also installs sudo (phases/base/distro/distro.go); an image
- * without it keeps the sudoers line but has no sudo to read it.
+ * without it keeps the sudoers line but has no sudo to read it (the
+ * emulator reaches no package mirror).
  */
 const TEMPLATE_SETUP = String.raw`set -e
 id -u user >/dev/null 2>&1 || useradd --create-home --shell /bin/bash user
 if getent group sudo >/dev/null; then usermod -aG sudo user; elif getent group wheel >/dev/null; then usermod -aG wheel user; fi
 passwd -d user >/dev/null 2>&1 || true
+passwd -d root >/dev/null 2>&1 || true
 grep -q '^user ALL=(ALL:ALL) NOPASSWD: ALL' /etc/sudoers 2>/dev/null || echo 'user ALL=(ALL:ALL) NOPASSWD: ALL' >> /etc/sudoers
 printf 'ENV_ID=%s\nTEMPLATE_ID=%s\nBUILD_ID=%s\n' "$1" "$1" "$2" > /.e2b
 mkdir -p /home/user && chown -R user:user /home/user

@@ -1,0 +1,145 @@
+import { Readable } from "node:stream";
+import type { Machine } from "@agent-computer/core";
+import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import { pointerAfterTakeover } from "@agent-computer/testing/provider-test";
+import { CommandExitError, Sandbox } from "e2b";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { e2bTestEnvironment } from "./e2b-test-environment.js";
+
+// Issue 45: on E2B the display runs as a second user (the provider's default,
+// `display: "second-user"`), so during a person's takeover no process of the
+// bot reaches it. The emulator's sandboxes get what E2B's template build
+// gives a template (e2b-sandbox.ts TEMPLATE_SETUP: `user` a passwordless
+// sudoer, root's password empty, /usr/local world-writable), so the first
+// cases show the bot's user is no longer root's equal, and the `"shared"`
+// cases show the same probes find what a sandbox as E2B builds it gives.
+// The emulator's image has no sudo binary (it reaches no package mirror), so
+// the sudoers line is read as root through the real SDK, as E2B gives root.
+const env = await e2bTestEnvironment("e2b: the display as a second user");
+if (!env.missing) {
+  const { emulator, apiKey } = env;
+  const provider = env.provider();
+  /** A command as the sandbox's root (envd's `user: "root"`), through the real SDK. */
+  const asRoot = async (of: Machine, script: string) => {
+    const sandbox = await Sandbox.connect(of.ref.slice(of.ref.indexOf(":") + 1), {
+      apiKey,
+      apiUrl: emulator.apiUrl,
+      sandboxUrl: emulator.sandboxUrl,
+      timeoutMs: 3_600_000,
+    });
+    const result = await sandbox.commands
+      .run(script, { user: "root" })
+      .catch((error: unknown) => (error instanceof CommandExitError ? error : Promise.reject(error)));
+    return result.stdout.trim();
+  };
+  const sudoersLine = "grep -c '^user[[:space:]]' /etc/sudoers || true";
+  const machines: Machine[] = [];
+  let machine: Machine;
+  let desktop: LinuxDesktopSession;
+  const asBot = async (line: string) => {
+    const done = await machine.exec({ argv: ["sh", "-c", line], timeoutMs: 20_000 });
+    return { status: done.exitCode, out: Buffer.from(done.stdout).toString("utf8").trim() };
+  };
+
+  describe("e2b: the display as a second user", () => {
+    beforeAll(async () => {
+      machine = await provider.provision({ computerId: "display-user", homeKey: `display-user-${Date.now()}` });
+      machines.push(machine);
+      desktop = (await machine.openDesktop?.("bot-1")) as LinuxDesktopSession;
+    }, 180_000);
+    afterAll(async () => {
+      for (const m of machines) await m.destroy().catch(() => {});
+    });
+
+    it("runs the bot's commands as `user` and the display's programs as `computer`", async () => {
+      expect((await asBot("id -un")).out).toBe("user");
+      const owners = await asBot(
+        "ps -eo user:20,comm | awk '$2 ~ /^(Xvfb|openbox|chromium|x11vnc)$/ { print $1 }' | sort -u",
+      );
+      expect(owners.out).toBe("computer");
+    }, 30_000);
+
+    it("leaves the bot's user no way to root: no sudoers line, no su, nothing root runs from /usr/local", async () => {
+      expect(await asRoot(machine, sudoersLine)).toBe("0");
+      expect((await asBot("id -nG")).out.split(" ")).not.toContain("sudo");
+      expect((await asBot("su -c 'id -u' root </dev/null 2>/dev/null")).out).not.toBe("0");
+      expect((await asBot("touch /usr/local/bin/planted 2>/dev/null")).status).not.toBe(0);
+    }, 30_000);
+
+    it("gives the bot no way into the display: X wants a cookie, DevTools is no port, the display's files are closed", async () => {
+      const display = desktop.display;
+      expect((await asBot(`DISPLAY=${display} xdpyinfo >/dev/null 2>&1`)).status).not.toBe(0);
+      expect((await asBot(`DISPLAY=${display} xdotool getmouselocation >/dev/null 2>&1`)).status).not.toBe(0);
+      expect((await asBot("curl -s -m 2 http://127.0.0.1:9300/json/version")).status).not.toBe(0);
+      expect((await asBot("ls /home/computer 2>/dev/null")).status).not.toBe(0);
+      // Signals to another user's processes are refused (EPERM), whatever the bot sends.
+      expect((await asBot("kill -0 $(pgrep -x Xvfb | head -1) 2>/dev/null")).status).not.toBe(0);
+    }, 30_000);
+
+    it("keeps the person's pointer where they put it against the bot's xdotool loop (the takeover-input probe)", async () => {
+      expect(await pointerAfterTakeover(desktop, desktop.display, async (line) => (await asBot(line)).status)).toEqual({
+        x: 400,
+        y: 300,
+      });
+    }, 60_000);
+
+    it("checkpoints the profile as the display's and restores it to the display, the rest to the bot", async () => {
+      await asBot("mkdir -p notes && echo kept > notes/today.txt");
+      const resume = await machine.quiesceDesktops?.();
+      const archive = await machine.files.exportWorkspace();
+      const chunks: Buffer[] = [];
+      for await (const chunk of archive) chunks.push(chunk as Buffer);
+      await resume?.();
+      const tar = Buffer.concat(chunks);
+      // The profiles' part follows the bot's part in one archive (joinHomeParts).
+      expect(tar.includes(Buffer.from(".browser-profiles/bot-1/Local State"))).toBe(true);
+      expect(tar.includes(Buffer.from("notes/today.txt"))).toBe(true);
+
+      const restored = await provider.provision({
+        computerId: "display-user-2",
+        homeKey: `display-user-2-${Date.now()}`,
+      });
+      machines.push(restored);
+      await restored.files.importWorkspace(Readable.from([tar]));
+      const stat = await restored.exec({
+        shell:
+          "stat -c '%U %n' notes/today.txt .browser-profiles .browser-profiles/bot-1 '.browser-profiles/bot-1/Local State'",
+      });
+      expect(Buffer.from(stat.stdout).toString("utf8").trim().split("\n")).toEqual([
+        "user notes/today.txt",
+        "computer .browser-profiles",
+        "computer .browser-profiles/bot-1",
+        "computer .browser-profiles/bot-1/Local State",
+      ]);
+      // The restored display opens the restored profile.
+      const again = (await restored.openDesktop?.("bot-1")) as LinuxDesktopSession;
+      expect((await again.observe(undefined, { includeImage: false })).cursor).toBeDefined();
+    }, 180_000);
+  });
+
+  describe('e2b: a display shared with the bot (display: "shared")', () => {
+    const shared = env.provider({ display: "shared" });
+    let sharedMachine: Machine;
+    beforeAll(async () => {
+      sharedMachine = await shared.provision({ computerId: "display-shared", homeKey: `display-shared-${Date.now()}` });
+      machines.push(sharedMachine);
+    }, 120_000);
+
+    it("is what E2B's template build gives: the bot's user a passwordless sudoer, root a `su` away", async () => {
+      expect(await asRoot(sharedMachine, sudoersLine)).toBe("1");
+      const bot = async (line: string) =>
+        Buffer.from((await sharedMachine.exec({ argv: ["sh", "-c", line] })).stdout)
+          .toString("utf8")
+          .trim();
+      expect((await bot("id -nG")).split(" ")).toContain("sudo");
+      expect(await bot("su -c 'id -u' root </dev/null 2>/dev/null")).toBe("0");
+      expect(await bot("touch /usr/local/bin/planted && echo planted")).toBe("planted");
+    }, 30_000);
+
+    it("loses the person's pointer to the bot's loop", async () => {
+      const desktop = (await sharedMachine.openDesktop?.("bot-1")) as LinuxDesktopSession;
+      const runAsBot = async (line: string) => (await sharedMachine.exec({ argv: ["sh", "-c", line] })).exitCode;
+      expect(await pointerAfterTakeover(desktop, desktop.display, runAsBot)).toEqual({ x: 5, y: 5 });
+    }, 120_000);
+  });
+}
