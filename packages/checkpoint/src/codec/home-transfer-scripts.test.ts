@@ -1,18 +1,23 @@
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, open, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
+import { joinHomeParts } from "./home-parts.js";
 import { HOME_TRANSFER_SCRIPTS } from "./home-transfer-scripts.js";
 import { restoreHome } from "./restore-home.js";
 
 const TiB = 1024 ** 4;
 
-/** Runs the export script on this host the way providers run it in a machine (`sh -c <script> <name> <home>`). */
-function exportByScript(home: string): Promise<Buffer> {
+/** Runs an export script on this host the way providers run it in a machine (`sh -c <script> <name> <home> ...`). */
+function exportByScript(
+  home: string,
+  script: string = HOME_TRANSFER_SCRIPTS.exportHome,
+  ...args: string[]
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const child = spawn("sh", ["-c", HOME_TRANSFER_SCRIPTS.exportHome, "export-home", home], {
+    const child = spawn("sh", ["-c", script, "export-home", home, ...args], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     const chunks: Buffer[] = [];
@@ -52,5 +57,53 @@ describe("the in-machine export script", () => {
     } finally {
       await restored.close();
     }
+  }, 30_000);
+});
+
+describe("the two-part export (the display as a second user)", () => {
+  const makeHome = async () => {
+    const home = await mkdtemp(join(tmpdir(), "ac-script-parts-"));
+    await mkdir(join(home, "notes"));
+    await writeFile(join(home, "notes", "today.txt"), "remember this");
+    await mkdir(join(home, ".browser-profiles", "bot-1", "Default"), { recursive: true });
+    await writeFile(join(home, ".browser-profiles", "bot-1", "Default", "Cookies"), "session=1");
+    // Transient: left out as packHome leaves it out.
+    await writeFile(join(home, ".browser-profiles", "bot-1", "SingletonLock"), "");
+    return home;
+  };
+  const partsOf = async (home: string) => {
+    const out = await mkdtemp(join(tmpdir(), "ac-script-part-files-"));
+    await exportByScript(home, HOME_TRANSFER_SCRIPTS.exportBotPartToFile, join(out, "bot.tar"));
+    await exportByScript(home, HOME_TRANSFER_SCRIPTS.exportProfilesPartToFile, join(out, "profiles.tar"));
+    return { bot: await readFile(join(out, "bot.tar")), profiles: await readFile(join(out, "profiles.tar")) };
+  };
+
+  it("splits the home at .browser-profiles, and the joined parts restore as the whole home", async () => {
+    const home = await makeHome();
+    const { bot, profiles } = await partsOf(home);
+    expect(bot.includes(Buffer.from("notes/today.txt"))).toBe(true);
+    expect(bot.includes(Buffer.from(".browser-profiles"))).toBe(false);
+    expect(profiles.includes(Buffer.from(".browser-profiles/bot-1/Default/Cookies"))).toBe(true);
+    expect(profiles.includes(Buffer.from("notes/"))).toBe(false);
+    const joined = joinHomeParts(Readable.from([bot]), async () => Readable.from([profiles]));
+    const target = `${home}-restored`;
+    await restoreHome(joined, target, {});
+    expect(await readFile(join(target, "notes", "today.txt"), "utf8")).toBe("remember this");
+    expect(await readFile(join(target, ".browser-profiles", "bot-1", "Default", "Cookies"), "utf8")).toBe("session=1");
+    await expect(readFile(join(target, ".browser-profiles", "bot-1", "SingletonLock"))).rejects.toThrow();
+  }, 30_000);
+
+  it("refuses a bot's part cut short of its tar end, and never opens the profiles' part", async () => {
+    const { bot, profiles } = await partsOf(await makeHome());
+    let opened = false;
+    const joined = joinHomeParts(Readable.from([bot.subarray(0, bot.length - 512)]), async () => {
+      opened = true;
+      return Readable.from([profiles]);
+    });
+    const read = async () => {
+      for await (const _ of joined);
+    };
+    await expect(read()).rejects.toThrow(/ended early/);
+    expect(opened).toBe(false);
   }, 30_000);
 });

@@ -89,7 +89,8 @@ function authorityEntry(cookie: Buffer): Buffer {
  */
 export function makeProfileFolder(profile: string): void {
   try {
-    mkdirSync(profile, { recursive: true });
+    // 0700, as Chromium makes its own folders: wherever a link the bot planted leads it, the bot cannot enter.
+    mkdirSync(profile, { recursive: true, mode: 0o700 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EACCES") throw error;
     throw new CliError(
