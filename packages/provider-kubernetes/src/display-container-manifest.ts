@@ -9,6 +9,7 @@ import {
   DISPLAY_HOME_ENV,
   TERMINAL_HOST_ENV,
   TERMINAL_HOST_PORT,
+  X_ACCESS_ENV,
 } from "@agent-computer/desktop-runtime";
 import type { V1Container, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
 
@@ -104,6 +105,9 @@ export function displayContainerOf(input: {
       { name: TERMINAL_HOST_ENV, value: `127.0.0.1:${TERMINAL_HOST_PORT}` },
       // DevTools on a Unix socket of this container's own, never on the loopback the bot shares.
       { name: DEVTOOLS_TRANSPORT_ENV, value: "pipe" },
+      // X behind a cookie of this container's own, its abstract socket held by Xvfb: the network
+      // namespace is the bot's too, and a bot that held that name first would be taken for the display.
+      { name: X_ACCESS_ENV, value: "cookie" },
       ...(input.env ?? []),
     ],
     ...(Object.keys(input.limits).length > 0 ? { resources: { limits: input.limits } } : {}),

@@ -18,8 +18,8 @@ import { kubernetesTestEnvironment, TEST_NAMESPACE } from "./kubernetes-test-env
 // "Takeover"; docs/architecture.md §4, "Whose input a display takes"): the
 // two containers share one loopback and one IPC namespace, nothing else. A
 // bot steered by a prompt injection, with every command its shell allows,
-// finds no way to a person's takeover there: no X socket (filesystem or
-// abstract), no DevTools (TCP or socket), no x11vnc that takes a client
+// finds no way to a person's takeover there: no X socket it may use (the
+// abstract one, which it sees, wants the display's cookie), no DevTools (TCP or socket), no x11vnc that takes a client
 // without the gateway's password, no gateway process, control socket or
 // SysV segment. The same probe in the display's container finds what is
 // there, so a probe that found nothing anywhere proves nothing. And the
@@ -93,10 +93,15 @@ if (!env.missing) {
         const probe = probeOf(desktop.display);
         const attack = run(containerOf(machine), probe);
         expect(attack.stderr).toBe("");
-        expect(attack.stdout.trim()).toBe("");
-        const there = run(containerOf(machine, DISPLAY_CONTAINER_NAME), probe);
+        // Xvfb holds its abstract name (so no bot can pose as it), which admits only the cookie's holders.
+        expect(attack.stdout.trim()).toBe("x-abstract");
+        // The display's own programs hold its cookie; its probe takes it as they do.
+        const there = run(
+          containerOf(machine, DISPLAY_CONTAINER_NAME),
+          `export XAUTHORITY=/tmp/agent-computer-desktops/xauthority; ${probe}`,
+        );
         expect(there.stdout.trim().split("\n").sort()).toEqual(
-          ["control-socket", "devtools", "processes", "x-input", "x-read", "x-socket"].sort(),
+          ["control-socket", "devtools", "processes", "x-abstract", "x-input", "x-read", "x-socket"].sort(),
         );
       } finally {
         control.close();
@@ -214,6 +219,32 @@ if (!env.missing) {
     }, 240_000);
   });
 
+  describe("kubernetes display container: X's abstract name", () => {
+    // The abstract X socket is the network namespace's, which the bot shares: X clients try it
+    // before the file socket, so a bot holding `@/tmp/.X11-unix/X<n>` before the display's X
+    // starts would be taken for the display by the display's own programs (Chromium would draw,
+    // and a person type, on the bot's server). Xvfb holds the name itself and admits only its
+    // cookie's holders (display-isolation.ts): a bot that got there first gets no client, and
+    // that desktop does not start.
+    it("gives a bot that held the display's abstract X name first no connection from the display", async () => {
+      const machine = await provision(true, "x-name-first");
+      const squat = run(
+        containerOf(machine),
+        `setsid nohup python3 -c '${ABSTRACT_SQUATTER}' >/dev/null 2>&1 </dev/null &
+        for i in $(seq 1 50); do grep -q '@/tmp/.X11-unix/X100' /proc/net/unix && exit 0; sleep 0.1; done; exit 1`,
+      );
+      expect(squat.status).toBe(0);
+      const opened = await machine.openDesktop?.("bot-1").then(
+        () => "opened",
+        (error: { code?: string }) => error.code,
+      );
+      const heard = run(containerOf(machine), "cat /tmp/squatter.log 2>/dev/null | wc -l").stdout.trim();
+      expect(heard).toBe("0");
+      expect(opened).toBe("UNAVAILABLE");
+      await machine.destroy();
+    }, 240_000);
+  });
+
   describe("kubernetes display container: takeover input", () => {
     /** The bot's pointer loop, then a person's control (pointerAfterTakeover): where the pointer ends. */
     const pointerAfterTakeoverOn = async (displayContainer: boolean) => {
@@ -247,4 +278,16 @@ const VNC_PROBE = [
   '    if 1 in types: print("vnc-open-%d" % p)',
   "    s.close()",
   "  except Exception: pass",
+].join("\n");
+
+/** Holds the abstract name of display :100 and writes a line to /tmp/squatter.log per client it gets. */
+const ABSTRACT_SQUATTER = [
+  "import socket",
+  "s = socket.socket(socket.AF_UNIX)",
+  's.bind("\\0/tmp/.X11-unix/X100")',
+  "s.listen(16)",
+  "while True:",
+  "  c, _ = s.accept()",
+  '  open("/tmp/squatter.log", "a").write("client\\n")',
+  "  c.close()",
 ].join("\n");
