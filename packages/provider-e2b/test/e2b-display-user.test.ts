@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { pointerAfterTakeover } from "@agent-computer/testing/provider-test";
+import { pointerAfterTakeover, TerminalTestClient } from "@agent-computer/testing/provider-test";
 import { CommandExitError, Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bTestEnvironment } from "./e2b-test-environment.js";
@@ -83,6 +83,20 @@ if (!env.missing) {
       });
     }, 60_000);
 
+    it("opens a person's terminal as the bot's user, beside its processes, not as the display's", async () => {
+      const control = await desktop.screenEndpoint("control");
+      const terminal = await TerminalTestClient.open(
+        await desktop.terminalEndpoint(undefined, { controlId: control.id }),
+      );
+      try {
+        const [, user] = await terminal.run(`printf 'U=%s\\n' "$(id -un)"`, /U=(\S*)\n/);
+        expect(user).toBe("user");
+      } finally {
+        terminal.close();
+        await desktop.revokeEndpoint(control.id);
+      }
+    }, 60_000);
+
     it("checkpoints the profile as the display's and restores it to the display, the rest to the bot", async () => {
       await asBot("mkdir -p notes && echo kept > notes/today.txt");
       const resume = await machine.quiesceDesktops?.();
@@ -141,5 +155,37 @@ if (!env.missing) {
       const runAsBot = async (line: string) => (await sharedMachine.exec({ argv: ["sh", "-c", line] })).exitCode;
       expect(await pointerAfterTakeover(desktop, desktop.display, runAsBot)).toEqual({ x: 5, y: 5 });
     }, 120_000);
+  });
+}
+
+// Novita runs the same code, its files in parts (NOVITA_PARTS): the two-part export and the root
+// import move as the display's user and as root there too.
+const novita = await e2bTestEnvironment("novita: the display as a second user", "novita");
+if (!novita.missing) {
+  describe("novita: the display as a second user", () => {
+    let machine: Machine;
+    beforeAll(async () => {
+      machine = await novita.provider().provision({ computerId: "novita-user", homeKey: `novita-user-${Date.now()}` });
+    }, 180_000);
+    afterAll(async () => {
+      await machine?.destroy().catch(() => {});
+    });
+
+    it("keeps the person's pointer, and a checkpoint brings the profile back as the display's", async () => {
+      const desktop = (await machine.openDesktop?.("bot-1")) as LinuxDesktopSession;
+      const runAsBot = async (line: string) => (await machine.exec({ argv: ["sh", "-c", line] })).exitCode;
+      expect(await pointerAfterTakeover(desktop, desktop.display, runAsBot)).toEqual({ x: 400, y: 300 });
+      await desktop.release();
+      const resume = await machine.quiesceDesktops?.();
+      const chunks: Buffer[] = [];
+      for await (const chunk of await machine.files.exportWorkspace()) chunks.push(chunk as Buffer);
+      await resume?.();
+      await machine.exec({ shell: "echo later > later.txt" });
+      await machine.files.importWorkspace(Readable.from([Buffer.concat(chunks)]));
+      const stat = await machine.exec({ shell: "ls later.txt 2>&1; stat -c '%U %n' .browser-profiles/bot-1" });
+      expect(Buffer.from(stat.stdout).toString("utf8")).toMatch(
+        /No such file[\s\S]*computer \.browser-profiles\/bot-1/,
+      );
+    }, 180_000);
   });
 }
