@@ -1,4 +1,4 @@
-import type { DesktopSession } from "@agent-computer/core";
+import type { DesktopSession, Machine } from "@agent-computer/core";
 import { RfbTestClient } from "./rfb-test-client.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -32,4 +32,26 @@ export async function pointerAfterTakeover(
   } finally {
     control.close();
   }
+}
+
+/**
+ * The probe on a computer whose display shares the machine with the bot
+ * (the hosted providers' READMEs, "The display and the bot's user"): the
+ * loop starts through the machine's own exec, the path the bot's commands
+ * take there, as the user the provider runs them as. In a session of its
+ * own (`setsid`), as a bot leaves a process running: some providers end
+ * what a command started with it (Daytona's session delete signals the
+ * session's process group, provider-daytona's testing/daemon-stand-in.ts;
+ * boxd ends the command's session, provider-boxd's
+ * testing/boxd-exec-session.ts), and a process in a session of its own
+ * outlives that. The loop runs until the machine ends, so a suite runs
+ * this last on the machine it shares.
+ */
+export function pointerAfterTakeoverThroughExec(
+  machine: Machine,
+  desktop: DesktopSession & { readonly display: string },
+): Promise<{ x: number; y: number }> {
+  return pointerAfterTakeover(desktop, desktop.display, async (line) => {
+    return (await machine.exec({ argv: ["setsid", "-w", "sh", "-c", line] })).exitCode;
+  });
 }
