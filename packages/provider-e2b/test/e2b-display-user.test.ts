@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { pointerAfterTakeover, TerminalTestClient } from "@agent-computer/testing/provider-test";
+import { pointerAfterTakeoverThroughExec, TerminalTestClient } from "@agent-computer/testing/provider-test";
 import { CommandExitError, Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bTestEnvironment } from "./e2b-test-environment.js";
@@ -15,6 +15,9 @@ import { e2bTestEnvironment } from "./e2b-test-environment.js";
 // cases show the same probes find what a sandbox as E2B builds it gives.
 // The emulator's image has no sudo binary (it reaches no package mirror), so
 // the sudoers line is read as root through the real SDK, as E2B gives root.
+/** Ends the probe's loop, which would otherwise start an xdotool every 50 ms until the machine goes. */
+const stopPointerLoop = (of: Machine) => of.exec({ shell: "pkill -f 'while true; do DISPLAY=' || true" });
+
 const env = await e2bTestEnvironment("e2b: the display as a second user");
 if (!env.missing) {
   const { emulator, apiKey } = env;
@@ -77,10 +80,8 @@ if (!env.missing) {
     }, 30_000);
 
     it("keeps the person's pointer where they put it against the bot's xdotool loop (the takeover-input probe)", async () => {
-      expect(await pointerAfterTakeover(desktop, desktop.display, async (line) => (await asBot(line)).status)).toEqual({
-        x: 400,
-        y: 300,
-      });
+      expect(await pointerAfterTakeoverThroughExec(machine, desktop)).toEqual({ x: 400, y: 300 });
+      await stopPointerLoop(machine);
     }, 60_000);
 
     it("opens a person's terminal as the bot's user, beside its processes, not as the display's", async () => {
@@ -115,16 +116,18 @@ if (!env.missing) {
       });
       machines.push(restored);
       await restored.files.importWorkspace(Readable.from([tar]));
-      const stat = await restored.exec({
-        shell:
-          "stat -c '%U %n' notes/today.txt .browser-profiles .browser-profiles/bot-1 '.browser-profiles/bot-1/Local State'",
-      });
-      expect(Buffer.from(stat.stdout).toString("utf8").trim().split("\n")).toEqual([
-        "user notes/today.txt",
-        "computer .browser-profiles",
-        "computer .browser-profiles/bot-1",
-        "computer .browser-profiles/bot-1/Local State",
+      // Read as root: the profile is 0700, the display's, closed to the bot as Chromium makes it.
+      const owners = await asRoot(
+        restored,
+        `cd ${restored.workspacePath} && stat -c '%U %a %n' notes/today.txt .browser-profiles .browser-profiles/bot-1 '.browser-profiles/bot-1/Local State'`,
+      );
+      expect(owners.split("\n")).toEqual([
+        "user 644 notes/today.txt",
+        "computer 755 .browser-profiles",
+        "computer 700 .browser-profiles/bot-1",
+        "computer 600 .browser-profiles/bot-1/Local State",
       ]);
+      expect((await restored.exec({ shell: "ls .browser-profiles/bot-1 2>&1" })).exitCode).not.toBe(0);
       // The restored display opens the restored profile.
       const again = (await restored.openDesktop?.("bot-1")) as LinuxDesktopSession;
       expect((await again.observe(undefined, { includeImage: false })).cursor).toBeDefined();
@@ -152,8 +155,7 @@ if (!env.missing) {
 
     it("loses the person's pointer to the bot's loop", async () => {
       const desktop = (await sharedMachine.openDesktop?.("bot-1")) as LinuxDesktopSession;
-      const runAsBot = async (line: string) => (await sharedMachine.exec({ argv: ["sh", "-c", line] })).exitCode;
-      expect(await pointerAfterTakeover(desktop, desktop.display, runAsBot)).toEqual({ x: 5, y: 5 });
+      expect(await pointerAfterTakeoverThroughExec(sharedMachine, desktop)).toEqual({ x: 5, y: 5 });
     }, 120_000);
   });
 }
@@ -173,8 +175,8 @@ if (!novita.missing) {
 
     it("keeps the person's pointer, and a checkpoint brings the profile back as the display's", async () => {
       const desktop = (await machine.openDesktop?.("bot-1")) as LinuxDesktopSession;
-      const runAsBot = async (line: string) => (await machine.exec({ argv: ["sh", "-c", line] })).exitCode;
-      expect(await pointerAfterTakeover(desktop, desktop.display, runAsBot)).toEqual({ x: 400, y: 300 });
+      expect(await pointerAfterTakeoverThroughExec(machine, desktop)).toEqual({ x: 400, y: 300 });
+      await stopPointerLoop(machine);
       await desktop.release();
       const resume = await machine.quiesceDesktops?.();
       const chunks: Buffer[] = [];
