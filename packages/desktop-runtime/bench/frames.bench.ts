@@ -50,12 +50,6 @@ const SETTINGS: readonly Setting[] = [
     })),
   ),
   { label: "WebP lossless method 0", args: "-define webp:lossless=true -define webp:method=0", out: "webp" },
-  // Lossless effort (ImageMagick's -quality, libwebp's config.quality when lossless): 75 unless named.
-  ...[0, 25].map((effort) => ({
-    label: `WebP lossless method 1 effort ${effort}`,
-    args: `-define webp:lossless=true -define webp:method=1 -quality ${effort}`,
-    out: "webp" as const,
-  })),
   {
     label: "WebP lossless method 1, all threads",
     args: "-define webp:lossless=true -define webp:method=1",
