@@ -2,9 +2,8 @@ import { Readable } from "node:stream";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import { pointerAfterTakeoverThroughExec, TerminalTestClient } from "@agent-computer/testing/provider-test";
-import { CommandExitError, Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { e2bTestEnvironment } from "./e2b-test-environment.js";
+import { e2bTestEnvironment, runAsSandboxRoot } from "./e2b-test-environment.js";
 
 // Issue 45: on E2B the display runs as a second user (the provider's default,
 // `display: "second-user"`), so during a person's takeover no process of the
@@ -22,19 +21,9 @@ const env = await e2bTestEnvironment("e2b: the display as a second user");
 if (!env.missing) {
   const { emulator, apiKey } = env;
   const provider = env.provider();
-  /** A command as the sandbox's root (envd's `user: "root"`), through the real SDK. */
-  const asRoot = async (of: Machine, script: string) => {
-    const sandbox = await Sandbox.connect(of.ref.slice(of.ref.indexOf(":") + 1), {
-      apiKey,
-      apiUrl: emulator.apiUrl,
-      sandboxUrl: emulator.sandboxUrl,
-      timeoutMs: 3_600_000,
-    });
-    const result = await sandbox.commands
-      .run(script, { user: "root" })
-      .catch((error: unknown) => (error instanceof CommandExitError ? error : Promise.reject(error)));
-    return result.stdout.trim();
-  };
+  /** A command as the sandbox's root, through the real SDK: its stdout. */
+  const asRoot = async (of: Machine, script: string) =>
+    (await runAsSandboxRoot(emulator, apiKey, of, `${script} 2>/dev/null`)).out;
   const sudoersLine = "grep -c '^user[[:space:]]' /etc/sudoers || true";
   const machines: Machine[] = [];
   let machine: Machine;

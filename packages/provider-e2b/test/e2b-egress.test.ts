@@ -7,10 +7,10 @@ import {
   type EgressFixtureTrio,
   reportMissingProvider,
 } from "@agent-computer/testing/provider-test";
-import { CommandExitError, Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2bProvider, novitaProvider } from "../src/index.js";
 import { E2B_OPERATIONS, E2bEmulator } from "../src/testing/index.js";
+import { runAsSandboxRoot } from "./e2b-test-environment.js";
 
 // Egress by policy on E2B (issue 53; README "Egress"): the real `e2b` SDK
 // (and Novita's `novita-sandbox`) against the emulator, whose sandboxes are
@@ -71,18 +71,7 @@ if (host.missing) {
       return { exitCode: result.exitCode, out: Buffer.from(result.stdout).toString().trim() };
     };
     /** A command as the sandbox's root (envd's `user: "root"`, as E2B gives it), through the real SDK. */
-    const asRoot = async (script: string) => {
-      const sandbox = await Sandbox.connect(machine.ref.slice(machine.ref.indexOf(":") + 1), {
-        apiKey,
-        apiUrl: emulator.apiUrl,
-        sandboxUrl: emulator.sandboxUrl,
-        timeoutMs: 3_600_000,
-      });
-      const result = await sandbox.commands
-        .run(script, { user: "root" })
-        .catch((error: unknown) => (error instanceof CommandExitError ? error : Promise.reject(error)));
-      return { exitCode: result.exitCode, out: `${result.stdout.trim()}${result.stderr.trim()}` };
-    };
+    const asRoot = (script: string) => runAsSandboxRoot(emulator, apiKey, machine, script);
     /** What a GET answers (the fixture's reply), or "refused" when nothing came back. */
     const fetchFrom = async (url: string, extra = "") => {
       const { exitCode, out } = await sh(`curl -sk --connect-timeout 2 --max-time 5 ${extra} ${url}`);

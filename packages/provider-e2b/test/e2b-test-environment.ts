@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
+import type { Machine } from "@agent-computer/core";
 import { checkDockerHost } from "@agent-computer/provider-docker";
 import { chooseTestProvider, closeEmulatorAfterAll } from "@agent-computer/testing/provider-test";
+import { CommandExitError, Sandbox } from "e2b";
 import { type E2bProviderOptions, e2bProvider, novitaProvider } from "../src/index.js";
 import { E2bEmulator, type E2bEmulatorOptions } from "../src/testing/index.js";
 
@@ -65,4 +67,27 @@ export function e2bTestEnvironment(
     },
     suite,
   );
+}
+
+/**
+ * Runs `script` as the sandbox's root (envd's `user: "root"`, as E2B gives
+ * it) through the real SDK, beside the provider: what a test reads that the
+ * bot's user may not. Its exit code and its output, stdout then stderr.
+ */
+export async function runAsSandboxRoot(
+  emulator: E2bEmulator,
+  apiKey: string,
+  machine: Machine,
+  script: string,
+): Promise<{ exitCode: number; out: string }> {
+  const sandbox = await Sandbox.connect(machine.ref.slice(machine.ref.indexOf(":") + 1), {
+    apiKey,
+    apiUrl: emulator.apiUrl,
+    sandboxUrl: emulator.sandboxUrl,
+    timeoutMs: 3_600_000,
+  });
+  const result = await sandbox.commands
+    .run(script, { user: "root" })
+    .catch((error: unknown) => (error instanceof CommandExitError ? error : Promise.reject(error)));
+  return { exitCode: result.exitCode, out: `${result.stdout.trim()}${result.stderr.trim()}` };
 }
