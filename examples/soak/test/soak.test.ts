@@ -64,7 +64,9 @@ function expectHealthy({ code, output, summary }: Awaited<ReturnType<typeof soak
   expect(code, output).toBe(0);
 }
 
-describe("soak harness", () => {
+// The two soaks run at once, as CI's own soak step runs its two (.ci/run): the file runs alone, at
+// the end, and its wall time was their sum (73 s), where each is half a minute of a sleeping harness.
+describe.concurrent("soak harness", () => {
   it("fake: two bots for half a minute, a checkpoint midway, the last one restored", async () => {
     const result = await soak("fake", [
       "--checkpoint-every-min",
