@@ -1,7 +1,6 @@
 import type { Readable } from "node:stream";
 import type { AgentComputerError, ExecResult } from "@agent-computer/core";
 import { type MachineCommand, RunningCommand } from "@agent-computer/core/provider-utils";
-import { shellQuote } from "@agent-computer/provider-kit";
 import WebSocket from "ws";
 
 /**
@@ -36,10 +35,16 @@ export interface ExecBridgeHost {
    * error, since its processes went with the stop.
    */
   open(signal: AbortSignal, options?: { wake?: boolean }): Promise<WebSocket>;
-  /** The command line the bridge runs for argv (as the computer's user). */
-  line(argv: string[]): string;
+  /** What the bridge is asked to run for argv with env (as the computer's user: command-line-as.ts). */
+  line(argv: string[], env: Record<string, string>): BridgeInit;
   /** The contract's error for a bridge that failed (the machine stopped, went, or refused). */
   failure(error: unknown, what: string): Promise<AgentComputerError>;
+}
+
+/** The command line and environment of an `init_exec`. */
+export interface BridgeInit {
+  command: string;
+  env: Record<string, string>;
 }
 
 /** The environment of a RunningCommand as the bridge's map. */
@@ -110,7 +115,7 @@ async function runQuiet(host: ExecBridgeHost, argv: string[]): Promise<void> {
   const socket = await host.open(signal, { wake: false });
   try {
     await Promise.race([
-      runOnSocket(socket, { command: host.line(argv), cwd: "/", env: {} }, undefined, () => {}),
+      runOnSocket(socket, { ...host.line(argv, {}), cwd: "/" }, undefined, () => {}),
       new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true })),
     ]);
   } finally {
@@ -142,7 +147,7 @@ export async function runBridgeCommand(
   running.startTimeout();
   const ended = runOnSocket(
     socket,
-    { command: host.line(command.argv), cwd: command.workingDir, env: envMap(running.env) },
+    { ...host.line(command.argv, envMap(running.env)), cwd: command.workingDir },
     command.stdin,
     (stream, chunk) => {
       running.received(stream, chunk);
@@ -172,9 +177,4 @@ export async function runBridgeCommand(
     ended.catch(() => {});
     socket.close();
   }
-}
-
-/** The bridge's command for argv: each word quoted for the shell the bridge runs it in. */
-export function commandLine(argv: string[]): string {
-  return argv.map(shellQuote).join(" ");
 }

@@ -9,10 +9,18 @@ import {
   signalOf,
 } from "@agent-computer/core";
 import { enterOperation, type MachineCommand } from "@agent-computer/core/provider-utils";
-import { HostedMachine, stoppedUnderCommand, text } from "@agent-computer/provider-kit";
+import {
+  type CommandUser,
+  HostedMachine,
+  type SecondUserDisplay,
+  stoppedUnderCommand,
+  text,
+} from "@agent-computer/provider-kit";
 import WebSocket from "ws";
-import { commandLine, type ExecBridgeHost, runBridgeCommand, SHELL_SUBPROTOCOL } from "./exec-bridge.js";
+import { type BridgeUser, bridgeInitAs } from "./command-line-as.js";
+import { type ExecBridgeHost, runBridgeCommand, SHELL_SUBPROTOCOL } from "./exec-bridge.js";
 import { isRunning } from "./railway-answers.js";
+import { botTransferFolderOf, RAILWAY_DISPLAY_OWNER, SETUP_FAILED, setupGuard } from "./railway-display-user.js";
 import type { RailwayServiceHost } from "./railway-service.js";
 
 /**
@@ -32,31 +40,74 @@ export class RailwayMachine extends HostedMachine {
     private readonly service: RailwayServiceHost,
     readonly serviceId: string,
     screenLimit = 0,
+    /** The display as a second user (railway-display-user.ts); unset, the display shares the bot's user. */
+    private readonly display?: SecondUserDisplay,
   ) {
     super({
       workspacePath: service.homePath,
       machineName: "the service",
       logName: "railway",
       screenLimit,
+      ...(display ? { displayUser: display } : {}),
     });
     this.ref = `railway:${serviceId}`;
   }
 
-  /** The bridge as the computer's user (commands, transfers, desktops). */
-  private readonly asUser: ExecBridgeHost = {
-    open: (signal, options) => this.openBridge(signal, options?.wake !== false),
-    line: (argv) => this.service.lineAsUser(argv),
-    failure: (error, what) => this.bridgeFailure(error, what),
-  };
+  /**
+   * The bridge as one of the machine's users: the computer's (the bot's),
+   * the display's, or the instance's own (root under RAILWAY_RUN_UID=0).
+   * Where the display is a second user, every command first makes sure
+   * the deployment is set up for it (setupGuard).
+   */
+  private bridgeAs(as: CommandUser, wake = true): ExecBridgeHost {
+    const guard = this.display
+      ? setupGuard(this.service.options.user, this.service.options.volumeMountPath, this.workspacePath)
+      : "";
+    return {
+      open: (signal, options) => this.openBridge(signal, wake && options?.wake !== false),
+      line: (argv, env) => bridgeInitAs(this.userOf(as), argv, env, guard),
+      failure: (error, what) => this.bridgeFailure(error, what),
+    };
+  }
 
-  /** The bridge as the instance's own user (root under RAILWAY_RUN_UID=0): only to give the volume to the computer's user. */
-  private readonly asInstance: ExecBridgeHost = { ...this.asUser, line: commandLine };
+  /** The user behind each of the kit's users. */
+  private userOf(as: CommandUser): BridgeUser {
+    if (as === "root") return "root";
+    return (as === "display" ? RAILWAY_DISPLAY_OWNER : this.service.options.user) as BridgeUser;
+  }
 
-  protected async runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
+  protected runCommand(command: MachineCommand, context: OpContext, what: string): Promise<ExecResult> {
+    return this.runCommandAs("bot", command, context, what);
+  }
+
+  /**
+   * Runs a command as the bot's user, or, where the display is a second
+   * user, as the display's user or root. The bot's commands have the home
+   * as HOME; the display's bring their own (the kit's secondUserDisplayEnv).
+   */
+  protected override async runCommandAs(
+    as: CommandUser,
+    command: MachineCommand,
+    context: OpContext,
+    what: string,
+  ): Promise<ExecResult> {
+    if (as !== "bot" && !this.display) return super.runCommandAs(as, command, context, what);
     this.refuseSpent();
     const signal = signalOf(context, what);
-    const env = { HOME: this.workspacePath, LANG: "C.UTF-8", ...command.env };
-    return runBridgeCommand(this.asUser, { ...command, env, signal }, what);
+    const env = { ...(as === "bot" ? { HOME: this.workspacePath } : {}), LANG: "C.UTF-8", ...command.env };
+    const done = await runBridgeCommand(this.bridgeAs(as), { ...command, env, signal }, what);
+    this.refuseFailedSetup(done);
+    return done;
+  }
+
+  /** A command the display's setup stopped (SETUP_FAILED): the machine cannot be used safely. */
+  private refuseFailedSetup(done: ExecResult): void {
+    if (!this.display || done.exitCode !== SETUP_FAILED.exit) return;
+    const said = text(done.stderr);
+    if (!said.startsWith(SETUP_FAILED.said)) return;
+    throw new AgentComputerError("UNAVAILABLE", `${this.ref} could not be set up for the display's own user: ${said}`, {
+      retryable: false,
+    });
   }
 
   /** A shell token for the running instance (deployed again first when stopped), then the bridge opened with it. */
@@ -105,27 +156,41 @@ export class RailwayMachine extends HostedMachine {
   /**
    * Makes the home on the volume. Railway mounts a volume owned by root
    * (zero-intel/zero#60: a non-root image could not write its mounted
-   * volume), so the mount and the home are given to the computer's user
-   * first, by the instance's own user (root: the service runs with
-   * RAILWAY_RUN_UID=0, see the README); as a non-root user this only makes
-   * the folder.
+   * volume). Where the display shares the bot's user, the mount and the
+   * home are given to the computer's user by the instance's own user
+   * (root: the service runs with RAILWAY_RUN_UID=0, see the README); as a
+   * non-root user this only makes the folder. Where the display is a
+   * second user, root's setup makes the home and keeps the mount root's
+   * (SECOND_USER_SETUP), before the bot's first command.
    */
   override async makeHome(context: OpContext): Promise<void> {
     const signal = signalOf(context, "make the home");
-    const script = `mkdir -p -- "$2" && if [ "$(id -u)" = 0 ]; then chown "$3" -- "$1" "$2"; fi`;
+    const script = this.display
+      ? "true"
+      : `mkdir -p -- "$2" && if [ "$(id -u)" = 0 ]; then chown "$3" -- "$1" "$2"; fi`;
     const argv = ["sh", "-c", script, "make-home", this.service.options.volumeMountPath, this.workspacePath];
     const made = await runBridgeCommand(
-      this.asInstance,
-      { argv: [...argv, this.service.options.user], workingDir: "/", maxOutputBytes: 4096, signal },
+      this.bridgeAs("root"),
+      { argv: [...argv, this.service.options.user], workingDir: "/", maxOutputBytes: 64 * 1024, signal },
       "make the home",
     );
     if (made.exitCode !== 0) {
+      const said = text(made.stderr) || "no message";
       throw new AgentComputerError(
         "UNAVAILABLE",
-        `The service could not make its home ${this.workspacePath} (exit ${made.exitCode}): ${text(made.stderr) || "no message"}`,
+        this.display
+          ? `The service could not be set up for the display's own user (exit ${made.exitCode}): ${said}`
+          : `The service could not make its home ${this.workspacePath} (exit ${made.exitCode}): ${said}`,
         { retryable: false },
       );
     }
+  }
+
+  /** Where the mount is root's (the display a second user), the bot's transfer files go in its own folder on the volume. */
+  protected override transferFile(suffix = ".tar"): string {
+    const file = super.transferFile(suffix);
+    if (!this.display) return file;
+    return `${botTransferFolderOf(this.service.options.volumeMountPath)}/${file.slice(file.lastIndexOf("/") + 1)}`;
   }
 
   /** The service's public domain for the port (made once, then kept: Railway keeps a domain until it is deleted). */
@@ -164,9 +229,14 @@ export class RailwayMachine extends HostedMachine {
   }
 
   /** Writes the stream to `file` through `cat` over the bridge's stdin. */
-  protected async uploadFile(file: string, data: Readable, signal: AbortSignal): Promise<void> {
+  protected async uploadFile(
+    file: string,
+    data: Readable,
+    signal: AbortSignal,
+    as: CommandUser = "bot",
+  ): Promise<void> {
     const done = await runBridgeCommand(
-      this.asUser,
+      this.bridgeAs(as),
       { argv: ["sh", "-c", 'cat > "$1"', "upload", file], workingDir: "/", stdin: data, maxOutputBytes: 4096, signal },
       "upload a file",
     );
@@ -180,14 +250,15 @@ export class RailwayMachine extends HostedMachine {
    * arrives: while the reader is behind, the socket is paused, so the
    * bridge (and `cat`) wait instead of the export piling up in memory.
    */
-  protected async downloadFile(file: string, signal: AbortSignal): Promise<Readable> {
+  protected async downloadFile(file: string, signal: AbortSignal, as: CommandUser = "bot"): Promise<Readable> {
     const out = new PassThrough();
     const stderr: Uint8Array[] = [];
     let socket: WebSocket | undefined;
+    const host = this.bridgeAs(as);
     const paced: ExecBridgeHost = {
-      ...this.asUser,
+      ...host,
       open: async (on, options) => {
-        const opened = await this.asUser.open(on, options);
+        const opened = await host.open(on, options);
         socket ??= opened;
         return opened;
       },
@@ -223,10 +294,9 @@ export class RailwayMachine extends HostedMachine {
   }
 
   /** Removes a transfer file without deploying a stopped service for it (a stop's volume keeps it until the next removal). */
-  protected override removeLater(file: string): void {
-    const quiet: ExecBridgeHost = { ...this.asUser, open: (signal) => this.openBridge(signal, false) };
+  protected override removeLater(file: string, as: CommandUser = "bot"): void {
     void runBridgeCommand(
-      quiet,
+      this.bridgeAs(as, false),
       { argv: ["rm", "-f", "--", file], workingDir: "/", maxOutputBytes: 4096, signal: AbortSignal.timeout(30_000) },
       "remove a transfer file",
     ).catch(() => {});

@@ -38,6 +38,15 @@ export const railwayProviderOptionsSchema = z.object({
     .string()
     .regex(/^\d+:\d+$/)
     .default("1000:1000"),
+  /**
+   * Who runs the display (README, "The display and the bot's user"):
+   * `"second-user"` (the default) runs X, the screen servers, Chromium and
+   * the desktop service as a user of their own (`agent-display`, uid 1001)
+   * that the bot's user can neither signal, trace nor reach over X;
+   * `"shared"` runs them as the bot's user, as before. Kept in the
+   * service's name, so a reconnect drives the service as it was made.
+   */
+  display: z.enum(["second-user", "shared"]).default("second-user"),
   /** Most desktops active at once when the spec does not say (0 = no cap). */
   screenLimit: z.number().int().nonnegative().default(0),
   /** How long a deployment may take to run before TIMEOUT. */

@@ -12,10 +12,11 @@ import { computerImageRef } from "@agent-computer/desktop-runtime";
 import { HOSTED_COMPUTER_CAPABILITIES, SERVICE_ID_PATTERN } from "@agent-computer/provider-kit";
 import { isRunning } from "./railway-answers.js";
 import { RailwayClient } from "./railway-client.js";
+import { railwaySecondUserDisplay } from "./railway-display-user.js";
 import { RailwayMachine } from "./railway-machine.js";
 import { execUrlOf, type RailwayProviderOptions, railwayProviderOptionsSchema } from "./railway-provider-options.js";
 import { RailwayServiceHost } from "./railway-service.js";
-import { labelsOfName, serviceNameOf } from "./service-names.js";
+import { type DisplayMode, labelsOfName, serviceNameOf } from "./service-names.js";
 
 /**
  * Desktops through the shared Linux runtime over the exec bridge and the
@@ -69,6 +70,8 @@ export function railwayProvider(
     retryMs: parsed.retryMs,
     secrets,
   });
+  const displayOf = (mode: DisplayMode) =>
+    mode === "second-user" ? railwaySecondUserDisplay(parsed.user, parsed.volumeMountPath) : undefined;
   const service = new RailwayServiceHost(
     client,
     parsed,
@@ -92,13 +95,14 @@ export function railwayProvider(
         [COMPUTER_LABELS.homeKey]: spec.homeKey,
         [COMPUTER_LABELS.screenLimit]: String(spec.screenLimit),
       };
-      const name = serviceNameOf(labels); // too many labels: refused before anything is made
+      const name = serviceNameOf(labels, parsed.display); // too many labels: refused before anything is made
       let made: string | undefined;
       try {
         const serviceId = await service.create(name, signal, (id) => {
           made = id;
         });
-        const machine = new RailwayMachine(service, serviceId, spec.screenLimit);
+        const machine = new RailwayMachine(service, serviceId, spec.screenLimit, displayOf(parsed.display));
+        // Where the display is a second user, root's setup runs here, before the bot's first command.
         await machine.makeHome(context);
         loggerOf(context).info("service provisioned", { ref: machine.ref, homeKey: spec.homeKey });
         return machine;
@@ -127,7 +131,7 @@ export function railwayProvider(
       const labels = labelsOfName(instance.serviceName);
       if (!labels) return "gone"; // not one of ours: never drive it
       if (!isRunning(instance.latestDeployment)) await service.start(id, signal);
-      return new RailwayMachine(service, id, labels.screenLimit);
+      return new RailwayMachine(service, id, labels.screenLimit, displayOf(labels.display));
     },
 
     async list({ labels, running, signal }) {

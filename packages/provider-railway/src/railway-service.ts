@@ -1,7 +1,6 @@
 import { AgentComputerError } from "@agent-computer/core";
 import { abortableSleep } from "@agent-computer/provider-kit";
 import { z } from "zod";
-import { commandLine } from "./exec-bridge.js";
 import {
   DEPLOYMENT_DEAD,
   deploymentSchema,
@@ -69,13 +68,6 @@ export class RailwayServiceHost {
 
   private get environmentId(): string {
     return this.options.environmentId;
-  }
-
-  /** The line the exec bridge runs for argv, as the computer's user when the instance runs as root. */
-  lineAsUser(argv: string[]): string {
-    const [uid, gid] = this.options.user.split(":") as [string, string];
-    const drop = `if [ "$(id -u)" = 0 ]; then exec setpriv --reuid=${uid} --regid=${gid} --init-groups -- "$@"; fi; exec "$@"`;
-    return commandLine(["sh", "-c", drop, "as-computer-user", ...argv]);
   }
 
   /** Makes the service (no source yet), its volume, and deploys the image; gives the service id as soon as it exists. */

@@ -18,11 +18,21 @@ describe("railway: service names carry labels", () => {
     expect(named?.screenLimit).toBe(3);
     expect(named?.has({ [COMPUTER_LABELS.computerId]: "c1" })).toBe(true);
     expect(named?.has({ [COMPUTER_LABELS.computerId]: "c2" })).toBe(false);
+    expect(named?.display).toBe("shared");
+  });
+
+  it("round-trips who runs the display", () => {
+    const name = serviceNameOf(labels, "second-user");
+    expect(name).toMatch(/^ac1-s3u(-[0-9a-f]{6}){4}$/);
+    expect(labelsOfName(name)?.display).toBe("second-user");
+    expect(labelsOfName(name)?.screenLimit).toBe(3);
   });
 
   it("keeps to a DNS label, refusing too many labels before anything is made", () => {
     const seven = { ...labels, a: "1", b: "2", c: "3" };
-    expect(serviceNameOf(seven).length).toBeLessThanOrEqual(63);
+    expect(serviceNameOf({ ...seven, [COMPUTER_LABELS.screenLimit]: "999" }, "second-user").length).toBeLessThanOrEqual(
+      63,
+    );
     expect(() => serviceNameOf({ ...seven, d: "4" })).toThrow(/at most 7 labels/);
   });
 
