@@ -172,7 +172,8 @@ if (!env.missing) {
       expect(await provider.reconnect(`railway:${foreign[0]}`)).toBe("gone");
       const name = env.emulator.nameOf(machine.ref.slice("railway:".length)) as string;
       expect(name.length).toBeLessThanOrEqual(63);
-      expect(name).toMatch(/^ac1-s\d+(-[0-9a-f]{6})+$/);
+      // `u`: the display a second user, the default (service-names.ts).
+      expect(name).toMatch(/^ac1-s\d+u(-[0-9a-f]{6})+$/);
     }, 60_000);
   });
 }
