@@ -116,6 +116,10 @@ if (!env.missing) {
       // The profiles' part follows the bot's part in one archive (joinHomeParts).
       expect(tar.includes(Buffer.from(".browser-profiles/bot-1/Local State"))).toBe(true);
       expect(tar.includes(Buffer.from("notes/today.txt"))).toBe(true);
+      // Each part's file is removed by its owner once read (removed as the bot, the display's would stay).
+      const leftOver =
+        "ls -A /data/.agent-computer-transfer /home/agent-display | grep -c 'transfer-\\|export-' || true";
+      await expect.poll(() => asRoot(machine, leftOver), { timeout: 10_000 }).toBe("0");
 
       const restored = await provider.provision({
         computerId: "display-user-2",
