@@ -44,7 +44,7 @@ export function e2bSecondUserDisplay(botUser: string): SecondUserDisplay {
  * display apart from the bot (DISPLAY_APART_CHROMIUM_POLICY).
  * Arguments: bot user, home, the policy's JSON.
  */
-export const SECOND_USER_SETUP = String.raw`set -eu
+export const SECOND_USER_SETUP = `set -eu
 bot=$1 home=$2 policy=$3 display=${E2B_DISPLAY_USER}
 sed -i "/^$bot[[:space:]]/d" /etc/sudoers
 for group in sudo wheel; do gpasswd -d "$bot" "$group" >/dev/null 2>&1 || true; done

@@ -229,9 +229,9 @@ export class E2bMachine extends HostedMachine {
   }
 
   /** A transfer file, and its parts where bytes move in parts. */
-  protected override removeLater(file: string): void {
+  protected override removeLater(file: string, as: CommandUser = "bot"): void {
     if (!this.host.sdk.transfersInParts) {
-      super.removeLater(file);
+      super.removeLater(file, as);
       return;
     }
     void this.runScript(
@@ -240,6 +240,7 @@ export class E2bMachine extends HostedMachine {
       [],
       AbortSignal.timeout(30_000),
       "remove a transfer file",
+      as,
     ).catch(() => {});
   }
 

@@ -95,6 +95,10 @@ if (!env.missing) {
       for await (const chunk of archive) chunks.push(chunk as Buffer);
       await resume?.();
       const tar = Buffer.concat(chunks);
+      // Each part's file is removed by its owner once read: none is left in the display's home.
+      await expect
+        .poll(async () => await asRoot(machine, "ls /home/computer/display | grep -c '^export-' || true"))
+        .toBe("0");
       // The profiles' part follows the bot's part in one archive (joinHomeParts).
       expect(tar.includes(Buffer.from(".browser-profiles/bot-1/Local State"))).toBe(true);
       expect(tar.includes(Buffer.from("notes/today.txt"))).toBe(true);
