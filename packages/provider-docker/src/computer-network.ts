@@ -40,6 +40,12 @@ export function networkPreparer(docker: Docker, network: string): () => Promise<
 }
 
 /**
+ * How long a refused create looks for the network another worker is making
+ * (1 in 12 runs of the three-worker test had the refusal come first).
+ */
+const CONCURRENT_CREATE_MS = 5_000;
+
+/**
  * Makes the bridge `name` (its host interface named `bridgeInterface`) with
  * inter-container traffic off, or checks that the one there is so; gives
  * its id. Docker's duplicate check is best effort: two workers creating at
@@ -65,6 +71,13 @@ export async function ensureIsolatedNetwork(docker: Docker, name: string, bridge
       refused = error;
     }
     found = await networksNamed(docker, name);
+    // A create refused for a clash with another worker's create that is still under way ("networks have
+    // same bridge name") can come before that network is listed: it is looked for again, briefly.
+    for (let waited = 0; found.length === 0 && refused !== undefined && waited < CONCURRENT_CREATE_MS; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      waited += 100;
+      found = await networksNamed(docker, name);
+    }
     if (found.length === 0 && refused !== undefined) throw engineFailure(refused, `create the network ${name}`);
   }
   const [kept, ...extra] = found.sort(
