@@ -194,6 +194,28 @@ if (!env.missing) {
         await desktop.revokeEndpoint(control.id);
       }
     }, 60_000);
+    it("sends no request of the display's browser to a proxy the bot planted in its profile", async () => {
+      // The profile is in the home the bot writes, and with no egress policy nothing else names a
+      // proxy: a `proxy` preference planted before the browser starts would carry every page a
+      // person opens during a takeover (plain HTTP whole, HTTPS's host names) to the bot.
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const profile = `${machine.workspacePath}/.browser-profiles/planted-bot/Default`;
+      const planted = run(
+        containerOf(machine),
+        `rm -f /tmp/planted-proxy.log; setsid nohup python3 -c '${PLANTED_PROXY.replace("PORT", String(port))}' >/dev/null 2>&1 </dev/null &
+        mkdir -p ${profile} && echo '{"proxy":{"mode":"fixed_servers","server":"127.0.0.1:${port}"}}' > ${profile}/Preferences
+        for i in $(seq 1 50); do grep -qi ":$(printf %04X ${port}) 00000000:0000 0A" /proc/net/tcp && exit 0; sleep 0.1; done; exit 1`,
+      );
+      expect(planted.status).toBe(0);
+      try {
+        const planter = (await machine.openDesktop?.("planted-bot")) as LinuxDesktopSession;
+        await planter.pageBrowser?.navigate("http://planted-proxy-probe.example/").catch(() => undefined);
+        const heard = run(containerOf(machine), "cat /tmp/planted-proxy.log 2>/dev/null | wc -l").stdout.trim();
+        expect(heard).toBe("0");
+      } finally {
+        run(containerOf(machine), "pkill -f planted-proxy[.]log");
+      }
+    }, 90_000);
   });
 
   describe("kubernetes display container: the gateway's port", () => {
@@ -289,5 +311,19 @@ const ABSTRACT_SQUATTER = [
   "while True:",
   "  c, _ = s.accept()",
   '  open("/tmp/squatter.log", "a").write("client\\n")',
+  "  c.close()",
+].join("\n");
+
+/** A proxy on the pod's loopback (port PORT) that writes a line to /tmp/planted-proxy.log per request it gets. */
+const PLANTED_PROXY = [
+  "import socket",
+  "s = socket.socket()",
+  "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)",
+  's.bind(("127.0.0.1", PORT))',
+  "s.listen(16)",
+  "while True:",
+  "  c, _ = s.accept()",
+  '  open("/tmp/planted-proxy.log", "a").write("request\\n")',
+  '  c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n")',
   "  c.close()",
 ].join("\n");

@@ -35,6 +35,8 @@ import type { RailwayServiceHost } from "./railway-service.js";
 export class RailwayMachine extends HostedMachine {
   readonly ref: ProviderRef;
   private readonly domains = new Map<number, Promise<string>>();
+  /** The setup check each command's root shell runs first (setupGuard); its inputs are fixed, so it is built once. */
+  private readonly guard: string;
 
   constructor(
     private readonly service: RailwayServiceHost,
@@ -51,6 +53,7 @@ export class RailwayMachine extends HostedMachine {
       ...(display ? { displayUser: display } : {}),
     });
     this.ref = `railway:${serviceId}`;
+    this.guard = display ? setupGuard(service.options.user, service.options.volumeMountPath, service.homePath) : "";
   }
 
   /**
@@ -60,9 +63,7 @@ export class RailwayMachine extends HostedMachine {
    * the deployment is set up for it (setupGuard).
    */
   private bridgeAs(as: CommandUser, wake = true): ExecBridgeHost {
-    const guard = this.display
-      ? setupGuard(this.service.options.user, this.service.options.volumeMountPath, this.workspacePath)
-      : "";
+    const guard = this.guard;
     return {
       open: (signal, options) => this.openBridge(signal, wake && options?.wake !== false),
       line: (argv, env) => bridgeInitAs(this.userOf(as), argv, env, guard),

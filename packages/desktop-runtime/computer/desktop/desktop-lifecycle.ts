@@ -200,11 +200,17 @@ function unresolvable(hosts: readonly string[]): string {
  * with the bot's upstream (or its relay) too, loopback URLs, which Chromium
  * never proxies, resolve to nothing rather than reach the display's services
  * (provider-docker README, "Display container"). On a display the bot shares,
- * its loopback is the bot's own.
+ * its loopback is the bot's own. A display apart from the bot whose
+ * browser names no proxy (a Kubernetes pod's display container, a second
+ * user, without an egress policy) says "none" on the command line, which
+ * wins over the profile's preferences: the profile is in the bot's home, and
+ * a `proxy` preference the bot planted there carried a person's pages to
+ * the bot (kubernetes-display-container.test.ts, "planted").
  */
 function proxyArguments(proxyServer: string | undefined): string[] {
   const loopbackProxy = process.env[LOOPBACK_PROXY_ENV];
-  if (!loopbackProxy) return proxyServer ? [`--proxy-server=${proxyServer}`] : [];
+  if (!loopbackProxy && !proxyServer) return sharesBotNamespaces() ? ["--no-proxy-server"] : [];
+  if (!loopbackProxy) return [`--proxy-server=${proxyServer}`];
   if (proxyServer)
     return [`--proxy-server=${proxyServer}`, unresolvable([...THIS_HOST_UNSPECIFIED, ...THIS_HOST_LOOPBACK])];
   return [`--proxy-server=${loopbackProxy}`, "--proxy-bypass-list=*;<-loopback>", unresolvable(THIS_HOST_UNSPECIFIED)];
