@@ -216,6 +216,29 @@ if (!env.missing) {
         run(containerOf(machine), "pkill -f planted-proxy[.]log");
       }
     }, 90_000);
+    it("asks no DNS-over-HTTPS server the bot planted in its browser's Local State", async () => {
+      // Local State (the browser's own settings) is in the profile folder too: a secure-DNS
+      // template there would send the bot every host name a person opens, and let it answer for
+      // them. The display's managed policy turns secure DNS off (without a managed policy, the
+      // planted template drew the browser's lookups: measured with the policy removed).
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const profile = `${machine.workspacePath}/.browser-profiles/doh-bot`;
+      const planted = run(
+        containerOf(machine),
+        `rm -f /tmp/planted-proxy.log; setsid nohup python3 -c '${PLANTED_PROXY.replace("PORT", String(port))}' >/dev/null 2>&1 </dev/null &
+        mkdir -p ${profile} && echo '{"dns_over_https":{"mode":"secure","templates":"https://127.0.0.1:${port}/dns-query{?dns}"}}' > "${profile}/Local State"
+        for i in $(seq 1 50); do grep -qi ":$(printf %04X ${port}) 00000000:0000 0A" /proc/net/tcp && exit 0; sleep 0.1; done; exit 1`,
+      );
+      expect(planted.status).toBe(0);
+      try {
+        const planter = (await machine.openDesktop?.("doh-bot")) as LinuxDesktopSession;
+        await planter.pageBrowser?.navigate("http://planted-doh-probe.example/").catch(() => undefined);
+        const heard = run(containerOf(machine), "cat /tmp/planted-proxy.log 2>/dev/null | wc -l").stdout.trim();
+        expect(heard).toBe("0");
+      } finally {
+        run(containerOf(machine), "pkill -f planted-proxy[.]log");
+      }
+    }, 90_000);
   });
 
   describe("kubernetes display container: the gateway's port", () => {

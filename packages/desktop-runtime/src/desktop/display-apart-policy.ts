@@ -8,7 +8,10 @@
  * address bar by a desktop action), extensions (planted in the profile)
  * and the DevTools window (opened with a key) are all refused. DevTools
  * over the computer's loopback, which the resident service uses, is not
- * affected.
+ * affected. Secure DNS is off: a template planted in the profile's Local
+ * State would get every host name a person opens (Chromium already drops
+ * it once any managed policy is set; this says so rather than lean on
+ * that: kubernetes-display-container.test.ts, "DNS-over-HTTPS").
  */
 export const DISPLAY_APART_CHROMIUM_POLICY = Object.freeze({
   // Not DeveloperToolsAvailability: 2, which refuses the loopback DevTools too (measured: 403).
@@ -17,6 +20,7 @@ export const DISPLAY_APART_CHROMIUM_POLICY = Object.freeze({
   // A native messaging host's manifest in the profile names a program to run on the display side.
   NativeMessagingBlocklist: ["*"],
   NativeMessagingUserLevelHosts: false,
+  DnsOverHttpsMode: "off",
 });
 
 /** Where Chromium reads managed policies on Linux (Debian's chromium too): the provider mounts the policy here. */
