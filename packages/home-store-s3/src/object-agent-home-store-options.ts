@@ -46,8 +46,8 @@ export interface ObjectAgentHomeStoreOptions {
   format?: 1 | 2;
   /**
    * Chunk objects (1 MiB chunks, packs of about 4 MiB) uploaded at once, as
-   * many waiting (default 8); a restore fetches as many chunks and half as
-   * many packs ahead.
+   * many waiting (default 8); a restore fetches twice as many chunks, and
+   * as many packs, ahead.
    */
   chunkConcurrency?: number;
   /**

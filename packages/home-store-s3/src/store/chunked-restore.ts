@@ -47,8 +47,11 @@ export async function restoreChunked(
         const { pack } = locationOf(manifest, chunk);
         if (pack !== undefined && index.get(chunk.name)?.size !== chunk.size) needed.set(pack.name, pack);
       }
-  const ahead = Math.max(1, Math.floor(store.settings.chunkConcurrency / 2));
-  const packs = new PackReader(bucket, keys, [...needed.values()], ahead, signal);
+  // Downloads are the restore's wait (the bench's 256 MiB home: 2.35 s with 8 chunks in flight,
+  // 1.85 s with 16, the process idle two thirds of the time), and a chunk held ahead costs
+  // 1 MiB, not the 2 x 4 MiB an upload holds: twice the uploads' count of chunks ahead, and as many packs.
+  const window = 2 * store.settings.chunkConcurrency;
+  const packs = new PackReader(bucket, keys, [...needed.values()], store.settings.chunkConcurrency, signal);
   const source = async (chunk: ChunkRef) => {
     const place = index.get(chunk.name);
     if (place !== undefined && place.size === chunk.size) {
@@ -60,7 +63,7 @@ export async function restoreChunked(
     return packs.chunk(chunk.name, chunk.size, pack, at as number);
   };
   const stats = await restoreHome(
-    manifestArchive(manifest, source, store.settings.chunkConcurrency),
+    manifestArchive(manifest, source, window),
     home,
     store.settings.limits,
   );
