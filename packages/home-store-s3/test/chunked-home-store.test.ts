@@ -210,6 +210,32 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
     expect(treeOf(again)).toEqual(treeOf(source));
   });
 
+  it("checkpoints and restores with every request in flight and no listener warning on its signal", async () => {
+    // A restore holds up to 2 x chunkConcurrency chunks and chunkConcurrency packs ahead, each
+    // request listening on the operation's signal: past Node's default of ten listeners that
+    // printed a MaxListenersExceededWarning on every restore (operation-signal.ts).
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on("warning", onWarning);
+    try {
+      const records = new MemoryHomeRecords();
+      records.create({ homeKey: "wide", storageId: "st-wide" });
+      const source = fresh("src");
+      mkdirSync(source);
+      // 24 whole 1 MiB chunks: more than 2 x 8 objects of their own to fetch.
+      for (let i = 0; i < 3; i++) writeFileSync(join(source, `part-${i}.bin`), randomBytes(8 * 1024 * 1024));
+      await storeWith(records).checkpoint({ homeKey: "wide", source: { dir: source } });
+      const target = fresh("restored");
+      await storeWith(records).restore({ homeKey: "wide", target: { dir: target } });
+      expect(treeOf(target)).toEqual(treeOf(source));
+      // A warning is emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.startsWith("MaxListenersExceededWarning"))).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   describe("refuses hostile manifests (sealed with the right key) with the target untouched", () => {
     const file = (path: string, extra: Record<string, unknown> = {}) => ({
       path,

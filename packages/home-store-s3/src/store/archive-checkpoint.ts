@@ -11,11 +11,12 @@ import {
   sealCheckpoint,
   stageHome,
 } from "@agent-computer/checkpoint";
-import { AgentComputerError, type OpContext, signalOf, throwIfDone } from "@agent-computer/core";
+import { AgentComputerError, type OpContext, throwIfDone } from "@agent-computer/core";
 import { writeCommittedPointer } from "./committed-revision.js";
 import { type CacheMarker, publicOf } from "./home-cache.js";
 import { checkedStorageId } from "./home-keys.js";
 import { uploadMultipart } from "./multipart-upload.js";
+import { operationSignal } from "./operation-signal.js";
 import { COMMITTED } from "./store-bucket.js";
 import type { CheckpointJob, StoreContext } from "./store-context.js";
 
@@ -47,7 +48,7 @@ export async function takeArchiveCheckpoint(store: StoreContext, job: Checkpoint
   await recoverInterruptedRestore(home);
   await store.emit({ stage: "packing", homeKey, revision: next });
 
-  const signal = signalOf(ctx, "checkpoint");
+  const signal = operationSignal(ctx, "checkpoint", store.settings);
   const { tar, resume, packStats } = await archiveOf(source, home, homeKey, ctx);
 
   // Stopping the archive early (a failed upload, an abort) must not become an uncaught 'error' event when

@@ -9,7 +9,7 @@ import {
   type StagedHome,
   stageHome,
 } from "@agent-computer/checkpoint";
-import { AgentComputerError, type OpContext, signalOf, throwIfDone } from "@agent-computer/core";
+import { AgentComputerError, type OpContext, throwIfDone } from "@agent-computer/core";
 import { type ChunkKeys, chunkKeysOf } from "../chunked/chunk-keys.js";
 import { ChunkUploader } from "../chunked/chunk-uploader.js";
 import { type ChunkLocation, type HomeManifest, locationsOf, placeChunks } from "../chunked/home-manifest.js";
@@ -19,6 +19,7 @@ import type { HomeRecord } from "../home-record.js";
 import { currentObject, deleteLeftovers, writeCommittedPointer } from "./committed-revision.js";
 import { type CacheMarker, publicOf } from "./home-cache.js";
 import { checkedStorageId } from "./home-keys.js";
+import { operationSignal } from "./operation-signal.js";
 import type { CheckpointJob, StoreContext } from "./store-context.js";
 
 /**
@@ -48,7 +49,7 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   let snapshot: HomeSnapshot;
   let digest: string;
   try {
-    const signal = signalOf(ctx, "checkpoint");
+    const signal = operationSignal(ctx, "checkpoint", store.settings);
     const sent = await uploadSnapshot(store, {
       keys,
       record,

@@ -62,11 +62,7 @@ export async function restoreChunked(
     if (pack === undefined) return bucket.fetch(keys, chunk.name, chunk.size, signal);
     return packs.chunk(chunk.name, chunk.size, pack, at as number);
   };
-  const stats = await restoreHome(
-    manifestArchive(manifest, source, window),
-    home,
-    store.settings.limits,
-  );
+  const stats = await restoreHome(manifestArchive(manifest, source, window), home, store.settings.limits);
   await store.cache.writeChunkIndex(homeKey, storageId, revision, placesOf(manifest));
   const synced: CacheMarker = {
     homeKey,

@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import { openCheckpoint, recoverInterruptedRestore, restoreHome } from "@agent-computer/checkpoint";
-import { AgentComputerError, type OpContext, signalOf } from "@agent-computer/core";
+import { AgentComputerError, type OpContext } from "@agent-computer/core";
 import { isManifest, MAX_MANIFEST_BYTES } from "../chunked/sealed-manifest.js";
 import { manifestTooLarge } from "../stored-revision-errors.js";
 import { restoreChunked } from "./chunked-restore.js";
 import { currentObject } from "./committed-revision.js";
 import type { CacheMarker } from "./home-cache.js";
 import { checkedStorageId } from "./home-keys.js";
+import { operationSignal } from "./operation-signal.js";
 import type { StoreContext } from "./store-context.js";
 
 /**
@@ -34,7 +35,7 @@ export async function syncCache(
   const object = await currentObject(bucket, storageId, record.revision, dataKey, record.committedAttempt);
   if (object === undefined) return undefined;
   await store.emit({ stage: "downloading", homeKey, revision: record.revision, objectKey: object.key });
-  const signal = signalOf(ctx, "restore");
+  const signal = operationSignal(ctx, "restore", store.settings);
   const body = await bucket.get(object.key, signal);
   const { head, stream } = await peekStart(body, 8);
   const revision = { homeKey, storageId, revision: record.revision, dataKey, createdAt: object.lastModified };
