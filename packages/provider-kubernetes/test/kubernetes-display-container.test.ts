@@ -194,50 +194,54 @@ if (!env.missing) {
         await desktop.revokeEndpoint(control.id);
       }
     }, 60_000);
-    it("sends no request of the display's browser to a proxy the bot planted in its profile", async () => {
-      // The profile is in the home the bot writes, and with no egress policy nothing else names a
-      // proxy: a `proxy` preference planted before the browser starts would carry every page a
-      // person opens during a takeover (plain HTTP whole, HTTPS's host names) to the bot.
+
+    /**
+     * As the bot: starts a listener on the pod's loopback, writes `file` (in the profile folder
+     * of a bot with no desktop yet) naming it, opens that bot's desktop and a page; the number
+     * of connections the listener then had.
+     */
+    const plantThenBrowse = async (bot: string, file: string, settings: (port: number) => string) => {
       const port = 20_000 + Math.floor(Math.random() * 20_000);
-      const profile = `${machine.workspacePath}/.browser-profiles/planted-bot/Default`;
+      const profile = `${machine.workspacePath}/.browser-profiles/${bot}`;
       const planted = run(
         containerOf(machine),
         `rm -f /tmp/planted-proxy.log; setsid nohup python3 -c '${PLANTED_PROXY.replace("PORT", String(port))}' >/dev/null 2>&1 </dev/null &
-        mkdir -p ${profile} && echo '{"proxy":{"mode":"fixed_servers","server":"127.0.0.1:${port}"}}' > ${profile}/Preferences
+        mkdir -p "$(dirname "${profile}/${file}")" && echo '${settings(port)}' > "${profile}/${file}"
         for i in $(seq 1 50); do grep -qi ":$(printf %04X ${port}) 00000000:0000 0A" /proc/net/tcp && exit 0; sleep 0.1; done; exit 1`,
       );
       expect(planted.status).toBe(0);
       try {
-        const planter = (await machine.openDesktop?.("planted-bot")) as LinuxDesktopSession;
-        await planter.pageBrowser?.navigate("http://planted-proxy-probe.example/").catch(() => undefined);
-        const heard = run(containerOf(machine), "cat /tmp/planted-proxy.log 2>/dev/null | wc -l").stdout.trim();
-        expect(heard).toBe("0");
+        const planter = (await machine.openDesktop?.(bot)) as LinuxDesktopSession;
+        await planter.pageBrowser?.navigate(`http://${bot}-probe.example/`).catch(() => undefined);
+        return run(containerOf(machine), "cat /tmp/planted-proxy.log 2>/dev/null | wc -l").stdout.trim();
       } finally {
         run(containerOf(machine), "pkill -f planted-proxy[.]log");
       }
+    };
+
+    it("sends no request of the display's browser to a proxy the bot planted in its profile", async () => {
+      // The profile is in the home the bot writes, and with no egress policy nothing else names a
+      // proxy: a `proxy` preference planted before the browser starts would carry every page a
+      // person opens during a takeover (plain HTTP whole, HTTPS's host names) to the bot.
+      const heard = await plantThenBrowse(
+        "planted-bot",
+        "Default/Preferences",
+        (port) => `{"proxy":{"mode":"fixed_servers","server":"127.0.0.1:${port}"}}`,
+      );
+      expect(heard).toBe("0");
     }, 90_000);
+
     it("asks no DNS-over-HTTPS server the bot planted in its browser's Local State", async () => {
       // Local State (the browser's own settings) is in the profile folder too: a secure-DNS
       // template there would send the bot every host name a person opens, and let it answer for
       // them. The display's managed policy turns secure DNS off (without a managed policy, the
       // planted template drew the browser's lookups: measured with the policy removed).
-      const port = 20_000 + Math.floor(Math.random() * 20_000);
-      const profile = `${machine.workspacePath}/.browser-profiles/doh-bot`;
-      const planted = run(
-        containerOf(machine),
-        `rm -f /tmp/planted-proxy.log; setsid nohup python3 -c '${PLANTED_PROXY.replace("PORT", String(port))}' >/dev/null 2>&1 </dev/null &
-        mkdir -p ${profile} && echo '{"dns_over_https":{"mode":"secure","templates":"https://127.0.0.1:${port}/dns-query{?dns}"}}' > "${profile}/Local State"
-        for i in $(seq 1 50); do grep -qi ":$(printf %04X ${port}) 00000000:0000 0A" /proc/net/tcp && exit 0; sleep 0.1; done; exit 1`,
+      const heard = await plantThenBrowse(
+        "doh-bot",
+        "Local State",
+        (port) => `{"dns_over_https":{"mode":"secure","templates":"https://127.0.0.1:${port}/dns-query{?dns}"}}`,
       );
-      expect(planted.status).toBe(0);
-      try {
-        const planter = (await machine.openDesktop?.("doh-bot")) as LinuxDesktopSession;
-        await planter.pageBrowser?.navigate("http://planted-doh-probe.example/").catch(() => undefined);
-        const heard = run(containerOf(machine), "cat /tmp/planted-proxy.log 2>/dev/null | wc -l").stdout.trim();
-        expect(heard).toBe("0");
-      } finally {
-        run(containerOf(machine), "pkill -f planted-proxy[.]log");
-      }
+      expect(heard).toBe("0");
     }, 90_000);
   });
 
