@@ -63,10 +63,9 @@ export class RailwayMachine extends HostedMachine {
    * the deployment is set up for it (setupGuard).
    */
   private bridgeAs(as: CommandUser, wake = true): ExecBridgeHost {
-    const guard = this.guard;
     return {
       open: (signal, options) => this.openBridge(signal, wake && options?.wake !== false),
-      line: (argv, env) => bridgeInitAs(this.userOf(as), argv, env, guard),
+      line: (argv, env) => bridgeInitAs(this.userOf(as), argv, env, this.guard),
       failure: (error, what) => this.bridgeFailure(error, what),
     };
   }
