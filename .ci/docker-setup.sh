@@ -34,6 +34,14 @@ fi
 #    computer network has it. Builds use --network host all the same.
 if ! docker version >/dev/null 2>&1; then
   log "starting dockerd"
+  # A machine restored from a snapshot can keep the last engine's pid file and
+  # sockets with no process behind them; dockerd then waits for a containerd
+  # that never answers. With none running, they are stale.
+  if ! pgrep -x containerd >/dev/null && ! pgrep -x dockerd >/dev/null; then
+    as_root rm -f /var/run/docker.pid /var/run/docker/containerd/containerd.pid \
+      /var/run/docker/containerd/containerd.sock /var/run/docker/containerd/containerd.sock.ttrpc \
+      /var/run/docker/containerd/containerd-debug.sock
+  fi
   as_root sh -c 'nohup dockerd --ip6tables=false >/tmp/dockerd.log 2>&1 &'
   for _ in $(seq 1 60); do
     docker version >/dev/null 2>&1 && break
