@@ -117,6 +117,28 @@ if (!env.missing) {
       expect(await desktop.evaluateInPage("document.title")).toBe("before");
     }, 60_000);
 
+    it("sends no request of the display's browser to a proxy the bot planted in its profile", async () => {
+      // The profile is in the home the bot writes. The loopback proxy on the command line wins
+      // over a `proxy` preference planted there before a browser starts, which would otherwise
+      // carry a person's pages to the bot (Kubernetes' case, with no proxy on its command line,
+      // got 7 requests before --no-proxy-server).
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      const profile = `${machine.workspacePath}/.browser-profiles/planted-bot/Default`;
+      const planted = asBot(
+        `rm -f /tmp/planted-proxy.log; setsid nohup python3 -c '${PLANTED_PROXY.replace("PORT", String(port))}' >/dev/null 2>&1 </dev/null &
+        mkdir -p ${profile} && echo '{"proxy":{"mode":"fixed_servers","server":"computer:${port}"}}' > ${profile}/Preferences
+        for i in $(seq 1 50); do grep -qi ":$(printf %04X ${port}) 00000000:0000 0A" /proc/net/tcp && exit 0; sleep 0.1; done; exit 1`,
+      );
+      expect(planted.status).toBe(0);
+      try {
+        const planter = (await machine.openDesktop?.("planted-bot")) as LinuxDesktopSession;
+        await planter.pageBrowser?.navigate("http://planted-proxy-probe.example/").catch(() => undefined);
+        expect(asBot("cat /tmp/planted-proxy.log 2>/dev/null | wc -l").stdout.trim()).toBe("0");
+      } finally {
+        asBot("pkill -f planted-proxy[.]log");
+      }
+    }, 90_000);
+
     it("keeps the display's container off the bot's network path, on both its networks", async () => {
       const info = await env.docker.getContainer(await displayContainerId()).inspect();
       const addresses = Object.values(info.NetworkSettings.Networks ?? {}).map((n) => n.IPAddress);
@@ -400,3 +422,17 @@ if (!env.missing) {
     }, 180_000);
   });
 }
+
+/** A proxy on every address of the computer (port PORT) that writes a line to /tmp/planted-proxy.log per request it gets. */
+const PLANTED_PROXY = [
+  "import socket",
+  "s = socket.socket()",
+  "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)",
+  's.bind(("0.0.0.0", PORT))',
+  "s.listen(16)",
+  "while True:",
+  "  c, _ = s.accept()",
+  '  open("/tmp/planted-proxy.log", "a").write("request\\n")',
+  '  c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n")',
+  "  c.close()",
+].join("\n");
