@@ -1,7 +1,14 @@
 import { spawnSync } from "node:child_process";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
-import { RfbTestClient, TerminalTestClient, temporaryDataDir } from "@agent-computer/testing/provider-test";
+import {
+  PLANTED_HEARD,
+  RfbTestClient,
+  STOP_PLANTED,
+  startPlantedListener,
+  TerminalTestClient,
+  temporaryDataDir,
+} from "@agent-computer/testing/provider-test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISPLAY_LABELS } from "../src/computer-labels.js";
 import { displayContainerName, dockerTestEnvironment } from "./docker-test-environment.js";
@@ -125,17 +132,16 @@ if (!env.missing) {
       const port = 20_000 + Math.floor(Math.random() * 20_000);
       const profile = `${machine.workspacePath}/.browser-profiles/planted-bot/Default`;
       const planted = asBot(
-        `rm -f /tmp/planted-proxy.log; setsid nohup python3 -c '${PLANTED_PROXY.replace("PORT", String(port))}' >/dev/null 2>&1 </dev/null &
-        mkdir -p ${profile} && echo '{"proxy":{"mode":"fixed_servers","server":"computer:${port}"}}' > ${profile}/Preferences
-        for i in $(seq 1 50); do grep -qi ":$(printf %04X ${port}) 00000000:0000 0A" /proc/net/tcp && exit 0; sleep 0.1; done; exit 1`,
+        `mkdir -p ${profile} && echo '{"proxy":{"mode":"fixed_servers","server":"computer:${port}"}}' > ${profile}/Preferences || exit 1
+        ${startPlantedListener("0.0.0.0", port)}`,
       );
       expect(planted.status).toBe(0);
       try {
         const planter = (await machine.openDesktop?.("planted-bot")) as LinuxDesktopSession;
         await planter.pageBrowser?.navigate("http://planted-proxy-probe.example/").catch(() => undefined);
-        expect(asBot("cat /tmp/planted-proxy.log 2>/dev/null | wc -l").stdout.trim()).toBe("0");
+        expect(asBot(PLANTED_HEARD).stdout.trim()).toBe("0");
       } finally {
-        asBot("pkill -f planted-proxy[.]log");
+        asBot(STOP_PLANTED);
       }
     }, 90_000);
 
@@ -422,17 +428,3 @@ if (!env.missing) {
     }, 180_000);
   });
 }
-
-/** A proxy on every address of the computer (port PORT) that writes a line to /tmp/planted-proxy.log per request it gets. */
-const PLANTED_PROXY = [
-  "import socket",
-  "s = socket.socket()",
-  "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)",
-  's.bind(("0.0.0.0", PORT))',
-  "s.listen(16)",
-  "while True:",
-  "  c, _ = s.accept()",
-  '  open("/tmp/planted-proxy.log", "a").write("request\\n")',
-  '  c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n")',
-  "  c.close()",
-].join("\n");

@@ -4,9 +4,12 @@ import type { Machine } from "@agent-computer/core";
 import { DISPLAY_HOME, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import {
   impostorHeard,
+  PLANTED_HEARD,
   pointerAfterTakeover,
   RfbTestClient,
+  STOP_PLANTED,
   startImpostorGateway,
+  startPlantedListener,
   TerminalTestClient,
 } from "@agent-computer/testing/provider-test";
 import { Exec } from "@kubernetes/client-node";
@@ -205,17 +208,16 @@ if (!env.missing) {
       const profile = `${machine.workspacePath}/.browser-profiles/${bot}`;
       const planted = run(
         containerOf(machine),
-        `rm -f /tmp/planted-proxy.log; setsid nohup python3 -c '${PLANTED_PROXY.replace("PORT", String(port))}' >/dev/null 2>&1 </dev/null &
-        mkdir -p "$(dirname "${profile}/${file}")" && echo '${settings(port)}' > "${profile}/${file}"
-        for i in $(seq 1 50); do grep -qi ":$(printf %04X ${port}) 00000000:0000 0A" /proc/net/tcp && exit 0; sleep 0.1; done; exit 1`,
+        `mkdir -p "$(dirname "${profile}/${file}")" && echo '${settings(port)}' > "${profile}/${file}" || exit 1
+        ${startPlantedListener("127.0.0.1", port)}`,
       );
       expect(planted.status).toBe(0);
       try {
         const planter = (await machine.openDesktop?.(bot)) as LinuxDesktopSession;
         await planter.pageBrowser?.navigate(`http://${bot}-probe.example/`).catch(() => undefined);
-        return run(containerOf(machine), "cat /tmp/planted-proxy.log 2>/dev/null | wc -l").stdout.trim();
+        return run(containerOf(machine), PLANTED_HEARD).stdout.trim();
       } finally {
-        run(containerOf(machine), "pkill -f planted-proxy[.]log");
+        run(containerOf(machine), STOP_PLANTED);
       }
     };
 
@@ -338,19 +340,5 @@ const ABSTRACT_SQUATTER = [
   "while True:",
   "  c, _ = s.accept()",
   '  open("/tmp/squatter.log", "a").write("client\\n")',
-  "  c.close()",
-].join("\n");
-
-/** A proxy on the pod's loopback (port PORT) that writes a line to /tmp/planted-proxy.log per request it gets. */
-const PLANTED_PROXY = [
-  "import socket",
-  "s = socket.socket()",
-  "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)",
-  's.bind(("127.0.0.1", PORT))',
-  "s.listen(16)",
-  "while True:",
-  "  c, _ = s.accept()",
-  '  open("/tmp/planted-proxy.log", "a").write("request\\n")',
-  '  c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n")',
   "  c.close()",
 ].join("\n");
