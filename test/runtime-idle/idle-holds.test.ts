@@ -61,20 +61,22 @@ setsid sh -c 'exec 9>>"$HOME/${BACKGROUND_MARKER_DIR}/build.marker"; exec sleep 
       expect(await runtime.suspendIdle()).toEqual([]);
 
       // The job ends (killed from outside: the run's handle went with its lease); the idle time
-      // after the last look suspends the computer.
+      // after the last look suspends the computer. pkill returns once the signal is sent, and a
+      // process the signal has not yet ended still holds its marker (clean-clone run 41, under
+      // load: the scan deferred again), so the job has ended when no such process is left.
       const ref = (await runtime.leases.getComputer(computerId))?.providerRef ?? "";
       const killed = spawnSync("docker", [
         "exec",
         "-u",
         "1000",
         ref.slice("docker:".length),
-        "pkill",
-        "-f",
-        "sleep 600",
+        "sh",
+        "-c",
+        "pkill -f 'sleep 60[0]'; for i in $(seq 1 100); do pgrep -f 'sleep 60[0]' >/dev/null || exit 0; sleep 0.05; done; exit 1",
       ]);
       expect(killed.status).toBe(0);
       now += 31_000;
-      expect(await runtime.suspendIdle()).toEqual([computerId]);
+      expect(await runtime.suspendIdle(), JSON.stringify(events.at(-1))).toEqual([computerId]);
       expect(events.at(-1)).toMatchObject({ type: "suspending", computerId, detail: { reason: "idle" } });
       expect(events.at(-1)?.detail.backgroundScan).toBeUndefined();
     }, 180_000);
