@@ -2,10 +2,8 @@ import { spawnSync } from "node:child_process";
 import type { Machine } from "@agent-computer/core";
 import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import {
-  PLANTED_HEARD,
+  connectionsAfterPlanting,
   RfbTestClient,
-  STOP_PLANTED,
-  startPlantedListener,
   TerminalTestClient,
   temporaryDataDir,
 } from "@agent-computer/testing/provider-test";
@@ -129,20 +127,15 @@ if (!env.missing) {
       // over a `proxy` preference planted there before a browser starts, which would otherwise
       // carry a person's pages to the bot (Kubernetes' case, with no proxy on its command line,
       // got 7 requests before --no-proxy-server).
-      const port = 20_000 + Math.floor(Math.random() * 20_000);
-      const profile = `${machine.workspacePath}/.browser-profiles/planted-bot/Default`;
-      const planted = asBot(
-        `mkdir -p ${profile} && echo '{"proxy":{"mode":"fixed_servers","server":"computer:${port}"}}' > ${profile}/Preferences || exit 1
-        ${startPlantedListener("0.0.0.0", port)}`,
-      );
-      expect(planted.status).toBe(0);
-      try {
-        const planter = (await machine.openDesktop?.("planted-bot")) as LinuxDesktopSession;
-        await planter.pageBrowser?.navigate("http://planted-proxy-probe.example/").catch(() => undefined);
-        expect(asBot(PLANTED_HEARD).stdout.trim()).toBe("0");
-      } finally {
-        asBot(STOP_PLANTED);
-      }
+      const heard = await connectionsAfterPlanting({
+        machine,
+        asBot,
+        bot: "planted-bot",
+        file: "Default/Preferences",
+        settings: (port) => `{"proxy":{"mode":"fixed_servers","server":"computer:${port}"}}`,
+        listenOn: "0.0.0.0",
+      });
+      expect(heard).toBe("0");
     }, 90_000);
 
     it("keeps the display's container off the bot's network path, on both its networks", async () => {

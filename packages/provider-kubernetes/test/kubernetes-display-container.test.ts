@@ -3,13 +3,11 @@ import { Writable } from "node:stream";
 import type { Machine } from "@agent-computer/core";
 import { DISPLAY_HOME, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
 import {
+  connectionsAfterPlanting,
   impostorHeard,
-  PLANTED_HEARD,
   pointerAfterTakeover,
   RfbTestClient,
-  STOP_PLANTED,
   startImpostorGateway,
-  startPlantedListener,
   TerminalTestClient,
 } from "@agent-computer/testing/provider-test";
 import { Exec } from "@kubernetes/client-node";
@@ -198,28 +196,16 @@ if (!env.missing) {
       }
     }, 60_000);
 
-    /**
-     * As the bot: starts a listener on the pod's loopback, writes `file` (in the profile folder
-     * of a bot with no desktop yet) naming it, opens that bot's desktop and a page; the number
-     * of connections the listener then had.
-     */
-    const plantThenBrowse = async (bot: string, file: string, settings: (port: number) => string) => {
-      const port = 20_000 + Math.floor(Math.random() * 20_000);
-      const profile = `${machine.workspacePath}/.browser-profiles/${bot}`;
-      const planted = run(
-        containerOf(machine),
-        `mkdir -p "$(dirname "${profile}/${file}")" && echo '${settings(port)}' > "${profile}/${file}" || exit 1
-        ${startPlantedListener("127.0.0.1", port)}`,
-      );
-      expect(planted.status).toBe(0);
-      try {
-        const planter = (await machine.openDesktop?.(bot)) as LinuxDesktopSession;
-        await planter.pageBrowser?.navigate(`http://${bot}-probe.example/`).catch(() => undefined);
-        return run(containerOf(machine), PLANTED_HEARD).stdout.trim();
-      } finally {
-        run(containerOf(machine), STOP_PLANTED);
-      }
-    };
+    /** As the bot: plants a setting naming a listener on the pod's loopback; the connections it then got. */
+    const plantThenBrowse = (bot: string, file: string, settings: (port: number) => string) =>
+      connectionsAfterPlanting({
+        machine,
+        asBot: (script) => run(containerOf(machine), script),
+        bot,
+        file,
+        settings,
+        listenOn: "127.0.0.1",
+      });
 
     it("sends no request of the display's browser to a proxy the bot planted in its profile", async () => {
       // The profile is in the home the bot writes, and with no egress policy nothing else names a

@@ -22,7 +22,7 @@ export { failureOf } from "./failure-of.js";
 export { historyOf, pixelsOf, SITE, SITE_PORT, serveFixtureSite } from "./fixture-site.js";
 export { IMPOSTOR_LOG, impostorHeard, startImpostorGateway } from "./impostor-gateway.js";
 export { countBytes, writeMixedHome } from "./mixed-home.js";
-export { PLANTED_HEARD, STOP_PLANTED, startPlantedListener } from "./planted-listener.js";
+export { connectionsAfterPlanting } from "./planted-listener.js";
 export { pointerAfterTakeover, pointerAfterTakeoverThroughExec } from "./pointer-after-takeover.js";
 export { PROCESS_MEMORY_SCAN } from "./process-memory-scan.js";
 export { provisionToFirstExec } from "./provision-to-first-exec.js";
