@@ -18,7 +18,7 @@ export { isTransientProfilePath, packHome, TRANSIENT_PROFILE_NAMES } from "./cod
 export type { PackOptions } from "./codec/pack-options.js";
 export type { PackStats } from "./codec/pack-stats.js";
 export type { PackedHome } from "./codec/packed-home.js";
-export { recoverInterruptedRestore, restoreHome, stageHome } from "./codec/restore-home.js";
+export { recoverInterruptedRestore, restoreHome, type StageHomeOptions, stageHome } from "./codec/restore-home.js";
 export { DEFAULT_RESTORE_LIMITS, type RestoreLimits, restoreLimitsSchema } from "./codec/restore-limits.js";
 export type { RestoreStats } from "./codec/restore-stats.js";
 export { listArchivedFolder, readArchivedFile } from "./codec/scan-home-archive.js";

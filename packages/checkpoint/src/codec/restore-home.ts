@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync } from "node:fs";
-import { lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { type FileHandle, lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { AgentComputerError, parseInput } from "@agent-computer/core";
 import { z } from "zod";
@@ -13,6 +13,7 @@ import type { StagedHome } from "./staged-home.js";
 import { CREATE_FLAGS, StagingFileWriter } from "./staging-file-writer.js";
 import { padding } from "./tar-header.js";
 import { readTarHeader } from "./tar-reader.js";
+import { copyPrefix, holdsAt, linkUnchanged, openUnchanged } from "./unchanged-file.js";
 
 /** Linux's NAME_MAX: no file system here takes a longer name. */
 const MAX_NAME_BYTES = 255;
@@ -56,6 +57,19 @@ export async function restoreHome(
   return staged.stats;
 }
 
+/** How `stageHome` stages. */
+export interface StageHomeOptions {
+  /**
+   * Hard-links each file the target already holds with the same bytes, mode
+   * and mtime instead of writing it again (every byte still compared), so a
+   * home with few changes stages and swaps in at the cost of reading it.
+   * Only for a target no one but the caller writes, such as a store's own
+   * copy of a home: until the swap the two copies share those files. Not
+   * for a live home a computer mounts.
+   */
+  readonly linkUnchanged?: boolean;
+}
+
 /**
  * The first half of `restoreHome`: extracts and checks the whole archive into
  * a staging folder beside `targetDir` and stops before anything is visible.
@@ -65,6 +79,7 @@ export async function stageHome(
   tarStream: AsyncIterable<Uint8Array>,
   targetDir: string,
   limits: RestoreLimits = {},
+  options: StageHomeOptions = {},
 ): Promise<StagedHome> {
   if (typeof (tarStream as AsyncIterable<Uint8Array>)?.[Symbol.asyncIterator] !== "function")
     throw new AgentComputerError("INVALID_ARGUMENT", "Invalid tar stream: expected a Readable or an async iterable.");
@@ -72,7 +87,7 @@ export async function stageHome(
   const bounds = { ...DEFAULT_RESTORE_LIMITS, ...parseInput(restoreLimitsSchema, limits, "RestoreLimits") };
   claimTarget(target);
   try {
-    return await stageClaimed(tarStream, target, bounds);
+    return await stageClaimed(tarStream, target, bounds, options.linkUnchanged === true);
   } catch (error) {
     restoring.delete(target);
     throw error;
@@ -101,8 +116,10 @@ async function stageClaimed(
   tarStream: AsyncIterable<Uint8Array>,
   target: string,
   bounds: Required<RestoreLimits>,
+  linkUnchanged: boolean,
 ): Promise<StagedHome> {
   await recoverInterruptedRestore(target);
+  const reuseFrom = linkUnchanged && (await isDirectory(target)) ? target : undefined;
   const parent = dirname(target);
   const tag = randomBytes(6).toString("hex");
   const staging = join(parent, `.${basename(target)}.restore-${tag}`);
@@ -111,7 +128,7 @@ async function stageClaimed(
   const source = new ByteSource(tarStream);
   let stats: RestoreStats;
   try {
-    stats = await extractInto(source, staging, bounds);
+    stats = await extractInto(source, staging, bounds, reuseFrom);
   } catch (error) {
     await source.close().catch(() => {});
     await rm(staging, { recursive: true, force: true });
@@ -207,10 +224,11 @@ async function extractInto(
   source: ByteSource,
   staging: string,
   bounds: Required<RestoreLimits>,
+  reuseFrom: string | undefined,
 ): Promise<RestoreStats> {
   const writer = new StagingFileWriter();
   try {
-    const stats = await extractEntries(source, staging, bounds, writer);
+    const stats = await extractEntries(source, staging, bounds, writer, reuseFrom);
     await writer.finish();
     return stats;
   } catch (error) {
@@ -224,6 +242,7 @@ async function extractEntries(
   staging: string,
   bounds: Required<RestoreLimits>,
   writer: StagingFileWriter,
+  reuseFrom: string | undefined,
 ): Promise<RestoreStats> {
   const stats: RestoreStats = { files: 0, directories: 0, bytes: 0 };
   // Every path made so far, so collisions are refused before the disk is touched.
@@ -277,7 +296,10 @@ async function extractEntries(
         header.mtime,
         path,
       );
-    else await writeFile(source, writer, destination, header.size, header.mode & 0o777, header.mtime, path);
+    else {
+      const previous = reuseFrom === undefined ? undefined : join(reuseFrom, path);
+      await writeFile(source, writer, destination, header.size, header.mode & 0o777, header.mtime, path, previous);
+    }
     stats.files++;
     stats.bytes += header.size;
   }
@@ -291,6 +313,7 @@ async function writeFile(
   mode: number,
   mtime: number,
   path: string,
+  previous: string | undefined,
 ): Promise<void> {
   const padded = size + padding(size);
   if (size <= SMALL_FILE) {
@@ -300,24 +323,36 @@ async function writeFile(
     if (data === undefined) refuseRestore(`the archive is truncated inside "${shown(path)}"`);
     if (padded > size && (await source.read(padded - size)) === undefined)
       refuseRestore(`the archive is truncated after "${shown(path)}"`);
-    await writer.add(destination, data, mode, mtime);
+    await writer.add(destination, data, mode, mtime, previous);
     return;
   }
-  const handle = await open(destination, CREATE_FLAGS, mode);
+  // With a previous copy that may be the same file, nothing is written until a byte differs (unchanged-file.ts).
+  const same = previous === undefined ? undefined : await openUnchanged(previous, size, mode, mtime);
+  let handle = same === undefined ? await open(destination, CREATE_FLAGS, mode) : undefined;
   try {
-    let left = size;
-    while (left > 0) {
-      const chunk = await source.readSome(Math.min(left, WRITE_CHUNK));
+    let position = 0;
+    while (position < size) {
+      const chunk = await source.readSome(Math.min(size - position, WRITE_CHUNK));
       if (chunk === undefined) refuseRestore(`the archive is truncated inside "${shown(path)}"`);
+      if (handle === undefined && !(await holdsAt(same as FileHandle, chunk, position))) {
+        handle = await open(destination, CREATE_FLAGS, mode);
+        await copyPrefix(same as FileHandle, handle, position);
+      }
       let written = 0;
-      while (written < chunk.length) written += (await handle.write(chunk, written)).bytesWritten;
-      left -= chunk.length;
+      while (handle !== undefined && written < chunk.length)
+        written += (await handle.write(chunk, written)).bytesWritten;
+      position += chunk.length;
     }
     if (padded > size && (await source.read(padded - size)) === undefined)
       refuseRestore(`the archive is truncated after "${shown(path)}"`);
-    await handle.utimes(mtime, mtime);
+    if (handle === undefined && !(await linkUnchanged(previous as string, destination))) {
+      handle = await open(destination, CREATE_FLAGS, mode);
+      await copyPrefix(same as FileHandle, handle, size);
+    }
+    await handle?.utimes(mtime, mtime);
   } finally {
-    await handle.close();
+    await handle?.close();
+    await same?.close();
   }
 }
 
@@ -405,6 +440,13 @@ function asRestoreError(error: unknown): AgentComputerError {
     "UNAVAILABLE",
     `Restore failed before the swap (${code ?? (error as Error)?.message ?? "unknown error"}); the previous home is untouched.`,
     { cause: error },
+  );
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return lstat(path).then(
+    (stat) => stat.isDirectory(),
+    () => false,
   );
 }
 

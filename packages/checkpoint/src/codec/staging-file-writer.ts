@@ -1,5 +1,6 @@
-import { closeSync, constants, futimesSync, openSync, writeSync } from "node:fs";
+import { closeSync, constants, futimesSync, linkSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
 import { Worker } from "node:worker_threads";
+import { matchesEntry } from "./unchanged-file.js";
 
 /**
  * O_EXCL | O_NOFOLLOW: never follow or replace anything already there.
@@ -21,6 +22,8 @@ const DEFAULT_THREADS = 1;
 
 interface FileToWrite {
   readonly path: string;
+  /** The target's current copy, linked instead when it holds the same file (unchanged-file.ts). */
+  readonly previous: string | undefined;
   readonly mode: number;
   readonly mtime: number;
   readonly offset: number;
@@ -35,17 +38,44 @@ interface Batch {
 /**
  * The writer threads' code, evaluated from this string so it runs the same
  * from the package's sources and from its bundle (no file path to resolve).
- * It does what `writeFileNow` below does, file after file, and stops at the
- * first error: open O_EXCL, write, set the mtime, close.
+ * It does what `writeFileNow` and `linkedFromPrevious` below do, file after
+ * file, and stops at the first error: link the unchanged previous copy, or
+ * open O_EXCL, write, set the mtime, close.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
-const { closeSync, futimesSync, openSync, writeSync } = require("node:fs");
+const { closeSync, constants, futimesSync, linkSync, lstatSync, openSync, readSync, writeSync } = require("node:fs");
+const matches = (stat, file) =>
+  stat !== undefined && stat.isFile() && stat.size === file.length && (stat.mode & 0o777) === file.mode &&
+  Math.round(stat.mtimeMs) === Math.round(file.mtime * 1000);
+const linked = (file, data) => {
+  try {
+    if (!matches(lstatSync(file.previous, { throwIfNoEntry: false }), file)) return false;
+    const held = Buffer.allocUnsafe(file.length);
+    const fd = openSync(file.previous, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      let done = 0;
+      while (done < file.length) {
+        const count = readSync(fd, held, done, file.length - done, done);
+        if (count === 0) return false;
+        done += count;
+      }
+    } finally {
+      closeSync(fd);
+    }
+    if (!held.equals(data.subarray(file.offset, file.offset + file.length))) return false;
+    linkSync(file.previous, file.path);
+    return true;
+  } catch {
+    return false;
+  }
+};
 let failed = false;
 parentPort.on("message", ({ id, buffer, files }) => {
   if (failed) return parentPort.postMessage({ id, skipped: true });
   const data = Buffer.from(buffer);
   for (const file of files) {
+    if (file.previous !== undefined && linked(file, data)) continue;
     try {
       const fd = openSync(file.path, workerData.flags, file.mode);
       try {
@@ -64,6 +94,31 @@ parentPort.on("message", ({ id, buffer, files }) => {
   parentPort.postMessage({ id });
 });
 `;
+
+/** Links the unchanged previous copy on the calling thread, as a writer thread would; false when it is not the same file. */
+export function linkedFromPrevious(
+  previous: string,
+  path: string,
+  data: Uint8Array,
+  mode: number,
+  mtime: number,
+): boolean {
+  try {
+    if (!matchesEntry(lstatSync(previous, { throwIfNoEntry: false }), data.length, mode, mtime)) return false;
+    const fd = openSync(previous, constants.O_RDONLY | constants.O_NOFOLLOW);
+    let held: Buffer;
+    try {
+      held = readExactly(fd, data.length);
+    } finally {
+      closeSync(fd);
+    }
+    if (!held.equals(data)) return false;
+    linkSync(previous, path);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Writes one small file on the calling thread, as a writer thread would. */
 export function writeFileNow(path: string, data: Uint8Array, mode: number, mtime: number): void {
@@ -103,7 +158,7 @@ export class StagingFileWriter {
   constructor(private readonly threadCount = DEFAULT_THREADS) {}
 
   /** Queues one file (its bytes are copied); waits when enough batches are already queued. */
-  async add(path: string, data: Uint8Array, mode: number, mtime: number): Promise<void> {
+  async add(path: string, data: Uint8Array, mode: number, mtime: number, previous?: string): Promise<void> {
     this.throwIfFailed();
     let full: Batch | undefined;
     if (this.used + data.length > this.batch.buffer.byteLength || this.batch.files.length === BATCH_FILES) {
@@ -113,7 +168,7 @@ export class StagingFileWriter {
     }
     // Copied before any wait: the caller's bytes may be a view of a buffer it reuses.
     new Uint8Array(this.batch.buffer, this.used, data.length).set(data);
-    this.batch.files.push({ path, mode, mtime, offset: this.used, length: data.length });
+    this.batch.files.push({ path, previous, mode, mtime, offset: this.used, length: data.length });
     this.used += data.length;
     if (full !== undefined) await this.send(full);
   }
@@ -139,8 +194,12 @@ export class StagingFileWriter {
 
   private writeHere(batch: Batch): void {
     const data = Buffer.from(batch.buffer);
-    for (const file of batch.files)
-      writeFileNow(file.path, data.subarray(file.offset, file.offset + file.length), file.mode, file.mtime);
+    for (const file of batch.files) {
+      const bytes = data.subarray(file.offset, file.offset + file.length);
+      if (file.previous !== undefined && linkedFromPrevious(file.previous, file.path, bytes, file.mode, file.mtime))
+        continue;
+      writeFileNow(file.path, bytes, file.mode, file.mtime);
+    }
   }
 
   private async send(batch: Batch): Promise<void> {
@@ -198,4 +257,15 @@ export class StagingFileWriter {
 
 function newBatch(bytes: number): Batch {
   return { buffer: new ArrayBuffer(bytes), files: [] };
+}
+
+function readExactly(fd: number, length: number): Buffer {
+  const held = Buffer.allocUnsafe(length);
+  let done = 0;
+  while (done < length) {
+    const count = readSync(fd, held, done, length - done, done);
+    if (count === 0) throw new Error("the previous copy shrank while it was compared");
+    done += count;
+  }
+  return held;
 }

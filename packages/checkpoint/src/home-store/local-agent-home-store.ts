@@ -193,7 +193,8 @@ export class LocalAgentHomeStore implements AgentHomeStore {
     signal.addEventListener("abort", onAbort, { once: true });
     let staged: Awaited<ReturnType<typeof stageHome>>;
     try {
-      staged = await stageHome(digesting(tar, hash), home, this.limits);
+      // The copy is this store's alone (a mounted home never gets here): unchanged files are linked from it.
+      staged = await stageHome(digesting(tar, hash), home, this.limits, { linkUnchanged: true });
     } finally {
       signal.removeEventListener("abort", onAbort);
       await resume?.();

@@ -79,7 +79,7 @@ export async function takeArchiveCheckpoint(store: StoreContext, job: Checkpoint
     feeding =
       "mounted" in source
         ? feed(tar, plain, hash).then(() => undefined)
-        : stageHome(teeInto(tar, plain, hash), home, store.settings.limits);
+        : stageHome(teeInto(tar, plain, hash), home, store.settings.limits, { linkUnchanged: true });
     const [stagedResult, bytes] = await Promise.all([
       feeding.catch((error: unknown) => {
         sealed.destroy(error as Error);

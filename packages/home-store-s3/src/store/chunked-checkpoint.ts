@@ -109,11 +109,13 @@ async function stageSource(
 ): Promise<{ staged: StagedHome; swap: boolean }> {
   const home = store.cache.homeDir(homeKey);
   const limits = store.settings.limits;
+  // Staged beside the cache, which only this store writes: its unchanged files are linked, not written again.
+  const ownCopy = { linkUnchanged: true };
   if ("machine" in source) {
     const resume = await source.machine.quiesceDesktops?.(ctx);
     try {
       const tar = await source.machine.files.exportWorkspace(ctx);
-      return { staged: await stageHome(tar, home, limits), swap: true };
+      return { staged: await stageHome(tar, home, limits, ownCopy), swap: true };
     } finally {
       await resume?.();
     }
@@ -129,7 +131,7 @@ async function stageSource(
       "INVALID_ARGUMENT",
       `The source folder is the store's own copy of "${homeKey}"; use { mounted: true } for a mounted home.`,
     );
-  return { staged: await stageHome(packHome(source.dir).tar, home, limits), swap: true };
+  return { staged: await stageHome(packHome(source.dir).tar, home, limits, ownCopy), swap: true };
 }
 
 /**
