@@ -39,20 +39,20 @@ export async function restoreChunked(
   const home = store.cache.homeDir(homeKey);
   const index = await store.cache.readChunkIndex(homeKey, storageId);
   const bucket = store.bucket.chunkBucket(storageId);
-  // Packs are downloaded whole and ahead of need, but only those holding a chunk the cache does not seem to have.
-  const needed = new Map<string, PackRef>();
+  // Every read from a pack, in the order the restore asks (pack-reader.ts), but only of chunks the cache does not seem to have.
+  const packUses: PackRef[] = [];
   for (const entry of manifest.entries)
     if (entry.kind === "file")
       for (const chunk of entry.chunks) {
         const { pack } = locationOf(manifest, chunk);
-        if (pack !== undefined && index.get(chunk.name)?.size !== chunk.size) needed.set(pack.name, pack);
+        if (pack !== undefined && index.get(chunk.name)?.size !== chunk.size) packUses.push(pack);
       }
   // Downloads are what a restore waits on (a 256 MiB home of eight files against s3rver: the
   // process idle two thirds of the time with 8 chunks ahead; 2.7 s then, 2.15 s with 16), and a
   // chunk held ahead costs 1 MiB, not the 4 MiB packs an upload holds: twice the uploads' count
   // of chunks ahead, and as many packs.
   const window = 2 * store.settings.chunkConcurrency;
-  const packs = new PackReader(bucket, keys, [...needed.values()], store.settings.chunkConcurrency, signal);
+  const packs = new PackReader(bucket, keys, packUses, store.settings.chunkConcurrency, signal);
   const source = async (chunk: ChunkRef) => {
     const place = index.get(chunk.name);
     if (place !== undefined && place.size === chunk.size) {
