@@ -1,8 +1,13 @@
 import { spawnSync } from "node:child_process";
 import type { Machine } from "@agent-computer/core";
-import type { LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import {
+  DISPLAY_APART_CHROMIUM_POLICY,
+  DISPLAY_APART_DEPRECATED_POLICIES,
+  type LinuxDesktopSession,
+} from "@agent-computer/desktop-runtime";
 import {
   connectionsAfterPlanting,
+  expectChromiumApplies,
   RfbTestClient,
   TerminalTestClient,
   temporaryDataDir,
@@ -120,6 +125,17 @@ if (!env.missing) {
       ]);
       expect(consoled.ok).toBe(true);
       expect(await desktop.evaluateInPage("document.title")).toBe("before");
+    }, 60_000);
+
+    it("runs the display's browser under every policy of a display apart, by Chromium's own account", async () => {
+      // Written is not applied: chrome://policy lists what Chromium knows and took. Among them,
+      // nothing a person types is offered for saving into the profile the bot reads.
+      const applied = await expectChromiumApplies(
+        desktop,
+        DISPLAY_APART_CHROMIUM_POLICY,
+        DISPLAY_APART_DEPRECATED_POLICIES,
+      );
+      expect(applied.get("PasswordManagerEnabled")).toEqual({ value: "false", status: "OK" });
     }, 60_000);
 
     it("sends no request of the display's browser to a proxy the bot planted in its profile", async () => {

@@ -1,9 +1,15 @@
 import { spawnSync } from "node:child_process";
 import { Writable } from "node:stream";
 import type { Machine } from "@agent-computer/core";
-import { DISPLAY_HOME, type LinuxDesktopSession } from "@agent-computer/desktop-runtime";
+import {
+  DISPLAY_APART_CHROMIUM_POLICY,
+  DISPLAY_APART_DEPRECATED_POLICIES,
+  DISPLAY_HOME,
+  type LinuxDesktopSession,
+} from "@agent-computer/desktop-runtime";
 import {
   connectionsAfterPlanting,
+  expectChromiumApplies,
   impostorHeard,
   pointerAfterTakeover,
   RfbTestClient,
@@ -206,6 +212,16 @@ if (!env.missing) {
         settings,
         listenOn: "127.0.0.1",
       });
+
+    it("runs the display's browser under every policy of a display apart, by Chromium's own account", async () => {
+      // chrome://policy lists what Chromium knows and took, not only what the manifest wrote.
+      const applied = await expectChromiumApplies(
+        desktop,
+        DISPLAY_APART_CHROMIUM_POLICY,
+        DISPLAY_APART_DEPRECATED_POLICIES,
+      );
+      expect(applied.get("PasswordManagerEnabled")).toEqual({ value: "false", status: "OK" });
+    }, 60_000);
 
     it("sends no request of the display's browser to a proxy the bot planted in its profile", async () => {
       // The profile is in the home the bot writes, and with no egress policy nothing else names a

@@ -11,7 +11,11 @@
  * affected. Secure DNS is off: a template planted in the profile's Local
  * State would get every host name a person opens (Chromium already drops
  * it once any managed policy is set; this says so rather than lean on
- * that: kubernetes-display-container.test.ts, "DNS-over-HTTPS").
+ * that: kubernetes-display-container.test.ts, "DNS-over-HTTPS"). Nothing
+ * a person types is offered for saving (passwords, cards, addresses): the
+ * profile it would be saved in is the bot's to read where the display runs
+ * apart in a container, and Chromium on Linux without a keyring seals it
+ * under a fixed key (its command line's `password-store`).
  */
 export const DISPLAY_APART_CHROMIUM_POLICY = Object.freeze({
   // Not DeveloperToolsAvailability: 2, which refuses the loopback DevTools too (measured: 403).
@@ -21,7 +25,16 @@ export const DISPLAY_APART_CHROMIUM_POLICY = Object.freeze({
   NativeMessagingBlocklist: ["*"],
   NativeMessagingUserLevelHosts: false,
   DnsOverHttpsMode: "off",
+  PasswordManagerEnabled: false,
+  // Chromium 156 marks these two "Deprecated" for its list policy AutofillSettings, and still
+  // applies them (each blocks its kind of autofill everywhere); that list's schema is not one this
+  // repository has a source for.
+  AutofillCreditCardEnabled: false,
+  AutofillAddressEnabled: false,
 });
+
+/** The policies of DISPLAY_APART_CHROMIUM_POLICY that Chromium 156 applies with the status "Deprecated". */
+export const DISPLAY_APART_DEPRECATED_POLICIES = Object.freeze(["AutofillCreditCardEnabled", "AutofillAddressEnabled"]);
 
 /** Where Chromium reads managed policies on Linux (Debian's chromium too): the provider mounts the policy here. */
 export const CHROMIUM_MANAGED_POLICY_FILE = "/etc/chromium/policies/managed/agent-computer.json";

@@ -4,6 +4,11 @@
 // a computer (a site, an RFB and a terminal client of the screen gateway)
 // and home-transfer bench parts. ESM only: it imports vitest.
 
+export {
+  type AppliedChromiumPolicy,
+  appliedChromiumPolicies,
+  expectChromiumApplies,
+} from "./applied-chromium-policies.js";
 export { bridgeFixtureHost, bridgeFixtureTrio, type EgressFixtureTrio } from "./bridge-fixture-host.js";
 export { chooseTestProvider } from "./choose-test-provider.js";
 export { closeEmulatorAfterAll } from "./close-emulator-after-all.js";
