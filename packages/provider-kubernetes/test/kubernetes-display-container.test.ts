@@ -214,13 +214,9 @@ if (!env.missing) {
       });
 
     it("runs the display's browser under every policy of a display apart, by Chromium's own account", async () => {
-      // chrome://policy lists what Chromium knows and took, not only what the manifest wrote.
-      const applied = await expectChromiumApplies(
-        desktop,
-        DISPLAY_APART_CHROMIUM_POLICY,
-        DISPLAY_APART_DEPRECATED_POLICIES,
-      );
-      expect(applied.get("PasswordManagerEnabled")).toEqual({ value: "false", status: "OK" });
+      // chrome://policy lists what Chromium knows and took, not only what the manifest wrote;
+      // PasswordManagerEnabled "false" among them.
+      await expectChromiumApplies(desktop, DISPLAY_APART_CHROMIUM_POLICY, DISPLAY_APART_DEPRECATED_POLICIES);
     }, 60_000);
 
     it("sends no request of the display's browser to a proxy the bot planted in its profile", async () => {
