@@ -96,7 +96,7 @@ parentPort.on("message", ({ id, buffer, files }) => {
 `;
 
 /** Links the unchanged previous copy on the calling thread, as a writer thread would; false when it is not the same file. */
-export function linkedFromPrevious(
+function linkedFromPrevious(
   previous: string,
   path: string,
   data: Uint8Array,
