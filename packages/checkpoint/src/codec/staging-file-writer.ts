@@ -96,13 +96,7 @@ parentPort.on("message", ({ id, buffer, files }) => {
 `;
 
 /** Links the unchanged previous copy on the calling thread, as a writer thread would; false when it is not the same file. */
-function linkedFromPrevious(
-  previous: string,
-  path: string,
-  data: Uint8Array,
-  mode: number,
-  mtime: number,
-): boolean {
+function linkedFromPrevious(previous: string, path: string, data: Uint8Array, mode: number, mtime: number): boolean {
   try {
     if (!matchesEntry(lstatSync(previous, { throwIfNoEntry: false }), data.length, mode, mtime)) return false;
     const fd = openSync(previous, constants.O_RDONLY | constants.O_NOFOLLOW);
