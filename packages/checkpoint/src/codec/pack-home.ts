@@ -407,7 +407,8 @@ interface Folder {
   path: string;
 }
 
-function readFully(fd: number, target: Buffer, offset: number, length: number): number {
+/** Reads up to `length` bytes from the descriptor's position into `target` at `offset`; fewer only at the end of the file. */
+export function readFully(fd: number, target: Buffer, offset: number, length: number): number {
   let got = 0;
   while (got < length) {
     const n = readSync(fd, target, offset + got, length - got, null);

@@ -13,7 +13,7 @@ import type { StagedHome } from "./staged-home.js";
 import { CREATE_FLAGS, StagingFileWriter } from "./staging-file-writer.js";
 import { padding } from "./tar-header.js";
 import { readTarHeader } from "./tar-reader.js";
-import { copyPrefix, holdsAt, linkUnchanged, openUnchanged } from "./unchanged-file.js";
+import { copyPrefix, holdsAt, linkPrevious, openUnchanged } from "./unchanged-file.js";
 
 /** Linux's NAME_MAX: no file system here takes a longer name. */
 const MAX_NAME_BYTES = 255;
@@ -345,7 +345,7 @@ async function writeFile(
     }
     if (padded > size && (await source.read(padded - size)) === undefined)
       refuseRestore(`the archive is truncated after "${shown(path)}"`);
-    if (handle === undefined && !(await linkUnchanged(previous as string, destination))) {
+    if (handle === undefined && !(await linkPrevious(previous as string, destination))) {
       handle = await open(destination, CREATE_FLAGS, mode);
       await copyPrefix(same as FileHandle, handle, size);
     }

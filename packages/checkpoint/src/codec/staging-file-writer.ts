@@ -1,5 +1,6 @@
-import { closeSync, constants, futimesSync, linkSync, lstatSync, openSync, readSync, writeSync } from "node:fs";
+import { closeSync, constants, futimesSync, linkSync, lstatSync, openSync, writeSync } from "node:fs";
 import { Worker } from "node:worker_threads";
+import { readFully } from "./pack-home.js";
 import { matchesEntry } from "./unchanged-file.js";
 
 /**
@@ -100,9 +101,9 @@ function linkedFromPrevious(previous: string, path: string, data: Uint8Array, mo
   try {
     if (!matchesEntry(lstatSync(previous, { throwIfNoEntry: false }), data.length, mode, mtime)) return false;
     const fd = openSync(previous, constants.O_RDONLY | constants.O_NOFOLLOW);
-    let held: Buffer;
+    const held = Buffer.allocUnsafe(data.length);
     try {
-      held = readExactly(fd, data.length);
+      if (readFully(fd, held, 0, data.length) !== data.length) return false;
     } finally {
       closeSync(fd);
     }
@@ -251,15 +252,4 @@ export class StagingFileWriter {
 
 function newBatch(bytes: number): Batch {
   return { buffer: new ArrayBuffer(bytes), files: [] };
-}
-
-function readExactly(fd: number, length: number): Buffer {
-  const held = Buffer.allocUnsafe(length);
-  let done = 0;
-  while (done < length) {
-    const count = readSync(fd, held, done, length - done, done);
-    if (count === 0) throw new Error("the previous copy shrank while it was compared");
-    done += count;
-  }
-  return held;
 }

@@ -57,7 +57,7 @@ export async function copyPrefix(previous: FileHandle, into: FileHandle, length:
 }
 
 /** Links the copy in; false when the file system refuses (the caller then writes it). */
-export function linkUnchanged(previous: string, destination: string): Promise<boolean> {
+export function linkPrevious(previous: string, destination: string): Promise<boolean> {
   return link(previous, destination).then(
     () => true,
     () => false,
