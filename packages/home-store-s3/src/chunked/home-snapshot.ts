@@ -1,7 +1,7 @@
-import { closeSync, constants, lstatSync, openSync, readdirSync, readSync } from "node:fs";
+import { type BigIntStats, closeSync, constants, lstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { join } from "node:path";
 import type { ChunkKeys } from "./chunk-keys.js";
-import type { HomeManifestEntry } from "./home-manifest.js";
+import type { ChunkRef, HomeManifestEntry } from "./home-manifest.js";
 import { CHUNK_BYTES, chunkName } from "./sealed-chunk.js";
 
 /** Where a chunk's bytes are on disk: `size` bytes at `offset` of the home-relative `path`. */
@@ -21,13 +21,26 @@ export interface HomeSnapshot {
 export type ChunkSink = (name: string, plain: Buffer) => Promise<void>;
 
 /**
+ * The chunks of a file the caller already knows, from the previous
+ * revision's manifest when the staged file is that revision's very inode
+ * (chunked-checkpoint.ts); undefined when the file must be read.
+ */
+export type KnownChunks = (path: string, stat: BigIntStats) => readonly ChunkRef[] | undefined;
+
+/**
  * Names every chunk of a home already checked and staged by the codec
  * (`stageHome`: only directories and regular files, nothing a bot can swap
  * under us), in byte order of names so equal homes give equal manifests.
  * Reads each file once, handing each chunk to `sink` (the uploader seals
- * the ones the bucket lacks right then, so no byte is read or hashed twice).
+ * the ones the bucket lacks right then, so no byte is read or hashed twice),
+ * except the files `known` names the chunks of, which are not read at all.
  */
-export async function snapshotHome(root: string, keys: ChunkKeys, sink: ChunkSink): Promise<HomeSnapshot> {
+export async function snapshotHome(
+  root: string,
+  keys: ChunkKeys,
+  sink: ChunkSink,
+  known: KnownChunks = () => undefined,
+): Promise<HomeSnapshot> {
   const entries: HomeManifestEntry[] = [];
   const places = new Map<string, ChunkPlace>();
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
@@ -35,20 +48,35 @@ export async function snapshotHome(root: string, keys: ChunkKeys, sink: ChunkSin
     const names = readdirSync(join(root, relative)).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     for (const name of names) {
       const path = relative === "" ? name : `${relative}/${name}`;
-      const stat = lstatSync(join(root, path));
-      const mode = stat.mode & 0o7777;
-      const mtime = Math.max(0, Math.floor(stat.mtimeMs / 1000));
+      const stat = lstatSync(join(root, path), { bigint: true });
+      const mode = Number(stat.mode & 0o7777n);
+      const mtime = Math.max(0, Number(stat.mtimeMs / 1000n));
       if (stat.isDirectory()) {
         entries.push({ path, kind: "directory", mode, mtime });
         await walk(path);
       } else if (stat.isFile()) {
-        const chunks = await nameChunks(root, path, stat.size, keys, buffer, places, sink);
-        entries.push({ path, kind: "file", mode, mtime, size: stat.size, chunks });
+        const size = Number(stat.size);
+        const reused = known(path, stat);
+        const chunks =
+          reused === undefined
+            ? await nameChunks(root, path, size, keys, buffer, places, sink)
+            : placeKnown(path, reused, places);
+        entries.push({ path, kind: "file", mode, mtime, size, chunks });
       }
     }
   };
   await walk("");
   return { entries, places };
+}
+
+/** The known chunks of the file at `path`, each placed where it lies in the file. */
+function placeKnown(path: string, known: readonly ChunkRef[], places: Map<string, ChunkPlace>): ChunkRef[] {
+  let offset = 0;
+  return known.map(({ name, size }) => {
+    if (!places.has(name)) places.set(name, { path, offset, size });
+    offset += size;
+    return { name, size };
+  });
 }
 
 async function nameChunks(

@@ -13,10 +13,11 @@ import { AgentComputerError, type OpContext, throwIfDone } from "@agent-computer
 import { type ChunkKeys, chunkKeysOf } from "../chunked/chunk-keys.js";
 import { ChunkUploader } from "../chunked/chunk-uploader.js";
 import { type ChunkLocation, type HomeManifest, locationsOf, placeChunks } from "../chunked/home-manifest.js";
-import { type HomeSnapshot, snapshotHome } from "../chunked/home-snapshot.js";
+import { type HomeSnapshot, type KnownChunks, snapshotHome } from "../chunked/home-snapshot.js";
 import { isManifest, openManifest, sealManifest } from "../chunked/sealed-manifest.js";
 import type { HomeRecord } from "../home-record.js";
 import { currentObject, deleteLeftovers, writeCommittedPointer } from "./committed-revision.js";
+import { stampFiles, unchangedFiles } from "./file-stamps.js";
 import { type CacheMarker, publicOf } from "./home-cache.js";
 import { checkedStorageId } from "./home-keys.js";
 import { operationSignal } from "./operation-signal.js";
@@ -44,6 +45,9 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   const attempt = randomBytes(12).toString("hex");
   const objectKey = bucket.objectKey(storageId, next, attempt);
   await recoverInterruptedRestore(cache.homeDir(homeKey));
+  // Read before staging, which links the unchanged files and so moves their change times.
+  const unchanged =
+    "mounted" in source ? new Map<string, bigint>() : await unchangedSinceCommit(store, homeKey, record);
   await store.emit({ stage: "packing", homeKey, revision: next });
   const { staged, swap } = await stageSource(store, homeKey, source, ctx);
   let snapshot: HomeSnapshot;
@@ -56,6 +60,7 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
       dataKey,
       root: staged.stagingDir,
       revision: next,
+      unchanged,
       signal,
     });
     snapshot = sent.snapshot;
@@ -92,7 +97,10 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   };
   if (swap) await staged.swapIn();
   else await staged.discard();
-  await cache.writeChunkIndex(homeKey, storageId, next, snapshot.places);
+  const files = snapshot.entries.flatMap((entry) => (entry.kind === "file" ? [entry.path] : []));
+  // Stamped after the swap, whose removal of the old copy moved the linked files' change times.
+  const stamps = swap ? stampFiles(cache.homeDir(homeKey), files) : [];
+  await cache.writeChunkIndex(homeKey, storageId, next, snapshot.places, stamps);
   await cache.writeMarker(checkpoint);
   // Chunks stay: the reconciler removes the unreferenced ones under its grace rule (chunk-collection.ts).
   // Best effort: a committed checkpoint is never reported failed for its clean-up.
@@ -151,6 +159,8 @@ async function uploadSnapshot(
     dataKey: Uint8Array;
     root: string;
     revision: number;
+    /** Files of the cache unchanged since the committed revision's checkpoint, with their inodes. */
+    unchanged: ReadonlyMap<string, bigint>;
     signal: AbortSignal;
   },
 ): Promise<{ snapshot: HomeSnapshot; manifest: HomeManifest; bytes: number }> {
@@ -158,7 +168,7 @@ async function uploadSnapshot(
   const bucket = store.bucket.chunkBucket(keys.storageId);
   const graceMs = store.settings.chunkGraceMs;
   const listedAt = Date.now();
-  const [stored, marks] = await Promise.all([storedChunks(store, job), bucket.listMarks()]);
+  const [{ stored, previous }, marks] = await Promise.all([storedChunks(store, job), bucket.listMarks()]);
   const marked = new Set((await Promise.all(marks.map((m) => bucket.readMark(m)))).flat());
   for (const [name, location] of stored) if (marked.has(location.pack?.name ?? name)) stored.delete(name);
   await store.emit({ stage: "uploading", homeKey: job.record.homeKey, revision, part: 1, bytes: 0 });
@@ -166,7 +176,8 @@ async function uploadSnapshot(
   let snapshot: HomeSnapshot;
   let bytes: number;
   try {
-    snapshot = await snapshotHome(job.root, keys, (name, plain) => uploader.offer(name, plain));
+    const known = knownChunks(previous, job.unchanged, stored);
+    snapshot = await snapshotHome(job.root, keys, (name, plain) => uploader.offer(name, plain), known);
     bytes = await uploader.finish();
   } catch (error) {
     await uploader.stop();
@@ -190,7 +201,7 @@ async function uploadSnapshot(
 async function storedChunks(
   store: StoreContext,
   job: { keys: ChunkKeys; record: HomeRecord; dataKey: Uint8Array },
-): Promise<Map<string, ChunkLocation>> {
+): Promise<{ stored: Map<string, ChunkLocation>; previous?: HomeManifest }> {
   const { keys, record } = job;
   if (record.revision > 0) {
     const object = await currentObject(
@@ -206,12 +217,50 @@ async function storedChunks(
     if (object !== undefined && isManifest(await store.bucket.getBytes(object.key, "bytes=0-7"))) {
       const sealed = await store.bucket.getBytes(object.key);
       try {
-        return locationsOf(openManifest(keys, record.revision, sealed, store.settings.limits).manifest);
+        const { manifest } = openManifest(keys, record.revision, sealed, store.settings.limits);
+        return { stored: locationsOf(manifest), previous: manifest };
       } catch (error) {
         if (!AgentComputerError.is(error, "CHECKPOINT_CORRUPT")) throw error;
       }
     }
   }
   const listed = await store.bucket.chunkBucket(keys.storageId).listChunks();
-  return new Map(listed.map((o): [string, ChunkLocation] => [o.name, {}]));
+  return { stored: new Map(listed.map((o): [string, ChunkLocation] => [o.name, {}])) };
+}
+
+/**
+ * The files of the cache nobody has touched since the committed revision's
+ * checkpoint or restore stamped them (file-stamps.ts), read before staging.
+ * The stamps count only if they are that revision's.
+ */
+async function unchangedSinceCommit(
+  store: StoreContext,
+  homeKey: string,
+  record: HomeRecord,
+): Promise<Map<string, bigint>> {
+  if (record.revision === 0) return new Map();
+  const { stamps } = await store.cache.readChunkIndex(homeKey, checkedStorageId(record), record.revision);
+  return unchangedFiles(store.cache.homeDir(homeKey), stamps);
+}
+
+/**
+ * A staged file's chunks without reading it: when staging linked it from
+ * the cache (the same inode), that inode is unchanged since the committed
+ * revision stamped it, and the authenticated manifest of that revision
+ * lists it at the same size, its bytes are the ones that manifest names.
+ * Not when a chunk of it is missing from the bucket (a deletion mark
+ * named it): then the file is read and the chunk goes up again.
+ */
+function knownChunks(
+  previous: HomeManifest | undefined,
+  unchanged: ReadonlyMap<string, bigint>,
+  stored: ReadonlyMap<string, ChunkLocation>,
+): KnownChunks {
+  if (previous === undefined || unchanged.size === 0) return () => undefined;
+  const files = new Map(previous.entries.flatMap((entry) => (entry.kind === "file" ? [[entry.path, entry]] : [])));
+  return (path, stat) => {
+    const entry = files.get(path);
+    if (entry === undefined || unchanged.get(path) !== stat.ino || BigInt(entry.size) !== stat.size) return undefined;
+    return entry.chunks.every((chunk) => stored.has(chunk.name)) ? entry.chunks : undefined;
+  };
 }

@@ -6,6 +6,7 @@ import { manifestArchive } from "../chunked/manifest-archive.js";
 import { PackReader } from "../chunked/pack-reader.js";
 import { isChunk } from "../chunked/sealed-chunk.js";
 import { openManifest } from "../chunked/sealed-manifest.js";
+import { stampFiles } from "./file-stamps.js";
 import { type CacheMarker, placesOf } from "./home-cache.js";
 import type { StoreContext } from "./store-context.js";
 
@@ -37,7 +38,7 @@ export async function restoreChunked(
   const keys = chunkKeysOf(target.dataKey, storageId);
   const { manifest, digest } = openManifest(keys, revision, sealed, store.settings.limits);
   const home = store.cache.homeDir(homeKey);
-  const index = await store.cache.readChunkIndex(homeKey, storageId);
+  const { places: index } = await store.cache.readChunkIndex(homeKey, storageId);
   const bucket = store.bucket.chunkBucket(storageId);
   // Every read from a pack, in the order the restore asks (pack-reader.ts), but only of chunks the cache does not seem to have.
   const packUses: PackRef[] = [];
@@ -64,7 +65,8 @@ export async function restoreChunked(
     return packs.chunk(chunk.name, chunk.size, pack, at as number);
   };
   const stats = await restoreHome(manifestArchive(manifest, source, window), home, store.settings.limits);
-  await store.cache.writeChunkIndex(homeKey, storageId, revision, placesOf(manifest));
+  const files = manifest.entries.flatMap((entry) => (entry.kind === "file" ? [entry.path] : []));
+  await store.cache.writeChunkIndex(homeKey, storageId, revision, placesOf(manifest), stampFiles(home, files));
   const synced: CacheMarker = {
     homeKey,
     storageId,

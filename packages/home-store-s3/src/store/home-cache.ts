@@ -4,6 +4,17 @@ import { type HomeCheckpoint, homeKeySchema } from "@agent-computer/checkpoint";
 import { parseInput } from "@agent-computer/core";
 import type { HomeManifest } from "../chunked/home-manifest.js";
 import type { ChunkPlace } from "../chunked/home-snapshot.js";
+import type { FileStamp } from "./file-stamps.js";
+
+/** What the chunk index file says of the revision the cache holds. */
+export interface CacheIndex {
+  readonly places: Map<string, ChunkPlace>;
+  readonly stamps: readonly FileStamp[];
+}
+
+function emptyIndex(): CacheIndex {
+  return { places: new Map(), stamps: [] };
+}
 
 /** The cache's marker: which stored revision `DATA_DIR/homes/<home-key>` holds. */
 export interface CacheMarker extends HomeCheckpoint {
@@ -14,8 +25,9 @@ export interface CacheMarker extends HomeCheckpoint {
  * The store's local state under DATA_DIR: each home's cache folder
  * (`homes/<home-key>`), the marker saying which revision it holds
  * (`home-revisions/<home-key>.json`), and the chunk index saying where in
- * it each chunk of that revision lies (`home-revisions/<home-key>.chunks.json`).
- * All of it is a hint: a lost or stale file only costs a download.
+ * it each chunk of that revision lies and what its files were stamped
+ * (`home-revisions/<home-key>.chunks.json`). All of it is a hint: a lost or
+ * stale file only costs a download, or a read of the home.
  */
 export class HomeCache {
   constructor(
@@ -49,18 +61,26 @@ export class HomeCache {
     await this.writeAtomically(this.markerPath(marker.homeKey), `${JSON.stringify(marker)}\n`);
   }
 
-  /** Where the cache holds each chunk of the revision it last took; only a hint (restores check every byte). */
-  async readChunkIndex(homeKey: string, storageId: string, revision?: number): Promise<Map<string, ChunkPlace>> {
+  /**
+   * Where the cache holds each chunk of the revision it last took, and the
+   * stamps of its files then; only hints (restores check every byte, a
+   * checkpoint trusts a stamp only if the file still matches it).
+   */
+  async readChunkIndex(homeKey: string, storageId: string, revision?: number): Promise<CacheIndex> {
     try {
       const saved = JSON.parse(await readFile(this.chunkIndexPath(homeKey), "utf8")) as {
         storageId: string;
         revision: number;
         places: [string, string, number, number][];
+        stamps?: FileStamp[];
       };
-      if (saved.storageId !== storageId || (revision !== undefined && saved.revision !== revision)) return new Map();
-      return new Map(saved.places.map(([name, path, offset, size]) => [name, { path, offset, size }]));
+      if (saved.storageId !== storageId || (revision !== undefined && saved.revision !== revision)) return emptyIndex();
+      const places = new Map(
+        saved.places.map(([name, path, offset, size]): [string, ChunkPlace] => [name, { path, offset, size }]),
+      );
+      return { places, stamps: saved.stamps ?? [] };
     } catch {
-      return new Map();
+      return emptyIndex();
     }
   }
 
@@ -69,9 +89,13 @@ export class HomeCache {
     storageId: string,
     revision: number,
     places: ReadonlyMap<string, ChunkPlace>,
+    stamps: readonly FileStamp[] = [],
   ): Promise<void> {
     const list = [...places].map(([name, p]) => [name, p.path, p.offset, p.size]);
-    await this.writeAtomically(this.chunkIndexPath(homeKey), JSON.stringify({ storageId, revision, places: list }));
+    await this.writeAtomically(
+      this.chunkIndexPath(homeKey),
+      JSON.stringify({ storageId, revision, places: list, stamps }),
+    );
   }
 
   /** Forgets what the cache holds: after a delete the next checkpoint must upload every chunk. */
