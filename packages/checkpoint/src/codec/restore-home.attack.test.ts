@@ -1,9 +1,9 @@
-import { mkdir, mkdtemp, readdir, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { AgentComputerError } from "@agent-computer/core";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { digestTree } from "./home-tree.test-helpers.js";
 import { END, file, HOSTILE_ARCHIVES } from "./hostile-archives.test-helpers.js";
 import { openCheckpoint } from "./open-checkpoint.js";
@@ -24,6 +24,8 @@ beforeEach(async () => {
   await mkdir(outside);
   await writeFile(join(outside, "secret"), "do not touch");
 });
+// Each case's folder goes with it: a run left 43 in the system's temporary folder.
+afterEach(() => rm(root, { recursive: true, force: true }));
 
 async function expectRefused(archive: Buffer | AsyncIterable<Uint8Array>, code: string, limits?: RestoreLimits) {
   const before = await digestTree(root);

@@ -45,8 +45,7 @@ export async function snapshotHome(
   const places = new Map<string, ChunkPlace>();
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
   const walk = async (relative: string) => {
-    const names = readdirSync(join(root, relative)).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-    for (const name of names) {
+    for (const name of byteOrder(readdirSync(join(root, relative)))) {
       const path = relative === "" ? name : `${relative}/${name}`;
       const stat = lstatSync(join(root, path), { bigint: true });
       const mode = Number(stat.mode & 0o7777n);
@@ -67,6 +66,14 @@ export async function snapshotHome(
   };
   await walk("");
   return { entries, places };
+}
+
+/** Names in byte order of their UTF-8, each encoded once (a folder of 400 files: not 7,000 encodings in the compares). */
+function byteOrder(names: string[]): string[] {
+  return names
+    .map((name) => ({ name, bytes: Buffer.from(name) }))
+    .sort((a, b) => Buffer.compare(a.bytes, b.bytes))
+    .map(({ name }) => name);
 }
 
 /** The known chunks of the file at `path`, each placed where it lies in the file. */

@@ -49,6 +49,9 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   const unchanged =
     "mounted" in source ? new Map<string, bigint>() : await unchangedSinceCommit(store, homeKey, record);
   await store.emit({ stage: "packing", homeKey, revision: next });
+  // Fetched and opened while the source is staged, which mostly waits on the codec's writer thread.
+  const stored = storedChunks(store, { keys, record, dataKey });
+  stored.catch(() => {}); // awaited below; this only keeps a failure while staging from being unhandled
   const { staged, swap } = await stageSource(store, homeKey, source, ctx);
   let snapshot: HomeSnapshot;
   let digest: string;
@@ -60,6 +63,7 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
       dataKey,
       root: staged.stagingDir,
       revision: next,
+      stored,
       unchanged,
       signal,
     });
@@ -95,6 +99,9 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
     digest,
     mounted: "mounted" in source,
   };
+  // Chunks stay: the reconciler removes the unreferenced ones under its grace rule (chunk-collection.ts).
+  // Best effort: a committed checkpoint is never reported failed for its clean-up.
+  const leftovers = deleteLeftovers(bucket, storageId, [record.revision, next], next, attempt).catch(() => {});
   if (swap) await staged.swapIn();
   else await staged.discard();
   const files = snapshot.entries.flatMap((entry) => (entry.kind === "file" ? [entry.path] : []));
@@ -102,9 +109,7 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   const stamps = swap ? stampFiles(cache.homeDir(homeKey), files) : [];
   await cache.writeChunkIndex(homeKey, storageId, next, snapshot.places, stamps);
   await cache.writeMarker(checkpoint);
-  // Chunks stay: the reconciler removes the unreferenced ones under its grace rule (chunk-collection.ts).
-  // Best effort: a committed checkpoint is never reported failed for its clean-up.
-  await deleteLeftovers(bucket, storageId, [record.revision, next], next, attempt).catch(() => {});
+  await leftovers;
   return publicOf(checkpoint) as HomeCheckpoint;
 }
 
@@ -159,6 +164,8 @@ async function uploadSnapshot(
     dataKey: Uint8Array;
     root: string;
     revision: number;
+    /** Where the bucket holds chunks, and the committed revision's manifest (`storedChunks`). */
+    stored: ReturnType<typeof storedChunks>;
     /** Files of the cache unchanged since the committed revision's checkpoint, with their inodes. */
     unchanged: ReadonlyMap<string, bigint>;
     signal: AbortSignal;
@@ -168,7 +175,7 @@ async function uploadSnapshot(
   const bucket = store.bucket.chunkBucket(keys.storageId);
   const graceMs = store.settings.chunkGraceMs;
   const listedAt = Date.now();
-  const [{ stored, previous }, marks] = await Promise.all([storedChunks(store, job), bucket.listMarks()]);
+  const [{ stored, previous }, marks] = await Promise.all([job.stored, bucket.listMarks()]);
   const marked = new Set((await Promise.all(marks.map((m) => bucket.readMark(m)))).flat());
   for (const [name, location] of stored) if (marked.has(location.pack?.name ?? name)) stored.delete(name);
   await store.emit({ stage: "uploading", homeKey: job.record.homeKey, revision, part: 1, bytes: 0 });
