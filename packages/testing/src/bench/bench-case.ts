@@ -3,6 +3,12 @@ export interface BenchSide {
   readonly label: string;
   /** One run of the work. Its duration is measured around this call. */
   run(): Promise<unknown> | unknown;
+  /**
+   * Called after each run, outside the timing: clean-up that is not the
+   * work measured (deleting what the run made), finished before the next
+   * run starts, so neither side's timing holds the other's leftovers.
+   */
+  after?(): Promise<unknown> | unknown;
 }
 
 /**

@@ -29,6 +29,32 @@ describe("runBench", () => {
     expect(lines[1]).toMatch(/^sleepy: ours \S+ ms \| ref \S+ ms \| ratio \S+ \(lower is better\)$/);
   });
 
+  it("calls each side's after hook after every run, outside the timing", async () => {
+    const calls: string[] = [];
+    const [figure] = await runBench(
+      "t",
+      [
+        {
+          name: "after",
+          unit: "ms",
+          subject: {
+            label: "ours",
+            run: () => calls.push("s"),
+            after: () => new Promise((resolve) => setTimeout(() => resolve(calls.push("s-after")), 60)),
+          },
+          baseline: {
+            label: "ref",
+            run: () => new Promise((resolve) => setTimeout(() => resolve(calls.push("b")), 30)),
+          },
+        },
+      ],
+      { warmup: 1, runs: 2, write: () => {} },
+    );
+    expect(calls).toEqual(["s", "s-after", "b", "s", "s-after", "b", "b", "s", "s-after"]);
+    expect(figure?.subject.median).toBeLessThan(20);
+    expect(figure?.ratio).toBeLessThan(0.7);
+  });
+
   it("turns work per run into throughput", async () => {
     const [figure] = await runBench(
       "t",

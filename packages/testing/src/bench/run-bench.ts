@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { AgentComputerError } from "@agent-computer/core";
-import type { BenchCase } from "./bench-case.js";
+import type { BenchCase, BenchSide } from "./bench-case.js";
 
 export interface BenchOptions {
   /** Runs before measuring, per side (default 1). */
@@ -40,15 +40,15 @@ export async function runBench(
   const figures: BenchFigure[] = [];
   for (const benchCase of cases) {
     for (let i = 0; i < warmup; i++) {
-      await benchCase.subject.run();
-      await benchCase.baseline.run();
+      await timeOnce(benchCase.subject);
+      await timeOnce(benchCase.baseline);
     }
     const subjectSamples: number[] = [];
     const baselineSamples: number[] = [];
     for (let i = 0; i < runs; i++) {
       const order = i % 2 === 0 ? (["subject", "baseline"] as const) : (["baseline", "subject"] as const);
       for (const side of order) {
-        const ms = await timeOnce(benchCase[side].run);
+        const ms = await timeOnce(benchCase[side]);
         (side === "subject" ? subjectSamples : baselineSamples).push(figureOf(benchCase, ms));
       }
     }
@@ -59,10 +59,12 @@ export async function runBench(
   return figures;
 }
 
-async function timeOnce(run: () => unknown): Promise<number> {
+async function timeOnce(side: BenchSide): Promise<number> {
   const start = performance.now();
-  await run();
-  return performance.now() - start;
+  await side.run();
+  const ms = performance.now() - start;
+  await side.after?.();
+  return ms;
 }
 
 function figureOf(benchCase: BenchCase, ms: number): number {
