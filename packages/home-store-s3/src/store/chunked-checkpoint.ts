@@ -104,9 +104,8 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   const leftovers = deleteLeftovers(bucket, storageId, [record.revision, next], next, attempt).catch(() => {});
   if (swap) await staged.swapIn();
   else await staged.discard();
-  const files = snapshot.entries.flatMap((entry) => (entry.kind === "file" ? [entry.path] : []));
   // Stamped after the swap, whose removal of the old copy moved the linked files' change times.
-  const stamps = swap ? stampFiles(cache.homeDir(homeKey), files) : [];
+  const stamps = swap ? stampFiles(cache.homeDir(homeKey), snapshot.entries) : [];
   await cache.writeChunkIndex(homeKey, storageId, next, snapshot.places, stamps);
   await cache.writeMarker(checkpoint);
   await leftovers;

@@ -65,8 +65,13 @@ export async function restoreChunked(
     return packs.chunk(chunk.name, chunk.size, pack, at as number);
   };
   const stats = await restoreHome(manifestArchive(manifest, source, window), home, store.settings.limits);
-  const files = manifest.entries.flatMap((entry) => (entry.kind === "file" ? [entry.path] : []));
-  await store.cache.writeChunkIndex(homeKey, storageId, revision, placesOf(manifest), stampFiles(home, files));
+  await store.cache.writeChunkIndex(
+    homeKey,
+    storageId,
+    revision,
+    placesOf(manifest),
+    stampFiles(home, manifest.entries),
+  );
   const synced: CacheMarker = {
     homeKey,
     storageId,

@@ -1,11 +1,12 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
+import type { HomeManifestEntry } from "../chunked/home-manifest.js";
 
 /** A cache file as the store left it: home-relative path, inode and change time in ns (decimal strings, as saved). */
 export type FileStamp = readonly [path: string, ino: string, ctimeNs: string];
 
 /**
- * Stamps the regular files at `paths` under `root` (the cache, just after a
+ * Stamps the regular files of `entries` under `root` (the cache, just after a
  * checkpoint's swap or a restore), so the next checkpoint can tell which of
  * them nobody has touched since (`unchangedFiles`). The change time is the
  * kernel's: no caller can set it (utimes sets mtime and moves ctime), and
@@ -14,10 +15,10 @@ export type FileStamp = readonly [path: string, ino: string, ctimeNs: string];
  * as the stamp, which only another writer of the cache folder could make
  * (README "What the cache trusts").
  */
-export function stampFiles(root: string, paths: Iterable<string>): FileStamp[] {
+export function stampFiles(root: string, entries: readonly HomeManifestEntry[]): FileStamp[] {
   const stamps: FileStamp[] = [];
-  for (const path of paths) {
-    const stat = statOrUndefined(join(root, path));
+  for (const { path, kind } of entries) {
+    const stat = kind === "file" ? statOrUndefined(join(root, path)) : undefined;
     if (stat?.isFile()) stamps.push([path, String(stat.ino), String(stat.ctimeNs)]);
   }
   return stamps;
