@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import {
   ObjectAgentHomeStore,
   type ObjectAgentHomeStoreOptions,
 } from "../src/index.js";
+import { treeOf } from "./home-tree.js";
 import { type LocalS3, startLocalS3 } from "./local-s3.js";
 
 // Format v2 against a real S3 server (s3rver): incremental upload, restore
@@ -56,21 +57,6 @@ function writeHome(dir: string): void {
     writeFileSync(join(dir, "notes", `n${i}.txt`), `note ${i} ${randomBytes(200).toString("hex")}\n`);
   writeFileSync(join(dir, "notes/deep/big.bin"), randomBytes(3 * 1024 * 1024 + 17));
   writeFileSync(join(dir, "empty"), "");
-}
-
-function treeOf(dir: string, prefix = ""): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of readdirSync(join(dir, prefix), { withFileTypes: true })) {
-    const path = prefix === "" ? entry.name : `${prefix}/${entry.name}`;
-    if (entry.isDirectory()) {
-      out[`${path}/`] = "dir";
-      Object.assign(out, treeOf(dir, path));
-    } else
-      out[path] = createHash("sha256")
-        .update(readFileSync(join(dir, path)))
-        .digest("hex");
-  }
-  return out;
 }
 
 async function bytesOf(key: string): Promise<Buffer> {

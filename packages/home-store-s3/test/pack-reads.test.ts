@@ -1,11 +1,12 @@
-import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ContentKeyring, MemoryHomeRecords, ObjectAgentHomeStore } from "../src/index.js";
+import { treeOf } from "./home-tree.js";
 import { type LocalS3, s3ConfigFor, startLocalS3 } from "./local-s3.js";
 
 // A fresh host's restore of a home whose packs interleave: each incremental
@@ -25,16 +26,6 @@ afterAll(async () => {
   await s3.close();
   await rm(base, { recursive: true, force: true });
 });
-
-function digestTree(dir: string, prefix = ""): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(dir).sort()) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) Object.assign(out, digestTree(path, `${prefix}${name}/`));
-    else out[`${prefix}${name}`] = createHash("sha256").update(readFileSync(path)).digest("hex");
-  }
-  return out;
-}
 
 describe("a fresh host's restore of interleaved packs", () => {
   it("downloads each pack once, and reads a chunk alone from a pack it needs once", async () => {
@@ -79,7 +70,7 @@ describe("a fresh host's restore of interleaved packs", () => {
     gets.length = 0;
     const target = join(base, "restored");
     await store("fresh").restore({ homeKey: "woven", target: { dir: target } });
-    expect(digestTree(target)).toEqual(digestTree(source));
+    expect(treeOf(target)).toEqual(treeOf(source));
     const wholePacks = gets.filter((get) => get.key.includes("/chunks/") && get.range === undefined).map((g) => g.key);
     expect(wholePacks.length).toBeGreaterThan(3);
     expect(wholePacks.length, wholePacks.join("\n")).toBe(new Set(wholePacks).size);

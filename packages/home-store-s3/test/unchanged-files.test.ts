@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ContentKeyring, MemoryHomeRecords, ObjectAgentHomeStore } from "../src/index.js";
+import { treeOf } from "./home-tree.js";
 import { type LocalS3, startLocalS3 } from "./local-s3.js";
 
 // A checkpoint names the chunks of a staged file without reading it when the
@@ -41,16 +42,6 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-function digestTree(dir: string, prefix = ""): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of fs.readdirSync(dir).sort()) {
-    const path = join(dir, name);
-    if (fs.statSync(path).isDirectory()) Object.assign(out, digestTree(path, `${prefix}${name}/`));
-    else out[`${prefix}${name}`] = createHash("sha256").update(fs.readFileSync(path)).digest("hex");
-  }
-  return out;
-}
-
 /** A home of 24 small files and one of three chunks, a store writing it, and a way to restore it on a fresh host. */
 function setUp() {
   const homeKey = `home-${++homes}`;
@@ -83,7 +74,7 @@ function setUp() {
   const restoredOnFreshHost = async () => {
     const target = join(base, homeKey, `restored-${++restores}`);
     await store(`fresh-${restores}`).restore({ homeKey, target: { dir: target } });
-    return digestTree(target);
+    return treeOf(target);
   };
   return { homeKey, source, writer, store, checkpoint, restoredOnFreshHost };
 }
@@ -103,10 +94,10 @@ describe("a checkpoint after a few changes", () => {
     fs.writeFileSync(join(source, "notes", "n3.txt"), randomBytes(9000));
     fs.writeFileSync(join(source, "notes", "added.txt"), randomBytes(100));
     expect((await checkpoint()).sort()).toEqual(["notes/added.txt", "notes/n3.txt"]);
-    expect(await restoredOnFreshHost()).toEqual(digestTree(source));
+    expect(await restoredOnFreshHost()).toEqual(treeOf(source));
     // Nothing changed: nothing read.
     expect(await checkpoint()).toEqual([]);
-    expect(await restoredOnFreshHost()).toEqual(digestTree(source));
+    expect(await restoredOnFreshHost()).toEqual(treeOf(source));
   });
 
   it("reads a file another writer changed in the cache, however it hid the change, and checkpoints what is there", async () => {
@@ -126,7 +117,7 @@ describe("a checkpoint after a few changes", () => {
       rewriteKeepingTimes(join(source, path), bytes);
     }
     expect((await checkpoint()).sort()).toEqual(["big.bin", "notes/n5.txt"]);
-    expect(await restoredOnFreshHost()).toEqual(digestTree(source));
+    expect(await restoredOnFreshHost()).toEqual(treeOf(source));
   });
 
   it("reads every file when the cache's stamps are not the committed revision's", async () => {
@@ -138,7 +129,7 @@ describe("a checkpoint after a few changes", () => {
     fs.writeFileSync(join(source, "notes", "n8.txt"), randomBytes(800));
     const read = await checkpoint(writer);
     expect(read).toHaveLength(25);
-    expect(await restoredOnFreshHost()).toEqual(digestTree(source));
+    expect(await restoredOnFreshHost()).toEqual(treeOf(source));
   });
 
   it("reads only the changed files after a restore, which stamps the files it wrote", async () => {
@@ -148,6 +139,6 @@ describe("a checkpoint after a few changes", () => {
     await reader.latest(homeKey);
     fs.writeFileSync(join(source, "notes", "n9.txt"), randomBytes(900));
     expect(await checkpoint(reader)).toEqual(["notes/n9.txt"]);
-    expect(await restoredOnFreshHost()).toEqual(digestTree(source));
+    expect(await restoredOnFreshHost()).toEqual(treeOf(source));
   });
 });
