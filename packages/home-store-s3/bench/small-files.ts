@@ -2,7 +2,7 @@
 // home of 20,000 files of 1 to 16 KiB (the codec bench's shape), checkpointed
 // once, then restored on a fresh host (download, open, check, write) beside
 // GNU `tar -x` of the same home's tar from a local file, in the same run.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -53,7 +53,9 @@ export async function benchSmallFiles(options: {
     new ObjectAgentHomeStore({ s3: config, bucket, dataDir, keyring: new ContentKeyring(key), records });
   const { bytes } = await store(join(work, "small-writer")).checkpoint({ homeKey: "small", source: { dir: home } });
   let runs = 0;
-  // Removed after the bench, not inside either side's time.
+  // Removed after the bench, not inside either side's time. Each side's writes are flushed after its
+  // run, so neither side's timing holds the other's writeback.
+  const flush = () => execFileSync("sync");
   const made: string[] = [];
   await runBench(
     `home-store-s3: ${FILES} small files (1 to 16 KiB) against s3rver`,
@@ -69,6 +71,7 @@ export async function benchSmallFiles(options: {
             made.push(dataDir);
             await store(dataDir).restore({ homeKey: "small", target: { mounted: true } });
           },
+          after: flush,
         },
         baseline: {
           label: "cat | tar -x",
@@ -78,6 +81,7 @@ export async function benchSmallFiles(options: {
             mkdirSync(dir);
             await sh(`cat '${tarFile}' | tar -xf - -C '${dir}'`);
           },
+          after: flush,
         },
       },
     ],
