@@ -5,6 +5,7 @@
 export { type CheckedHomeArchive, type CheckedHomeStats, checkHomeArchive } from "./codec/check-home-archive.js";
 export { HEADER_BYTES, SEALED_SEGMENT_BYTES, SEGMENT_BYTES, TAG_BYTES } from "./codec/checkpoint-format.js";
 export type { CheckpointKey } from "./codec/checkpoint-key.js";
+export type { HomeEntry, HomeEntryItem } from "./codec/entry-reader.js";
 export { homeExportFailure } from "./codec/home-export-failure.js";
 export { joinHomeParts } from "./codec/home-parts.js";
 export { HOME_TRANSFER_EXIT, HOME_TRANSFER_SCRIPTS, IMPORT_ENV } from "./codec/home-transfer-scripts.js";
@@ -18,7 +19,14 @@ export { isTransientProfilePath, packHome, TRANSIENT_PROFILE_NAMES } from "./cod
 export type { PackOptions } from "./codec/pack-options.js";
 export type { PackStats } from "./codec/pack-stats.js";
 export type { PackedHome } from "./codec/packed-home.js";
-export { recoverInterruptedRestore, restoreHome, type StageHomeOptions, stageHome } from "./codec/restore-home.js";
+export {
+  recoverInterruptedRestore,
+  restoreHome,
+  restoreHomeEntries,
+  type StageHomeOptions,
+  stageHome,
+  stageHomeEntries,
+} from "./codec/restore-home.js";
 export { DEFAULT_RESTORE_LIMITS, type RestoreLimits, restoreLimitsSchema } from "./codec/restore-limits.js";
 export type { RestoreStats } from "./codec/restore-stats.js";
 export { listArchivedFolder, readArchivedFile } from "./codec/scan-home-archive.js";

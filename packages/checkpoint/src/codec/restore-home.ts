@@ -5,14 +5,13 @@ import { basename, dirname, join, resolve } from "node:path";
 import { AgentComputerError, parseInput } from "@agent-computer/core";
 import { z } from "zod";
 import { ByteSource } from "./byte-source.js";
+import { type EntryReader, type HomeEntryItem, ItemEntryReader, TarEntryReader } from "./entry-reader.js";
 import { DEFAULT_RESTORE_LIMITS, type RestoreLimits, restoreLimitsSchema } from "./restore-limits.js";
 import { refuseOverLimit, refuseRestore, shown } from "./restore-refusal.js";
 import type { RestoreStats } from "./restore-stats.js";
 import { readSparseMap } from "./sparse-map.js";
 import type { StagedHome } from "./staged-home.js";
 import { CREATE_FLAGS, StagingFileWriter } from "./staging-file-writer.js";
-import { padding } from "./tar-header.js";
-import { readTarHeader } from "./tar-reader.js";
 import { copyPrefix, holdsAt, linkPrevious, openUnchanged } from "./unchanged-file.js";
 
 /** Linux's NAME_MAX: no file system here takes a longer name. */
@@ -47,7 +46,25 @@ export async function restoreHome(
   targetDir: string,
   limits: RestoreLimits = {},
 ): Promise<RestoreStats> {
-  const staged = await stageHome(tarStream, targetDir, limits);
+  return swapInStaged(await stageHome(tarStream, targetDir, limits));
+}
+
+/**
+ * `restoreHome` for a home given as entries (`HomeEntryItem`: each entry,
+ * a file's followed by its bytes) rather than a tar, with the same checks,
+ * limits and whole-or-nothing swap: for a caller that holds the entries
+ * already, such as a chunked checkpoint's manifest, so no tar is written
+ * only to be parsed again.
+ */
+export async function restoreHomeEntries(
+  entries: AsyncIterable<HomeEntryItem>,
+  targetDir: string,
+  limits: RestoreLimits = {},
+): Promise<RestoreStats> {
+  return swapInStaged(await stageHomeEntries(entries, targetDir, limits));
+}
+
+async function swapInStaged(staged: StagedHome): Promise<RestoreStats> {
   try {
     await staged.swapIn();
   } catch (error) {
@@ -81,13 +98,37 @@ export async function stageHome(
   limits: RestoreLimits = {},
   options: StageHomeOptions = {},
 ): Promise<StagedHome> {
-  if (typeof (tarStream as AsyncIterable<Uint8Array>)?.[Symbol.asyncIterator] !== "function")
-    throw new AgentComputerError("INVALID_ARGUMENT", "Invalid tar stream: expected a Readable or an async iterable.");
+  checkIterable(tarStream, "tar stream");
+  return stageFrom(() => new TarEntryReader(new ByteSource(tarStream)), targetDir, limits, options);
+}
+
+/** `stageHome` for a home given as entries (`restoreHomeEntries`). */
+export async function stageHomeEntries(
+  entries: AsyncIterable<HomeEntryItem>,
+  targetDir: string,
+  limits: RestoreLimits = {},
+  options: StageHomeOptions = {},
+): Promise<StagedHome> {
+  checkIterable(entries, "entry stream");
+  return stageFrom(() => new ItemEntryReader(entries), targetDir, limits, options);
+}
+
+function checkIterable(input: unknown, what: string): void {
+  if (typeof (input as AsyncIterable<unknown>)?.[Symbol.asyncIterator] !== "function")
+    throw new AgentComputerError("INVALID_ARGUMENT", `Invalid ${what}: expected a Readable or an async iterable.`);
+}
+
+async function stageFrom(
+  reader: () => EntryReader,
+  targetDir: string,
+  limits: RestoreLimits,
+  options: StageHomeOptions,
+): Promise<StagedHome> {
   const target = resolve(parseInput(targetSchema, targetDir, "restore target"));
   const bounds = { ...DEFAULT_RESTORE_LIMITS, ...parseInput(restoreLimitsSchema, limits, "RestoreLimits") };
   claimTarget(target);
   try {
-    return await stageClaimed(tarStream, target, bounds, options.linkUnchanged === true);
+    return await stageClaimed(reader(), target, bounds, options.linkUnchanged === true);
   } catch (error) {
     restoring.delete(target);
     throw error;
@@ -113,7 +154,7 @@ function claimTarget(target: string): void {
 }
 
 async function stageClaimed(
-  tarStream: AsyncIterable<Uint8Array>,
+  source: EntryReader,
   target: string,
   bounds: Required<RestoreLimits>,
   linkUnchanged: boolean,
@@ -125,7 +166,6 @@ async function stageClaimed(
   const staging = join(parent, `.${basename(target)}.restore-${tag}`);
   await mkdir(parent, { recursive: true });
   await mkdir(staging, { mode: 0o700 });
-  const source = new ByteSource(tarStream);
   let stats: RestoreStats;
   try {
     stats = await extractInto(source, staging, bounds, reuseFrom);
@@ -221,7 +261,7 @@ async function swap(staging: string, target: string, tag: string): Promise<void>
  * stopped, on any refusal or error) when this returns.
  */
 async function extractInto(
-  source: ByteSource,
+  source: EntryReader,
   staging: string,
   bounds: Required<RestoreLimits>,
   reuseFrom: string | undefined,
@@ -238,7 +278,7 @@ async function extractInto(
 }
 
 async function extractEntries(
-  source: ByteSource,
+  source: EntryReader,
   staging: string,
   bounds: Required<RestoreLimits>,
   writer: StagingFileWriter,
@@ -248,7 +288,7 @@ async function extractEntries(
   // Every path made so far, so collisions are refused before the disk is touched.
   const made = new Map<string, number>();
   for (;;) {
-    const header = await readTarHeader(source);
+    const header = await source.next();
     if (header === "end") return stats;
     const path = checkPath(header.path, bounds);
     if (header.kind === "other")
@@ -306,7 +346,7 @@ async function extractEntries(
 }
 
 async function writeFile(
-  source: ByteSource,
+  source: EntryReader,
   writer: StagingFileWriter,
   destination: string,
   size: number,
@@ -315,14 +355,12 @@ async function writeFile(
   path: string,
   previous: string | undefined,
 ): Promise<void> {
-  const padded = size + padding(size);
   if (size <= SMALL_FILE) {
     // The data and its padding read apart: the data is then most often a
     // view of what the stream gave, not a copy gathered across two pieces.
     const data = await source.read(size);
     if (data === undefined) refuseRestore(`the archive is truncated inside "${shown(path)}"`);
-    if (padded > size && (await source.read(padded - size)) === undefined)
-      refuseRestore(`the archive is truncated after "${shown(path)}"`);
+    if (!(await source.skipAfterData(size))) refuseRestore(`the archive is truncated after "${shown(path)}"`);
     await writer.add(destination, data, mode, mtime, previous);
     return;
   }
@@ -343,8 +381,7 @@ async function writeFile(
         written += (await handle.write(chunk, written)).bytesWritten;
       position += chunk.length;
     }
-    if (padded > size && (await source.read(padded - size)) === undefined)
-      refuseRestore(`the archive is truncated after "${shown(path)}"`);
+    if (!(await source.skipAfterData(size))) refuseRestore(`the archive is truncated after "${shown(path)}"`);
     if (handle === undefined && !(await linkPrevious(previous as string, destination))) {
       handle = await open(destination, CREATE_FLAGS, mode);
       await copyPrefix(same as FileHandle, handle, size);
@@ -358,7 +395,7 @@ async function writeFile(
 
 /** A sparse entry: its map, then each data run written at its offset; the rest stays holes. */
 async function writeSparseFile(
-  source: ByteSource,
+  source: EntryReader,
   destination: string,
   entrySize: number,
   realSize: number,
@@ -383,9 +420,7 @@ async function writeSparseFile(
       }
     }
     await handle.truncate(realSize);
-    const pad = padding(entrySize);
-    if (pad > 0 && (await source.read(pad)) === undefined)
-      refuseRestore(`the archive is truncated after "${shown(path)}"`);
+    if (!(await source.skipAfterData(entrySize))) refuseRestore(`the archive is truncated after "${shown(path)}"`);
     await handle.utimes(mtime, mtime);
   } finally {
     await handle.close();

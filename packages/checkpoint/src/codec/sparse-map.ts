@@ -1,4 +1,4 @@
-import type { ByteSource } from "./byte-source.js";
+import type { EntryReader } from "./entry-reader.js";
 import { refuseRestore } from "./restore-refusal.js";
 import { BLOCK, padding } from "./tar-header.js";
 
@@ -29,7 +29,7 @@ export function encodeSparseMap(runs: readonly DataRun[]): Buffer {
  * data that follows. Returns the runs and how many bytes the map took.
  */
 export async function readSparseMap(
-  source: ByteSource,
+  source: Pick<EntryReader, "read">,
   entrySize: number,
   realSize: number,
   path: string,

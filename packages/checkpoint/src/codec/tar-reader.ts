@@ -222,7 +222,7 @@ function parseOctal(raw: Buffer, what: string): number {
  * what utimes takes (1e20 fails it with EINVAL, which restore-home.ts would
  * report as a retryable UNAVAILABLE instead of refusing the archive).
  */
-const MAX_MTIME_SECONDS = 2 ** 40;
+export const MAX_MTIME_SECONDS = 2 ** 40;
 
 /** A pax `mtime` record: decimal seconds, an optional fraction and sign, within MAX_MTIME_SECONDS. */
 function parsePaxTime(text: string): number {

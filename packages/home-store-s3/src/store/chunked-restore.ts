@@ -1,8 +1,8 @@
-import { restoreHome } from "@agent-computer/checkpoint";
+import { restoreHomeEntries } from "@agent-computer/checkpoint";
 import { chunkKeysOf } from "../chunked/chunk-keys.js";
 import { type ChunkRef, locationOf, type PackRef } from "../chunked/home-manifest.js";
 import { readPlace } from "../chunked/home-snapshot.js";
-import { manifestArchive } from "../chunked/manifest-archive.js";
+import { manifestEntries } from "../chunked/manifest-entries.js";
 import { PackReader } from "../chunked/pack-reader.js";
 import { isChunk } from "../chunked/sealed-chunk.js";
 import { openManifest } from "../chunked/sealed-manifest.js";
@@ -64,7 +64,7 @@ export async function restoreChunked(
     if (pack === undefined) return bucket.fetch(keys, chunk.name, chunk.size, signal);
     return packs.chunk(chunk.name, chunk.size, pack, at as number);
   };
-  const stats = await restoreHome(manifestArchive(manifest, source, window), home, store.settings.limits);
+  const stats = await restoreHomeEntries(manifestEntries(manifest, source, window), home, store.settings.limits);
   await store.cache.writeChunkIndex(
     homeKey,
     storageId,

@@ -1,23 +1,23 @@
+import type { HomeEntryItem } from "@agent-computer/checkpoint";
 import type { ChunkRef, HomeManifest } from "./home-manifest.js";
-import { padding, TAR_END, tarHeaderOf } from "./manifest-tar.js";
 
 /** Gives the bytes of one chunk, authenticated (from the cache or the bucket), or throws. */
 export type ChunkSource = (chunk: ChunkRef) => Promise<Buffer>;
 
-/** Every file's padding is a view of this block: the restore only reads it. */
-const ZERO_BLOCK = Buffer.alloc(512);
-
 /**
- * The home of a checked manifest as a tar stream for the codec's
- * `stageHome`, its chunks fetched `window` ahead in order (memory: about
- * `window` chunks). A chunk that fails fails the stream, and the staging
- * is discarded: the target never sees a partial home.
+ * The home of a checked manifest as the codec's entries, for
+ * `restoreHomeEntries` (each entry, then a file's chunks), its chunks
+ * fetched `window` ahead in order (memory: about `window` chunks). The
+ * manifest's entries go as they are: the codec applies a tar's checks to
+ * them without a tar being written and parsed. A chunk that fails fails
+ * the stream, and the staging is discarded: the target never sees a
+ * partial home.
  */
-export async function* manifestArchive(
+export async function* manifestEntries(
   manifest: HomeManifest,
   source: ChunkSource,
   window: number,
-): AsyncGenerator<Buffer> {
+): AsyncGenerator<HomeEntryItem> {
   const wanted = manifest.entries.flatMap((e) => (e.kind === "file" ? e.chunks : []));
   const pending: Promise<Buffer>[] = [];
   let next = 0;
@@ -29,14 +29,11 @@ export async function* manifestArchive(
     }
   };
   for (const entry of manifest.entries) {
-    yield tarHeaderOf(entry);
+    yield entry;
     if (entry.kind !== "file") continue;
     for (let i = 0; i < entry.chunks.length; i++) {
       fill();
       yield await (pending.shift() as Promise<Buffer>);
     }
-    const pad = padding(entry.size);
-    if (pad > 0) yield ZERO_BLOCK.subarray(0, pad);
   }
-  yield TAR_END;
 }
