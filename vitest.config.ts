@@ -75,6 +75,8 @@ export default defineConfig({
     // in a side-by-side run); the value polled for is unchanged.
     expect: { poll: { timeout: 10_000 } },
     pool: "forks",
+    // One temporary folder per run, removed at its end (test/support/run-temporary-folder.ts).
+    globalSetup: ["./test/support/run-temporary-folder.ts"],
     reporters: [
       "default",
       [

@@ -84,7 +84,16 @@ else {
   describe("the MCP Inspector CLI against the server", () => {
     it("over stdio: every tool titled and hinted, a call answered, a refused call's error with one prefix", async () => {
       const dataDir = await mkdtemp(join(tmpdir(), "mcp-inspector-"));
-      const server = ["-e", "SANDBOX_PROVIDER=fake", "-e", `AGENT_COMPUTER_DATA_DIR=${dataDir}`];
+      // The Inspector starts the server with its own short environment: TMPDIR passed on keeps the fake
+      // provider's machines in the run's temporary folder (test/support/run-temporary-folder.ts).
+      const server = [
+        "-e",
+        "SANDBOX_PROVIDER=fake",
+        "-e",
+        `AGENT_COMPUTER_DATA_DIR=${dataDir}`,
+        "-e",
+        `TMPDIR=${tmpdir()}`,
+      ];
       const target = ["--", process.execPath, bin];
 
       const listed = await inspect([...server, "--method", "tools/list", ...target]);

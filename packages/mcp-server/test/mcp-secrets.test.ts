@@ -51,6 +51,8 @@ describe("the MCP server's secrets file", () => {
       args: [bin],
       env: {
         PATH: process.env.PATH ?? "",
+        // The run's temporary folder (test/support/run-temporary-folder.ts): the fake provider's machines go there.
+        TMPDIR: tmpdir(),
         SANDBOX_PROVIDER: "fake",
         AGENT_COMPUTER_DATA_DIR: dataDir,
         AGENT_COMPUTER_SECRETS_FILE: secretsFile,
