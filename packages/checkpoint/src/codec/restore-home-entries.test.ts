@@ -1,33 +1,20 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, stat, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { AgentComputerError } from "@agent-computer/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HomeEntry, HomeEntryItem } from "./entry-reader.js";
 import { digestTree } from "./home-tree.test-helpers.js";
 import { restoreHomeEntries } from "./restore-home.js";
 import type { RestoreLimits } from "./restore-limits.js";
+import { expectRefusedUntouched, useRestoreTarget } from "./restore-target.test-helpers.js";
 
 // restoreHomeEntries takes a home as entries instead of a tar (a chunked
 // store's manifest). It must hold those entries to every check a tar's get
 // (restore-home.attack.test.ts), and to the shape a tar header's syntax
 // would have guaranteed.
 
-let root: string;
-let target: string;
-let outside: string;
-
-beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), "ac-entries-"));
-  target = join(root, "home");
-  outside = join(root, "outside");
-  await mkdir(join(target, "work"), { recursive: true });
-  await writeFile(join(target, "work", "keep.txt"), "previous work");
-  await mkdir(outside);
-  await writeFile(join(outside, "secret"), "do not touch");
-});
-afterEach(() => rm(root, { recursive: true, force: true }));
+const folders = useRestoreTarget("ac-entries-");
 
 const MTIME = 1_700_000_000;
 const dir = (path: string, mode = 0o755): HomeEntry => ({ kind: "directory", path, mode, mtime: MTIME });
@@ -43,13 +30,8 @@ async function* items(list: readonly unknown[]): AsyncGenerator<HomeEntryItem> {
   for (const item of list) yield item as HomeEntryItem;
 }
 
-async function expectRefused(list: readonly unknown[], code: string, limits?: RestoreLimits): Promise<void> {
-  const before = await digestTree(root);
-  const error = await restoreHomeEntries(items(list), target, limits).catch((e) => e);
-  expect(error, "the restore should fail").toBeInstanceOf(AgentComputerError);
-  expect((error as AgentComputerError).code, (error as Error).message).toBe(code);
-  expect(await digestTree(root)).toEqual(before);
-  expect((await readdir(root)).sort()).toEqual(["home", "outside"]);
+function expectRefused(list: readonly unknown[], code: string, limits?: RestoreLimits): Promise<void> {
+  return expectRefusedUntouched(folders, () => restoreHomeEntries(items(list), folders.target, limits), code);
 }
 
 describe("restoreHomeEntries", () => {
@@ -65,19 +47,19 @@ describe("restoreHomeEntries", () => {
         dir("work/nested"),
         ...file("work/nested/note.txt", "a note", 1, 0o755),
       ]),
-      target,
+      folders.target,
     );
     expect(stats).toEqual({ files: 4, directories: 2, bytes: large.length + small.length + 6 });
     // Buffer.equals: toEqual walks 3 MiB byte by byte for seconds.
-    expect((await readFile(join(target, "work/large.bin"))).equals(large)).toBe(true);
-    expect((await readFile(join(target, "work/small.bin"))).equals(small)).toBe(true);
-    expect(await readFile(join(target, "work/nested/note.txt"), "utf8")).toBe("a note");
-    expect((await stat(join(target, "work/empty"))).size).toBe(0);
-    expect((await stat(join(target, "work/small.bin"))).mode & 0o777).toBe(0o600);
-    expect((await stat(join(target, "work/nested/note.txt"))).mode & 0o777).toBe(0o755);
-    expect((await stat(join(target, "work/large.bin"))).mtimeMs).toBe(MTIME * 1000);
+    expect((await readFile(join(folders.target, "work/large.bin"))).equals(large)).toBe(true);
+    expect((await readFile(join(folders.target, "work/small.bin"))).equals(small)).toBe(true);
+    expect(await readFile(join(folders.target, "work/nested/note.txt"), "utf8")).toBe("a note");
+    expect((await stat(join(folders.target, "work/empty"))).size).toBe(0);
+    expect((await stat(join(folders.target, "work/small.bin"))).mode & 0o777).toBe(0o600);
+    expect((await stat(join(folders.target, "work/nested/note.txt"))).mode & 0o777).toBe(0o755);
+    expect((await stat(join(folders.target, "work/large.bin"))).mtimeMs).toBe(MTIME * 1000);
     // The previous home was replaced whole.
-    expect([...(await digestTree(target)).keys()].sort()).toEqual([
+    expect([...(await digestTree(folders.target)).keys()].sort()).toEqual([
       "work",
       "work/empty",
       "work/large.bin",
@@ -88,10 +70,10 @@ describe("restoreHomeEntries", () => {
   });
 
   it("does not follow a symlink already in the target: the entry lands in the new home", async () => {
-    await symlink(outside, join(target, "link"));
-    await restoreHomeEntries(items(file("link/secret", "pwned")), target);
-    expect((await digestTree(target)).get("link")).toBe("dir");
-    expect(await readFile(join(outside, "secret"), "utf8")).toBe("do not touch");
+    await symlink(folders.outside, join(folders.target, "link"));
+    await restoreHomeEntries(items(file("link/secret", "pwned")), folders.target);
+    expect((await digestTree(folders.target)).get("link")).toBe("dir");
+    expect(await readFile(join(folders.outside, "secret"), "utf8")).toBe("do not touch");
   });
 
   const cases: [string, unknown[], string, RestoreLimits?][] = [
@@ -135,15 +117,13 @@ describe("restoreHomeEntries", () => {
     it(`refuses ${name}, leaving the target as it was`, () => expectRefused(list, code, limits));
 
   it("passes on the error of a source that fails midway, leaving the target as it was", async () => {
-    const before = await digestTree(root);
     const corrupt = new AgentComputerError("CHECKPOINT_CORRUPT", "a chunk does not open");
     async function* failing(): AsyncGenerator<HomeEntryItem> {
       for (let i = 0; i < 300; i++) yield* file(`f${i}`, `file ${i}`);
       yield file("last", "x".repeat(10))[0] as HomeEntry;
       throw corrupt;
     }
-    await expect(restoreHomeEntries(failing(), target)).rejects.toBe(corrupt);
-    expect(await digestTree(root)).toEqual(before);
-    expect((await readdir(root)).sort()).toEqual(["home", "outside"]);
+    const refused = () => restoreHomeEntries(failing(), folders.target);
+    expect(await expectRefusedUntouched(folders, refused, "CHECKPOINT_CORRUPT")).toBe(corrupt);
   });
 });

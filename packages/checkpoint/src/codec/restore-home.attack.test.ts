@@ -1,40 +1,21 @@
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { AgentComputerError } from "@agent-computer/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { digestTree } from "./home-tree.test-helpers.js";
 import { END, file, HOSTILE_ARCHIVES } from "./hostile-archives.test-helpers.js";
 import { openCheckpoint } from "./open-checkpoint.js";
 import { restoreHome } from "./restore-home.js";
 import type { RestoreLimits } from "./restore-limits.js";
+import { expectRefusedUntouched, useRestoreTarget } from "./restore-target.test-helpers.js";
 import { sealCheckpoint } from "./seal-checkpoint.js";
 
-let root: string;
-let target: string;
-let outside: string;
+const folders = useRestoreTarget("ac-attack-");
 
-beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), "ac-attack-"));
-  target = join(root, "home");
-  outside = join(root, "outside");
-  await mkdir(join(target, "work"), { recursive: true });
-  await writeFile(join(target, "work", "keep.txt"), "previous work");
-  await mkdir(outside);
-  await writeFile(join(outside, "secret"), "do not touch");
-});
-// Each case's folder goes with it: a run left 43 in the system's temporary folder.
-afterEach(() => rm(root, { recursive: true, force: true }));
-
-async function expectRefused(archive: Buffer | AsyncIterable<Uint8Array>, code: string, limits?: RestoreLimits) {
-  const before = await digestTree(root);
+function expectRefused(archive: Buffer | AsyncIterable<Uint8Array>, code: string, limits?: RestoreLimits) {
   const input = Buffer.isBuffer(archive) ? Readable.from([archive]) : archive;
-  const error = await restoreHome(input, target, limits).catch((e) => e);
-  expect(error, "the restore should fail").toBeInstanceOf(AgentComputerError);
-  expect((error as AgentComputerError).code, (error as Error).message).toBe(code);
-  expect(await digestTree(root)).toEqual(before);
-  expect((await readdir(root)).sort()).toEqual(["home", "outside"]);
+  return expectRefusedUntouched(folders, () => restoreHome(input, folders.target, limits), code);
 }
 
 describe("restoreHome refuses hostile archives, leaving the target as it was", () => {
@@ -76,24 +57,24 @@ describe("restoreHome refuses hostile archives, leaving the target as it was", (
   });
 
   it("does not follow a symlink already in the target: the entry lands in the new home", async () => {
-    await symlink(outside, join(target, "link"));
-    await restoreHome(Readable.from([Buffer.concat([file("link/secret", "pwned"), END])]), target);
-    const restored = await digestTree(target);
+    await symlink(folders.outside, join(folders.target, "link"));
+    await restoreHome(Readable.from([Buffer.concat([file("link/secret", "pwned"), END])]), folders.target);
+    const restored = await digestTree(folders.target);
     expect(restored.get("link")).toBe("dir");
-    expect(await digestTree(outside)).toEqual(new Map([["secret", expect.stringMatching(/^file /)]]));
+    expect(await digestTree(folders.outside)).toEqual(new Map([["secret", expect.stringMatching(/^file /)]]));
     const { readFile } = await import("node:fs/promises");
-    expect(await readFile(join(outside, "secret"), "utf8")).toBe("do not touch");
+    expect(await readFile(join(folders.outside, "secret"), "utf8")).toBe("do not touch");
   });
 
   it("accepts a GNU tar archive (gnu format, long names)", async () => {
     const { execFileSync } = await import("node:child_process");
-    const source = join(root, "src");
+    const source = join(folders.root, "src");
     const long = `${"d".repeat(120)}/${"f".repeat(130)}`;
     await mkdir(join(source, "d".repeat(120)), { recursive: true });
     await writeFile(join(source, long), "long");
     const archive = execFileSync("tar", ["-c", "--format=gnu", "-C", source, "d".repeat(120)]);
-    await restoreHome(Readable.from([archive]), target);
-    expect((await digestTree(target)).has(long)).toBe(true);
+    await restoreHome(Readable.from([archive]), folders.target);
+    expect((await digestTree(folders.target)).has(long)).toBe(true);
   });
 
   it("refuses a second restore of one target while the first runs, with CONFLICT, and keeps the first one's home", async () => {
@@ -102,14 +83,14 @@ describe("restoreHome refuses hostile archives, leaving the target as it was", (
       await new Promise((resolve) => setTimeout(resolve, 50));
       yield END;
     };
-    const first = restoreHome(slow(), target);
-    const second = restoreHome(Readable.from([Buffer.concat([file("second.txt", "two"), END])]), target);
+    const first = restoreHome(slow(), folders.target);
+    const second = restoreHome(Readable.from([Buffer.concat([file("second.txt", "two"), END])]), folders.target);
     const [a, b] = await Promise.allSettled([first, second]);
     expect(a.status).toBe("fulfilled");
     expect(b).toMatchObject({ status: "rejected", reason: { code: "CONFLICT" } });
     expect(AgentComputerError.is((b as PromiseRejectedResult).reason, "CONFLICT")).toBe(true);
-    expect([...(await digestTree(target)).keys()]).toEqual(["first.txt"]);
-    await restoreHome(Readable.from([Buffer.concat([file("third.txt", "three"), END])]), target);
-    expect([...(await digestTree(target)).keys()]).toEqual(["third.txt"]);
+    expect([...(await digestTree(folders.target)).keys()]).toEqual(["first.txt"]);
+    await restoreHome(Readable.from([Buffer.concat([file("third.txt", "three"), END])]), folders.target);
+    expect([...(await digestTree(folders.target)).keys()]).toEqual(["third.txt"]);
   });
 });
