@@ -30,7 +30,7 @@ async function* items(list: readonly unknown[]): AsyncGenerator<HomeEntryItem> {
   for (const item of list) yield item as HomeEntryItem;
 }
 
-function expectRefused(list: readonly unknown[], code: string, limits?: RestoreLimits): Promise<void> {
+function expectRefused(list: readonly unknown[], code: string, limits?: RestoreLimits): Promise<AgentComputerError> {
   return expectRefusedUntouched(folders, () => restoreHomeEntries(items(list), folders.target, limits), code);
 }
 
