@@ -221,7 +221,7 @@ echo $!`,
 
     it("every request so far kept to the definition", () => {
       expect(env.emulator.recorder.calls.length).toBeGreaterThan(0);
-      expect(env.emulator.recorder.violations).toEqual([]);
+      env.emulator.recorder.assertNoViolations();
     });
   });
 }

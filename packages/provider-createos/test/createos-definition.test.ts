@@ -119,7 +119,7 @@ if (!env.missing) {
     }, 60_000);
 
     it("left the definition nowhere", () => {
-      expect(emulator.recorder.violations).toEqual([]);
+      emulator.recorder.assertNoViolations();
     });
   });
 }

@@ -101,7 +101,7 @@ if (host.missing) {
       });
       // The service holds it (the SDK's getEgress).
       expect((await (await sdk().getSandbox(sandboxId())).getEgress()).egress).toEqual(create.egress);
-      expect(emulator.recorder.violations).toEqual([]);
+      emulator.recorder.assertNoViolations();
     });
 
     it("reaches the allowed host by name, over HTTP and HTTPS", async () => {

@@ -169,7 +169,7 @@ if (host.missing) {
       expect(body).toMatchObject({ domainAllowList: "allowed.test,*.wild.test" });
       expect(body).not.toHaveProperty("networkAllowList");
       expect(body).not.toHaveProperty("networkBlockAll");
-      expect(emulator.recorder.violations).toEqual([]);
+      emulator.recorder.assertNoViolations();
     });
 
     it("reaches an allowed host by name, over HTTP and HTTPS, and through a wildcard", async () => {
@@ -235,7 +235,7 @@ if (host.missing) {
       );
       expect(body).toMatchObject({ networkAllowList: `${allowed}/32` });
       expect(body).not.toHaveProperty("domainAllowList");
-      expect(emulator.recorder.violations).toEqual([]);
+      emulator.recorder.assertNoViolations();
     });
 
     it("reaches the allowed address and nothing else, a private one it left out included", async () => {

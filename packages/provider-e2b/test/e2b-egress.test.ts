@@ -111,7 +111,7 @@ if (host.missing) {
         allowOut: ["allowed.test", "*.wild.test", "internal.test"],
         denyOut: ["0.0.0.0/0"],
       });
-      expect(emulator.recorder.violations).toEqual([]);
+      emulator.recorder.assertNoViolations();
     });
 
     it("reaches an allowed host by name, over HTTP (Host) and HTTPS (SNI), and through a wildcard", async () => {

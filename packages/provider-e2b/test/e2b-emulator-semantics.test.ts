@@ -202,7 +202,7 @@ if (!env.missing) {
 
     it("held every exchange so far to E2B's published definition", () => {
       expect(emulator.recorder.calls.length).toBeGreaterThan(20);
-      expect(emulator.recorder.violations).toEqual([]);
+      emulator.recorder.assertNoViolations();
     });
   });
 }

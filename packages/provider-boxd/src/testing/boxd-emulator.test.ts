@@ -101,6 +101,6 @@ describe("boxd emulator and client, without machines", () => {
   });
 
   it("kept every request to the definition", () => {
-    expect(emulator.recorder.violations).toEqual([]);
+    emulator.recorder.assertNoViolations();
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { FaultRules } from "./fault-rules.js";
+import { retryWhileFreezerGivesUp } from "./freeze-gate.js";
 import { ServiceRecorder } from "./service-recorder.js";
 
 describe("FaultRules", () => {
@@ -90,5 +91,44 @@ describe("ServiceRecorder", () => {
       ["response", "getThing"],
     ]);
     expect(() => r.assertNoViolations()).toThrow(/6 exchanges left Example's definition/);
+  });
+});
+
+// The engine's "unable to freeze" cannot be provoked at will (it takes a
+// process stuck in uninterruptible I/O), so the engine's call is stood in
+// for here by a function that fails with its words.
+describe("retryWhileFreezerGivesUp", () => {
+  const engineRefusal = new Error(
+    "(HTTP code 500) server error - Cannot pause container 3f2a: OCI runtime pause failed: unable to freeze: unknown",
+  );
+
+  it("tries again while runc's freezer gives up, then gives the freeze's answer", async () => {
+    let calls = 0;
+    const frozen = await retryWhileFreezerGivesUp(async () => {
+      calls++;
+      if (calls < 3) throw engineRefusal;
+      return "frozen";
+    });
+    expect([frozen, calls]).toEqual(["frozen", 3]);
+  });
+
+  it("passes any other refusal on at once, and the freezer's own after the last attempt", async () => {
+    let calls = 0;
+    const gone = new Error("(HTTP code 404) no such container");
+    await expect(
+      retryWhileFreezerGivesUp(async () => {
+        calls++;
+        throw gone;
+      }),
+    ).rejects.toBe(gone);
+    expect(calls).toBe(1);
+    calls = 0;
+    await expect(
+      retryWhileFreezerGivesUp(async () => {
+        calls++;
+        throw engineRefusal;
+      }, 2),
+    ).rejects.toBe(engineRefusal);
+    expect(calls).toBe(2);
   });
 });

@@ -38,7 +38,7 @@ export class FreezeGate {
   async freeze<T>(id: string, freeze: () => Promise<T>): Promise<T> {
     await this.untilThawed(id);
     const starts = [...(this.starting.get(id) ?? [])];
-    const frozen = Promise.allSettled(starts).then(freeze);
+    const frozen = Promise.allSettled(starts).then(() => retryWhileFreezerGivesUp(freeze));
     this.freezing.set(id, frozen);
     try {
       return await frozen;
@@ -52,4 +52,32 @@ export class FreezeGate {
       await freeze.catch(() => {});
     }
   }
+}
+
+const FREEZE_ATTEMPTS = 5;
+const FREEZE_RETRY_MS = 200;
+
+/**
+ * Runs `freeze`, again while the engine says its freezer gave up. runc's
+ * cgroup v1 freezer stops trying after a while when a process will not
+ * stop (one in uninterruptible I/O, under a loaded CI machine's disk) and
+ * thaws the container back: a transient of this machine, not an answer a
+ * service would give. Left alone, a Boat, E2B or boxd suspend failed with
+ * the emulator's own INTERNAL (boxd-exec.test.ts's zero-violation check,
+ * one CI run in many).
+ */
+export async function retryWhileFreezerGivesUp<T>(freeze: () => Promise<T>, attempts = FREEZE_ATTEMPTS): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await freeze();
+    } catch (error) {
+      if (attempt >= attempts || !freezerGaveUp(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, FREEZE_RETRY_MS * attempt));
+    }
+  }
+}
+
+/** The engine's words when runc could not freeze a container's processes (`OCI runtime pause failed: unable to freeze`). */
+function freezerGaveUp(error: unknown): boolean {
+  return /unable to freeze|failed to freeze/i.test(error instanceof Error ? error.message : String(error));
 }
