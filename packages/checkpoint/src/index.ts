@@ -19,6 +19,7 @@ export { isTransientProfilePath, packHome, TRANSIENT_PROFILE_NAMES } from "./cod
 export type { PackOptions } from "./codec/pack-options.js";
 export type { PackStats } from "./codec/pack-stats.js";
 export type { PackedHome } from "./codec/packed-home.js";
+export { readHomeArchive } from "./codec/read-home-archive.js";
 export {
   recoverInterruptedRestore,
   restoreHome,

@@ -1,9 +1,9 @@
 import { Readable } from "node:stream";
 import { parseInput } from "@agent-computer/core";
 import { ByteSource } from "./byte-source.js";
-import { checkPath } from "./restore-home.js";
+import { HomeEntryRules } from "./home-entry-rules.js";
 import { DEFAULT_RESTORE_LIMITS, type RestoreLimits, restoreLimitsSchema } from "./restore-limits.js";
-import { refuseOverLimit, refuseRestore, shown } from "./restore-refusal.js";
+import { refuseRestore, shown } from "./restore-refusal.js";
 import { readSparseMap } from "./sparse-map.js";
 import { padding } from "./tar-header.js";
 import { readTarHeader } from "./tar-reader.js";
@@ -38,9 +38,6 @@ export interface CheckedHomeArchive {
 /** Bytes gathered before they are passed on: a home of small files must not become one write per tar block. */
 const FLUSH_BYTES = 256 * 1024;
 const FILE_CHUNK = 1024 * 1024;
-const FILE = 1;
-const DIRECTORY = 2;
-const IMPLIED_DIRECTORY = 3;
 
 /**
  * Checks a home tar with exactly the rules of `restoreHome` (relative paths
@@ -76,9 +73,7 @@ export function checkHomeArchive(tarStream: AsyncIterable<Uint8Array>, limits: R
       return out;
     };
     const counts: CheckedHomeStats = { files: 0, directories: 0, bytes: 0 };
-    let entries = 0;
-    let archived = 0;
-    const made = new Map<string, number>();
+    const rules = new HomeEntryRules(bounds);
     try {
       for (;;) {
         const header = await readTarHeader(source);
@@ -89,50 +84,15 @@ export function checkHomeArchive(tarStream: AsyncIterable<Uint8Array>, limits: R
           if (rest) yield rest;
           return;
         }
-        const path = checkPath(header.path, bounds);
-        if (header.kind === "other")
-          refuseRestore(`"${shown(path)}" is a ${header.other}; only directories and regular files are restored`);
-        if (entries >= bounds.maxEntries)
-          refuseOverLimit(`the archive has more than ${bounds.maxEntries} entries`, { limit: "maxEntries" });
-        entries++;
-        let slash = path.indexOf("/");
-        while (slash !== -1) {
-          const parent = path.slice(0, slash);
-          const kind = made.get(parent);
-          if (kind === FILE) refuseRestore(`"${shown(path)}" lies under the file "${shown(parent)}"`);
-          if (kind === undefined) {
-            made.set(parent, IMPLIED_DIRECTORY);
-            counts.directories++;
-          }
-          slash = path.indexOf("/", slash + 1);
-        }
-        const existing = made.get(path);
+        const { path, implied, wasImplied } = rules.admit(header);
+        counts.directories += implied.length;
         if (header.kind === "directory") {
-          if (existing === FILE || existing === DIRECTORY) refuseRestore(`the archive holds "${shown(path)}" twice`);
-          if (existing === undefined) counts.directories++;
-          made.set(path, DIRECTORY);
+          if (!wasImplied) counts.directories++;
           if (outboxBytes >= FLUSH_BYTES) yield flush() as Buffer;
           continue;
         }
-        if (existing !== undefined)
-          refuseRestore(
-            existing === FILE
-              ? `the archive holds "${shown(path)}" twice`
-              : `the file "${shown(path)}" would replace a directory`,
-          );
-        const fileSize = header.sparse?.realSize ?? header.size;
-        if (fileSize > bounds.maxFileBytes)
-          refuseOverLimit(`"${shown(path)}" is ${fileSize} bytes, over the ${bounds.maxFileBytes}-byte file limit`, {
-            limit: "maxFileBytes",
-          });
-        if (archived + header.size > bounds.maxTotalBytes)
-          refuseOverLimit(`the archive's files add up to more than ${bounds.maxTotalBytes} bytes`, {
-            limit: "maxTotalBytes",
-          });
-        made.set(path, FILE);
-        archived += header.size;
         counts.files++;
-        counts.bytes += fileSize;
+        counts.bytes += header.sparse?.realSize ?? header.size;
         let left = header.size + padding(header.size);
         if (header.sparse) {
           // The map is checked before any of it is passed on; the runs' bytes are plain data.

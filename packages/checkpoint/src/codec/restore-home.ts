@@ -6,16 +6,15 @@ import { AgentComputerError, parseInput } from "@agent-computer/core";
 import { z } from "zod";
 import { ByteSource } from "./byte-source.js";
 import { type EntryReader, type HomeEntryItem, ItemEntryReader, TarEntryReader } from "./entry-reader.js";
+import { HomeEntryRules } from "./home-entry-rules.js";
 import { DEFAULT_RESTORE_LIMITS, type RestoreLimits, restoreLimitsSchema } from "./restore-limits.js";
-import { refuseOverLimit, refuseRestore, shown } from "./restore-refusal.js";
+import { refuseRestore, shown } from "./restore-refusal.js";
 import type { RestoreStats } from "./restore-stats.js";
 import { readSparseMap } from "./sparse-map.js";
 import type { StagedHome } from "./staged-home.js";
 import { CREATE_FLAGS, StagingFileWriter } from "./staging-file-writer.js";
 import { copyPrefix, holdsAt, linkPrevious, openUnchanged } from "./unchanged-file.js";
 
-/** Linux's NAME_MAX: no file system here takes a longer name. */
-const MAX_NAME_BYTES = 255;
 /**
  * Files up to this size are read whole and handed to the staging writer
  * (staging-file-writer.ts), which creates them in batches on writer threads:
@@ -24,11 +23,6 @@ const MAX_NAME_BYTES = 255;
  */
 const SMALL_FILE = 1024 * 1024;
 const WRITE_CHUNK = 1024 * 1024;
-
-const FILE = 1;
-const DIRECTORY = 2;
-/** A directory made because an entry below it came first. */
-const IMPLIED_DIRECTORY = 3;
 
 const targetSchema = z.string().min(1, "a target folder");
 
@@ -285,47 +279,22 @@ async function extractEntries(
   reuseFrom: string | undefined,
 ): Promise<RestoreStats> {
   const stats: RestoreStats = { files: 0, directories: 0, bytes: 0 };
-  // Every path made so far, so collisions are refused before the disk is touched.
-  const made = new Map<string, number>();
+  // Every entry is admitted before the disk is touched for it.
+  const rules = new HomeEntryRules(bounds);
   for (;;) {
     const header = await source.next();
     if (header === "end") return stats;
-    const path = checkPath(header.path, bounds);
-    if (header.kind === "other")
-      refuseRestore(`"${shown(path)}" is a ${header.other}; only directories and regular files are restored`);
-    if (stats.files + stats.directories >= bounds.maxEntries)
-      refuseOverLimit(`the archive has more than ${bounds.maxEntries} entries`, { limit: "maxEntries" });
-    makeParents(path, staging, made);
+    const { path, implied, wasImplied } = rules.admit(header);
+    for (const parent of implied) mkdirSync(join(staging, parent), { mode: 0o755 });
     const destination = join(staging, path);
-    const existing = made.get(path);
     if (header.kind === "directory") {
-      if (existing === FILE || existing === DIRECTORY) refuseRestore(`the archive holds "${shown(path)}" twice`);
       // The owner keeps write access, or the rest of the restore (and cleanup) could not proceed.
       const mode = (header.mode & 0o777) | 0o700;
-      if (existing === IMPLIED_DIRECTORY) chmodSync(destination, mode);
+      if (wasImplied) chmodSync(destination, mode);
       else mkdirSync(destination, { mode });
-      made.set(path, DIRECTORY);
       stats.directories++;
       continue;
     }
-    if (existing !== undefined)
-      refuseRestore(
-        existing === FILE
-          ? `the archive holds "${shown(path)}" twice`
-          : `the file "${shown(path)}" would replace a directory`,
-      );
-    // A sparse file counts at its real size against the file limit, and at
-    // the data it holds against the total (its holes take no disk).
-    const fileSize = header.sparse?.realSize ?? header.size;
-    if (fileSize > bounds.maxFileBytes)
-      refuseOverLimit(`"${shown(path)}" is ${fileSize} bytes, over the ${bounds.maxFileBytes}-byte file limit`, {
-        limit: "maxFileBytes",
-      });
-    if (stats.bytes + header.size > bounds.maxTotalBytes)
-      refuseOverLimit(`the archive's files add up to more than ${bounds.maxTotalBytes} bytes`, {
-        limit: "maxTotalBytes",
-      });
-    made.set(path, FILE);
     if (header.sparse)
       await writeSparseFile(
         source,
@@ -425,47 +394,6 @@ async function writeSparseFile(
   } finally {
     await handle.close();
   }
-}
-
-function makeParents(path: string, staging: string, made: Map<string, number>): void {
-  let slash = path.indexOf("/");
-  while (slash !== -1) {
-    const parent = path.slice(0, slash);
-    const kind = made.get(parent);
-    if (kind === FILE) refuseRestore(`"${shown(path)}" lies under the file "${shown(parent)}"`);
-    if (kind === undefined) {
-      mkdirSync(join(staging, parent), { mode: 0o755 });
-      made.set(parent, IMPLIED_DIRECTORY);
-    }
-    slash = path.indexOf("/", slash + 1);
-  }
-}
-
-/**
- * A safe home-relative path, or a refusal. Backslashes are ordinary name
- * bytes on Linux, but `..\` and drive prefixes are refused because another
- * tool (or a Windows host) would read them as traversal.
- */
-export function checkPath(name: string, bounds: Required<RestoreLimits>): string {
-  if (name.includes("\0")) refuseRestore(`the entry name "${shown(name)}" holds a NUL byte`);
-  if (Buffer.byteLength(name) > bounds.maxPathLength)
-    refuseOverLimit(`the entry path "${shown(name)}" is over ${bounds.maxPathLength} bytes`, {
-      limit: "maxPathLength",
-    });
-  if (name.startsWith("/") || /^[A-Za-z]:/.test(name)) refuseRestore(`"${shown(name)}" is not a relative path`);
-  const trimmed = name.endsWith("/") ? name.slice(0, -1) : name;
-  const segments = trimmed.split("/");
-  for (const segment of segments) {
-    if (segment === "" || segment === "." || segment === "..")
-      refuseRestore(`"${shown(name)}" has an empty, "." or ".." segment`);
-    if (segment.split("\\").some((part) => part === "." || part === ".."))
-      refuseRestore(`"${shown(name)}" has a Windows-style ".." or "." segment`);
-    if (Buffer.byteLength(segment) > MAX_NAME_BYTES)
-      refuseOverLimit(`a name in "${shown(name)}" is over ${MAX_NAME_BYTES} bytes`, { limit: "NAME_MAX" });
-  }
-  if (segments.length > bounds.maxDepth)
-    refuseOverLimit(`"${shown(name)}" is deeper than ${bounds.maxDepth} levels`, { limit: "maxDepth" });
-  return trimmed;
 }
 
 function asRestoreError(error: unknown): AgentComputerError {

@@ -2,7 +2,7 @@ import { AgentComputerError, normalizeHomePath } from "@agent-computer/core";
 import type { StoredHomeEntry, StoredHomeRange } from "../home-store/stored-home-entry.js";
 import { MAX_STORED_READ_BYTES } from "../home-store/stored-home-folder.js";
 import { ByteSource } from "./byte-source.js";
-import { checkPath } from "./restore-home.js";
+import { checkPath } from "./check-path.js";
 import { DEFAULT_RESTORE_LIMITS } from "./restore-limits.js";
 import { readSparseMap } from "./sparse-map.js";
 import { padding } from "./tar-header.js";

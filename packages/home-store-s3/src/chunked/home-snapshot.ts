@@ -1,5 +1,6 @@
 import { type BigIntStats, closeSync, constants, lstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { join } from "node:path";
+import type { HomeEntryItem } from "@agent-computer/checkpoint";
 import type { ChunkKeys } from "./chunk-keys.js";
 import type { ChunkRef, HomeManifestEntry } from "./home-manifest.js";
 import { CHUNK_BYTES, chunkName } from "./sealed-chunk.js";
@@ -65,6 +66,65 @@ export async function snapshotHome(
     }
   };
   await walk("");
+  return { entries, places };
+}
+
+/**
+ * Names every chunk of a home given as entries (`readHomeArchive` of a
+ * mounted home's `packHome` tar, chunked-checkpoint.ts): the manifest a
+ * walk of the restored home would give, in the entries' order, each file
+ * cut where `snapshotHome` cuts it. Every byte is read once, as it comes;
+ * places are the entries' paths, so they point into the folder that was
+ * packed, where a restore checks a chunk's name before it trusts it.
+ */
+export async function snapshotEntries(
+  items: AsyncIterable<HomeEntryItem>,
+  keys: ChunkKeys,
+  sink: ChunkSink,
+): Promise<HomeSnapshot> {
+  const entries: HomeManifestEntry[] = [];
+  const places = new Map<string, ChunkPlace>();
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  let file: { path: string; size: number; chunks: ChunkRef[]; offset: number } | undefined;
+  let filled = 0;
+  const cut = async () => {
+    if (file === undefined || filled === 0) return;
+    const piece = buffer.subarray(0, filled);
+    const name = chunkName(keys, piece);
+    file.chunks.push({ name, size: filled });
+    if (!places.has(name)) places.set(name, { path: file.path, offset: file.offset, size: filled });
+    file.offset += filled;
+    filled = 0;
+    await sink(name, piece);
+  };
+  for await (const item of items) {
+    if (!(item instanceof Uint8Array)) {
+      await cut();
+      if (item.kind === "directory") {
+        entries.push({ path: item.path, kind: "directory", mode: item.mode, mtime: item.mtime });
+        file = undefined;
+        continue;
+      }
+      file = { path: item.path, size: item.size, chunks: [], offset: 0 };
+      entries.push({
+        path: item.path,
+        kind: "file",
+        mode: item.mode,
+        mtime: item.mtime,
+        size: item.size,
+        chunks: file.chunks,
+      });
+      continue;
+    }
+    for (let at = 0; at < item.length; ) {
+      const count = Math.min(CHUNK_BYTES - filled, item.length - at);
+      buffer.set(item.subarray(at, at + count), filled);
+      filled += count;
+      at += count;
+      if (filled === CHUNK_BYTES) await cut();
+    }
+  }
+  await cut();
   return { entries, places };
 }
 

@@ -5,6 +5,7 @@ import {
   type HomeCheckpoint,
   type HomeSource,
   packHome,
+  readHomeArchive,
   recoverInterruptedRestore,
   type StagedHome,
   stageHome,
@@ -13,7 +14,13 @@ import { AgentComputerError, type OpContext, throwIfDone } from "@agent-computer
 import { type ChunkKeys, chunkKeysOf } from "../chunked/chunk-keys.js";
 import { ChunkUploader } from "../chunked/chunk-uploader.js";
 import { type ChunkLocation, type HomeManifest, locationsOf, placeChunks } from "../chunked/home-manifest.js";
-import { type HomeSnapshot, type KnownChunks, snapshotHome } from "../chunked/home-snapshot.js";
+import {
+  type ChunkSink,
+  type HomeSnapshot,
+  type KnownChunks,
+  snapshotEntries,
+  snapshotHome,
+} from "../chunked/home-snapshot.js";
 import { isManifest, openManifest, sealManifest } from "../chunked/sealed-manifest.js";
 import type { HomeRecord } from "../home-record.js";
 import { currentObject, deleteLeftovers, writeCommittedPointer } from "./committed-revision.js";
@@ -52,7 +59,7 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   // Fetched and opened while the source is staged, which mostly waits on the codec's writer thread.
   const stored = storedChunks(store, { keys, record, dataKey });
   stored.catch(() => {}); // awaited below; this only keeps a failure while staging from being unhandled
-  const { staged, swap } = await stageSource(store, homeKey, source, ctx);
+  const input = await checkpointInput(store, homeKey, source, ctx, keys);
   let snapshot: HomeSnapshot;
   let digest: string;
   try {
@@ -61,7 +68,7 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
       keys,
       record,
       dataKey,
-      root: staged.stagingDir,
+      read: input.read,
       revision: next,
       stored,
       unchanged,
@@ -83,7 +90,7 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
     if (commit) await commit(next, attempt);
     else await store.keys.records.advanceRevision({ homeKey, expectedRevision: record.revision, next, attempt });
   } catch (error) {
-    await staged.discard();
+    await input.staged?.discard();
     await bucket.deleteKeys([objectKey]).catch(() => {});
     throw error;
   }
@@ -94,56 +101,83 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
     storageId,
     revision: next,
     createdAt: Date.now(),
-    bytes: staged.stats.bytes,
-    files: staged.stats.files,
+    ...(await input.counts()),
     digest,
     mounted: "mounted" in source,
   };
   // Chunks stay: the reconciler removes the unreferenced ones under its grace rule (chunk-collection.ts).
   // Best effort: a committed checkpoint is never reported failed for its clean-up.
   const leftovers = deleteLeftovers(bucket, storageId, [record.revision, next], next, attempt).catch(() => {});
-  if (swap) await staged.swapIn();
-  else await staged.discard();
+  await input.staged?.swapIn();
   // Stamped after the swap, whose removal of the old copy moved the linked files' change times.
-  const stamps = swap ? stampFiles(cache.homeDir(homeKey), snapshot.entries) : [];
+  const stamps = input.staged ? stampFiles(cache.homeDir(homeKey), snapshot.entries) : [];
   await cache.writeChunkIndex(homeKey, storageId, next, snapshot.places, stamps);
   await cache.writeMarker(checkpoint);
   await leftovers;
   return publicOf(checkpoint) as HomeCheckpoint;
 }
 
-/** Checks the source into a staging folder: beside the cache (swapped in after the commit), or, for a mounted home, a scratch one. */
-async function stageSource(
+/** What a checkpoint reads the home from (`checkpointInput`). */
+interface CheckpointInput {
+  /** The staged copy, swapped in as the cache after the commit; none for a mounted home. */
+  readonly staged?: StagedHome;
+  /** Reads the home once, naming its chunks (`known` spares reading a staged file linked from the cache). */
+  read(sink: ChunkSink, known: KnownChunks): Promise<HomeSnapshot>;
+  /** The files and bytes the checkpoint holds, once `read` is done. */
+  counts(): Promise<{ files: number; bytes: number }>;
+}
+
+/**
+ * Where the checkpoint reads the source from. A machine's export or a
+ * folder is checked into a staging folder beside the cache, swapped in
+ * after the commit (its unchanged files linked from the cache, which only
+ * this store writes). A mounted home is the cache itself: it is read
+ * through the packer's link-safe walk and its chunks named from the tar
+ * as it streams (`readHomeArchive`, the restore's rules without the
+ * writes): nothing is staged, as nothing is swapped in.
+ */
+async function checkpointInput(
   store: StoreContext,
   homeKey: string,
   source: HomeSource,
   ctx: OpContext,
-): Promise<{ staged: StagedHome; swap: boolean }> {
+  keys: ChunkKeys,
+): Promise<CheckpointInput> {
   const home = store.cache.homeDir(homeKey);
   const limits = store.settings.limits;
-  // Staged beside the cache, which only this store writes: its unchanged files are linked, not written again.
+  const fromStaged = (staged: StagedHome): CheckpointInput => ({
+    staged,
+    read: (sink, known) => snapshotHome(staged.stagingDir, keys, sink, known),
+    counts: async () => ({ files: staged.stats.files, bytes: staged.stats.bytes }),
+  });
   const ownCopy = { linkUnchanged: true };
   if ("machine" in source) {
     const resume = await source.machine.quiesceDesktops?.(ctx);
     try {
       const tar = await source.machine.files.exportWorkspace(ctx);
-      return { staged: await stageHome(tar, home, limits, ownCopy), swap: true };
+      return fromStaged(await stageHome(tar, home, limits, ownCopy));
     } finally {
       await resume?.();
     }
   }
   if ("mounted" in source) {
-    // The live home is the cache: read it through the packer's link-safe walk into a scratch copy.
     await mkdir(home, { recursive: true });
-    const scratch = await store.cache.scratchDir(homeKey);
-    return { staged: await stageHome(packHome(home).tar, scratch, limits), swap: false };
+    const packed = packHome(home);
+    packed.stats.catch(() => {}); // the tar's reader sees a packing failure first
+    return {
+      read: (sink) => snapshotEntries(readHomeArchive(packed.tar, limits), keys, sink),
+      counts: async () => {
+        const { files, bytes } = await packed.stats;
+        return { files, bytes };
+      },
+    };
   }
   if (resolve(source.dir) === home)
     throw new AgentComputerError(
       "INVALID_ARGUMENT",
       `The source folder is the store's own copy of "${homeKey}"; use { mounted: true } for a mounted home.`,
     );
-  return { staged: await stageHome(packHome(source.dir).tar, home, limits, ownCopy), swap: true };
+  return fromStaged(await stageHome(packHome(source.dir).tar, home, limits, ownCopy));
 }
 
 /**
@@ -161,7 +195,8 @@ async function uploadSnapshot(
     keys: ChunkKeys;
     record: HomeRecord;
     dataKey: Uint8Array;
-    root: string;
+    /** Reads the home, naming its chunks (CheckpointInput). */
+    read: CheckpointInput["read"];
     revision: number;
     /** Where the bucket holds chunks, and the committed revision's manifest (`storedChunks`). */
     stored: ReturnType<typeof storedChunks>;
@@ -183,7 +218,7 @@ async function uploadSnapshot(
   let bytes: number;
   try {
     const known = knownChunks(previous, job.unchanged, stored);
-    snapshot = await snapshotHome(job.root, keys, (name, plain) => uploader.offer(name, plain), known);
+    snapshot = await job.read((name, plain) => uploader.offer(name, plain), known);
     bytes = await uploader.finish();
   } catch (error) {
     await uploader.stop();

@@ -40,12 +40,6 @@ export class HomeCache {
     return join(this.dataDir, "homes", parseInput(homeKeySchema, homeKey, "home key"));
   }
 
-  /** A scratch folder a mounted home is staged in (the live home is the cache itself). */
-  async scratchDir(homeKey: string): Promise<string> {
-    await mkdir(join(this.dataDir, "home-scratch"), { recursive: true });
-    return join(this.dataDir, "home-scratch", homeKey);
-  }
-
   /** An unreadable marker only costs a download, so it counts as none. */
   async readMarker(homeKey: string): Promise<CacheMarker | undefined> {
     try {
