@@ -4,8 +4,8 @@
 // and sent counted by the relay in s3rver-process.ts.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, cpSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { join, relative } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type BenchSide, runBench } from "@agent-computer/testing/bench";
 import type { S3ClientConfig } from "@aws-sdk/client-s3";
@@ -94,6 +94,13 @@ export async function benchIncremental(options: {
   const reader = store(2, join(work, "inc-reader"));
   await writer.checkpoint({ homeKey: "inc", source: { dir: home } });
   await reader.latest("inc");
+  // A mounted home (the cache folder a provider mounts, checkpointed in place): a copy of the same home.
+  records.create({ homeKey: "mnt", storageId: "st-mnt" });
+  const mounter = store(2, join(work, "mnt-store"));
+  cpSync(home, mounter.homeDir("mnt"), { recursive: true, preserveTimestamps: true });
+  const mountedSmall = small.map((path) => join(mounter.homeDir("mnt"), relative(home, path)));
+  await mounter.checkpoint({ homeKey: "mnt", source: { mounted: true } });
+  execFileSync("sync");
   let round = 0;
   const uploaded: number[] = [];
   const downloaded: number[] = [];
@@ -120,6 +127,19 @@ export async function benchIncremental(options: {
             uploaded.push((await counters()).received - before.received);
           },
           // Its own leftovers (the previous copy it removed) settle before the next run, as the baseline's do.
+          after: () => execFileSync("sync"),
+        },
+        baseline: firstCheckpoint(2, "format 2 first checkpoint"),
+      },
+      {
+        name: "a mounted home's next checkpoint after 1 MiB changed across 10 files vs a first checkpoint of the home from a folder, both format 2",
+        unit: "ms",
+        subject: {
+          label: "format 2 incremental checkpoint of a mounted home",
+          run: async () => {
+            changeTenFiles(mountedSmall, ++round);
+            await mounter.checkpoint({ homeKey: "mnt", source: { mounted: true } });
+          },
           after: () => execFileSync("sync"),
         },
         baseline: firstCheckpoint(2, "format 2 first checkpoint"),
