@@ -1,11 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AgentComputerError } from "@agent-computer/core";
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { chunkKeysOf } from "../src/chunked/chunk-keys.js";
 import { checkManifest, isManifest, openManifest, sealManifest } from "../src/chunked/sealed-manifest.js";
 import {
@@ -15,32 +13,22 @@ import {
   type ObjectAgentHomeStoreOptions,
 } from "../src/index.js";
 import { treeOf } from "./home-tree.js";
-import { type LocalS3, startLocalS3 } from "./local-s3.js";
+import { useLocalS3 } from "./local-s3.js";
 
 // Format v2 against a real S3 server (s3rver): incremental upload, restore
 // from the cache, hostile manifests, tampered and swapped chunks, and the
 // reconciler's grace rule racing a checkpoint.
 
-let s3: LocalS3;
-let base: string;
-let dirs = 0;
-const fresh = (name: string) => join(base, `${name}-${++dirs}`);
 const contentKey = randomBytes(32);
 const keyring = new ContentKeyring(contentKey);
 
-beforeAll(async () => {
-  s3 = await startLocalS3("chunked-homes");
-  base = mkdtempSync(join(tmpdir(), "chunked-home-store-"));
-});
-afterAll(async () => {
-  await s3.close();
-  await rm(base, { recursive: true, force: true });
-});
+const suite = useLocalS3("chunked-homes", "chunked-home-store");
+const fresh = suite.fresh;
 
 function storeWith(records: MemoryHomeRecords, options: Partial<ObjectAgentHomeStoreOptions> = {}) {
   return new ObjectAgentHomeStore({
-    s3: s3.config,
-    bucket: s3.bucket,
+    s3: suite.s3.config,
+    bucket: suite.s3.bucket,
     dataDir: fresh("data"),
     keyring,
     records,
@@ -60,15 +48,15 @@ function writeHome(dir: string): void {
 }
 
 async function bytesOf(key: string): Promise<Buffer> {
-  const got = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
+  const got = await suite.s3.client.send(new GetObjectCommand({ Bucket: suite.s3.bucket, Key: key }));
   return Buffer.from(await (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
 }
 async function putBytes(key: string, body: Buffer): Promise<void> {
-  await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: body }));
+  await suite.s3.client.send(new PutObjectCommand({ Bucket: suite.s3.bucket, Key: key, Body: body }));
 }
 
 async function deleteKeys(keys: readonly string[]): Promise<void> {
-  for (const key of keys) await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }));
+  for (const key of keys) await suite.s3.client.send(new DeleteObjectCommand({ Bucket: suite.s3.bucket, Key: key }));
 }
 
 async function rejection(promise: Promise<unknown>): Promise<AgentComputerError> {
@@ -94,14 +82,14 @@ async function homeWithCheckpoint(homeKey: string) {
 }
 
 async function manifestKeyOf(storageId: string, revision: number): Promise<string> {
-  const keys = await s3.keys(`homes/${storageId}/${revision}/`);
+  const keys = await suite.s3.keys(`homes/${storageId}/${revision}/`);
   return keys.find((k) => !k.endsWith("/committed")) as string;
 }
 
 describe("ObjectAgentHomeStore format 2 (the default)", () => {
   it("uploads only changed chunks, restores whole, and a second host's cache fetches only what changed", async () => {
     const { records, writer, source, storageId } = await homeWithCheckpoint("inc");
-    const chunksAfterFirst = await s3.keys(`homes/${storageId}/chunks/`);
+    const chunksAfterFirst = await suite.s3.keys(`homes/${storageId}/chunks/`);
     // The 3 MiB file's three full 1 MiB chunks alone, and one pack of the 30 notes and that file's 17-byte tail
     // (chunk-uploader.ts); the empty file has none.
     expect(chunksAfterFirst).toHaveLength(4);
@@ -119,7 +107,7 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
       onStage: (e) => void (e.stage === "uploaded" && uploaded.push(e.bytes)),
     }).checkpoint({ homeKey: "inc", source: { dir: source } });
     expect(second.revision).toBe(2);
-    const added = (await s3.keys(`homes/${storageId}/chunks/`)).filter((k) => !chunksAfterFirst.includes(k));
+    const added = (await suite.s3.keys(`homes/${storageId}/chunks/`)).filter((k) => !chunksAfterFirst.includes(k));
     // The two new small chunks, in one new pack.
     expect(added).toHaveLength(1);
     // Two tiny chunks plus the manifest: far under one small file's worth of the 3 MiB home.
@@ -151,7 +139,7 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
     const old = await storeWith(records, { format: 1 }).checkpoint({ homeKey: "migrate", source: { dir: source } });
     const archiveKey = await manifestKeyOf("st-migrate", 1);
     expect((await bytesOf(archiveKey)).subarray(0, 8).toString("latin1")).toBe("ac-ckpt\u0001");
-    expect(await s3.keys("homes/st-migrate/chunks/")).toEqual([]);
+    expect(await suite.s3.keys("homes/st-migrate/chunks/")).toEqual([]);
 
     // A store with the default format, on a fresh host: the format-1 revision restores.
     const host = storeWith(records);
@@ -168,8 +156,8 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
     expect(next.revision).toBe(2);
     const manifestKey = await manifestKeyOf("st-migrate", 2);
     expect(isManifest(await bytesOf(manifestKey))).toBe(true);
-    expect((await s3.keys("homes/st-migrate/chunks/")).length).toBeGreaterThan(0);
-    expect(await s3.keys("homes/st-migrate/1/")).toEqual([]);
+    expect((await suite.s3.keys("homes/st-migrate/chunks/")).length).toBeGreaterThan(0);
+    expect(await suite.s3.keys("homes/st-migrate/1/")).toEqual([]);
 
     // Another fresh host restores the chunked revision, byte for byte.
     const again = fresh("restored");
@@ -349,7 +337,7 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
       [
         "a missing chunk",
         async (c) => {
-          await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: c.chunkKeys[0] }));
+          await suite.s3.client.send(new DeleteObjectCommand({ Bucket: suite.s3.bucket, Key: c.chunkKeys[0] }));
         },
       ],
       [
@@ -360,7 +348,7 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
         "another home's chunk under this name",
         async (c) => {
           const other = await homeWithCheckpoint(`other-${randomBytes(3).toString("hex")}`);
-          const theirs = (await s3.keys(`homes/${other.storageId}/chunks/`))[0] as string;
+          const theirs = (await suite.s3.keys(`homes/${other.storageId}/chunks/`))[0] as string;
           await putBytes(c.chunkKeys[0] as string, await bytesOf(theirs));
         },
       ],
@@ -382,7 +370,7 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
       ],
       [
         "the committed revision's manifest and pointer deleted (issue 45: it restored as no checkpoint)",
-        async (c) => deleteKeys(await s3.keys(`homes/${c.storageId}/1/`)),
+        async (c) => deleteKeys(await suite.s3.keys(`homes/${c.storageId}/1/`)),
       ],
       ["the committed revision's manifest deleted, its pointer kept", async (c) => deleteKeys([c.manifestKey])],
       [
@@ -392,7 +380,7 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
           const olderPointer = await bytesOf(`homes/${c.storageId}/1/committed`);
           writeFileSync(join(c.source, "notes/n0.txt"), "newer\n");
           await c.writer.checkpoint({ homeKey: c.keys.storageId.slice(3), source: { dir: c.source } });
-          await deleteKeys(await s3.keys(`homes/${c.storageId}/2/`));
+          await deleteKeys(await suite.s3.keys(`homes/${c.storageId}/2/`));
           await putBytes(c.manifestKey, older);
           await putBytes(`homes/${c.storageId}/1/committed`, olderPointer);
         },
@@ -423,7 +411,7 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
       it(`refuses ${what}`, async () => {
         const homeKey = `tamper-${attacks.findIndex((a) => a[0] === what)}`;
         const ctx = await homeWithCheckpoint(homeKey);
-        const chunkKeys = await s3.keys(`homes/${ctx.storageId}/chunks/`);
+        const chunkKeys = await suite.s3.keys(`homes/${ctx.storageId}/chunks/`);
         const manifestKey = await manifestKeyOf(ctx.storageId, 1);
         await attack({ ...ctx, manifestKey, chunkKeys });
         const target = fresh("target");
@@ -464,7 +452,7 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
       it(`restores the attempt the record names despite ${what}`, async () => {
         const homeKey = `redirect-${redirections.findIndex((a) => a[0] === what)}`;
         const ctx = await homeWithCheckpoint(homeKey);
-        const chunkKeys = await s3.keys(`homes/${ctx.storageId}/chunks/`);
+        const chunkKeys = await suite.s3.keys(`homes/${ctx.storageId}/chunks/`);
         const manifestKey = await manifestKeyOf(ctx.storageId, 1);
         await redirect({ ...ctx, manifestKey, chunkKeys });
         const target = fresh("target");
@@ -498,15 +486,15 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
       const big = join(source, "notes/deep/big.bin");
       writeFileSync(big, Buffer.concat([randomBytes(1024 * 1024), readFileSync(big).subarray(1024 * 1024)]));
       await store.checkpoint({ homeKey: "gc", source: { dir: source } });
-      const before = await s3.keys("gc/homes/st-gc/chunks/");
+      const before = await suite.s3.keys("gc/homes/st-gc/chunks/");
       const first = await store.reconcile();
       expect(first.removed.filter((r) => r.reason === "unreferenced")).toHaveLength(0);
-      expect(await s3.keys("gc/homes/st-gc/gc-marks/")).toHaveLength(1);
+      expect(await suite.s3.keys("gc/homes/st-gc/gc-marks/")).toHaveLength(1);
       await new Promise((r) => setTimeout(r, 3100));
       const second = await store.reconcile();
       const gone = second.removed.filter((r) => r.reason === "unreferenced").map((r) => r.key);
       expect(gone).toHaveLength(1);
-      expect((await s3.keys("gc/homes/st-gc/chunks/")).length).toBe(before.length - 1);
+      expect((await suite.s3.keys("gc/homes/st-gc/chunks/")).length).toBe(before.length - 1);
       const target = fresh("restored");
       await storeWith(records, { prefix: "gc/" }).restore({ homeKey: "gc", target: { dir: target } });
       expect(treeOf(target)).toEqual(treeOf(source));
@@ -560,15 +548,15 @@ describe("ObjectAgentHomeStore format 2 (the default)", () => {
 
     it("removes every chunk of a deleted home, and the next checkpoint uploads them all again", async () => {
       const { records, writer, storageId, source } = await homeWithCheckpoint("gone");
-      const before = (await s3.keys(`homes/${storageId}/chunks/`)).length;
+      const before = (await suite.s3.keys(`homes/${storageId}/chunks/`)).length;
       await writer.delete("gone");
       // Every chunk and manifest goes; what stays is the pointer that says, under the home's key, that the copy was
       // deleted on purpose (else a restore at the kept revision is CHECKPOINT_CORRUPT: issue 45, finding 5).
-      expect(await s3.keys(`homes/${storageId}/`)).toEqual([`homes/${storageId}/1/committed`]);
+      expect(await suite.s3.keys(`homes/${storageId}/`)).toEqual([`homes/${storageId}/1/committed`]);
       expect(await storeWith(records).restore({ homeKey: "gone", target: { dir: fresh("none") } })).toBeUndefined();
       expect(existsSync(writer.homeDir("gone"))).toBe(false);
       await writer.checkpoint({ homeKey: "gone", source: { dir: source } });
-      expect((await s3.keys(`homes/${storageId}/chunks/`)).length).toBe(before);
+      expect((await suite.s3.keys(`homes/${storageId}/chunks/`)).length).toBe(before);
       const target = fresh("restored");
       await storeWith(records).restore({ homeKey: "gone", target: { dir: target } });
       expect(treeOf(target)).toEqual(treeOf(source));

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, ListObjectsV2Command, S3Client, type S3ClientConfig } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
+import { afterAll, beforeAll } from "vitest";
 
 /** A real S3-compatible HTTP server (s3rver) on 127.0.0.1, with one bucket, for the tests of this package. */
 export interface LocalS3 {
@@ -54,5 +55,30 @@ export async function startLocalS3(bucket = "agent-homes"): Promise<LocalS3> {
       await server.close();
       await rm(directory, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A suite's S3 server and scratch folder, started before its tests and
+ * removed after them; `fresh(name)` names a new folder in the scratch one.
+ */
+export function useLocalS3(bucket: string, folder: string): { readonly s3: LocalS3; fresh(name: string): string } {
+  let s3: LocalS3 | undefined;
+  let base = "";
+  let dirs = 0;
+  beforeAll(async () => {
+    s3 = await startLocalS3(bucket);
+    base = mkdtempSync(join(tmpdir(), `${folder}-`));
+  });
+  afterAll(async () => {
+    await s3?.close();
+    if (base !== "") await rm(base, { recursive: true, force: true });
+  });
+  return {
+    get s3() {
+      if (s3 === undefined) throw new Error("the suite's S3 server starts before its tests");
+      return s3;
+    },
+    fresh: (name) => join(base, `${name}-${++dirs}`),
   };
 }

@@ -4,18 +4,15 @@ import {
   cpSync,
   ftruncateSync,
   mkdirSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   symlinkSync,
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GetObjectCommand } from "@aws-sdk/client-s3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { chunkKeysOf } from "../src/chunked/chunk-keys.js";
 import type { HomeManifestEntry } from "../src/chunked/home-manifest.js";
 import { openManifest } from "../src/chunked/sealed-manifest.js";
@@ -26,32 +23,22 @@ import {
   type ObjectAgentHomeStoreOptions,
 } from "../src/index.js";
 import { treeOf } from "./home-tree.js";
-import { type LocalS3, startLocalS3 } from "./local-s3.js";
+import { useLocalS3 } from "./local-s3.js";
 
 // A mounted home (the cache folder a provider mounts, live while the bot
 // runs) is checkpointed without a copy: its chunks are named from the
 // packer's tar as it streams (the codec's readHomeArchive). Against a
 // real S3 server (s3rver).
 
-let s3: LocalS3;
-let base: string;
-let dirs = 0;
-const fresh = (name: string) => join(base, `${name}-${++dirs}`);
 const keyring = new ContentKeyring(randomBytes(32));
 
-beforeAll(async () => {
-  s3 = await startLocalS3("mounted-homes");
-  base = mkdtempSync(join(tmpdir(), "mounted-checkpoint-"));
-});
-afterAll(async () => {
-  await s3.close();
-  await rm(base, { recursive: true, force: true });
-});
+const suite = useLocalS3("mounted-homes", "mounted-checkpoint");
+const fresh = suite.fresh;
 
 function storeWith(records: MemoryHomeRecords, options: Partial<ObjectAgentHomeStoreOptions> = {}) {
   return new ObjectAgentHomeStore({
-    s3: s3.config,
-    bucket: s3.bucket,
+    s3: suite.s3.config,
+    bucket: suite.s3.bucket,
     dataDir: fresh("data"),
     keyring,
     records,
@@ -79,8 +66,8 @@ async function manifestOf(records: MemoryHomeRecords, homeKey: string, revision:
   const record = await records.read(homeKey);
   const storageId = record?.storageId as string;
   const keys = chunkKeysOf(await keyring.unwrap(record?.wrappedDataKey as string, storageId), storageId);
-  const key = (await s3.keys(`homes/${storageId}/${revision}/`)).find((k) => !k.endsWith("/committed")) as string;
-  const got = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
+  const key = (await suite.s3.keys(`homes/${storageId}/${revision}/`)).find((k) => !k.endsWith("/committed")) as string;
+  const got = await suite.s3.client.send(new GetObjectCommand({ Bucket: suite.s3.bucket, Key: key }));
   const sealed = Buffer.from(
     await (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
   );

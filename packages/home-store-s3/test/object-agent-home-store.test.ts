@@ -1,12 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync } from "node:fs";
-import { rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
 import { AgentComputerError } from "@agent-computer/core";
 import { LeaseEngine, MemoryStateStore } from "@agent-computer/leases";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   ComputerHomeRecords,
   ContentKeyring,
@@ -16,27 +13,17 @@ import {
   type ObjectAgentHomeStoreOptions,
 } from "../src/index.js";
 import { generationOf, writeGeneration } from "./generation.js";
-import { type LocalS3, startLocalS3 } from "./local-s3.js";
+import { useLocalS3 } from "./local-s3.js";
 
-let s3: LocalS3;
-let base: string;
-let dirs = 0;
-const fresh = (name: string) => join(base, `${name}-${++dirs}`);
 const contentKey = randomBytes(32);
 
-beforeAll(async () => {
-  s3 = await startLocalS3();
-  base = mkdtempSync(join(tmpdir(), "object-home-store-"));
-});
-afterAll(async () => {
-  await s3.close();
-  await rm(base, { recursive: true, force: true });
-});
+const suite = useLocalS3("agent-homes", "object-home-store");
+const fresh = suite.fresh;
 
 function storeWith(options: Partial<ObjectAgentHomeStoreOptions> & Pick<ObjectAgentHomeStoreOptions, "records">) {
   return new ObjectAgentHomeStore({
-    s3: s3.config,
-    bucket: s3.bucket,
+    s3: suite.s3.config,
+    bucket: suite.s3.bucket,
     prefix: "space-1/",
     dataDir: fresh("data"),
     keyring: new ContentKeyring(contentKey),
@@ -85,7 +72,7 @@ describe("ObjectAgentHomeStore", () => {
 
     // Only revision 2 is left: its object and the pointer naming it.
     // The bucket lists keys in byte order, and a random attempt id may sort before or after "committed".
-    const keys = await s3.keys("space-1/homes/st-team-1/");
+    const keys = await suite.s3.keys("space-1/homes/st-team-1/");
     expect(keys).toHaveLength(2);
     const pointer = "space-1/homes/st-team-1/2/committed";
     expect(keys).toContain(pointer);
@@ -103,8 +90,8 @@ describe("ObjectAgentHomeStore", () => {
     await other.restore({ homeKey: "team-1", target: { dir: fresh("again") } });
     expect(downloads).toHaveLength(1);
     // The bytes in the bucket are sealed: no file content in the clear.
-    const object = await s3.client.send(
-      new (await import("@aws-sdk/client-s3")).GetObjectCommand({ Bucket: s3.bucket, Key: objectKey }),
+    const object = await suite.s3.client.send(
+      new (await import("@aws-sdk/client-s3")).GetObjectCommand({ Bucket: suite.s3.bucket, Key: objectKey }),
     );
     const sealed = Buffer.from(
       await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
@@ -124,7 +111,7 @@ describe("ObjectAgentHomeStore", () => {
     await store.checkpoint({ homeKey: "h", source: { dir: source } });
     await store.delete("h");
     // Only the signed pointer saying the copy was deleted on purpose stays (issue 45, finding 5).
-    expect(await s3.keys("space-1/homes/st-h/")).toEqual(["space-1/homes/st-h/1/committed"]);
+    expect(await suite.s3.keys("space-1/homes/st-h/")).toEqual(["space-1/homes/st-h/1/committed"]);
     expect(await store.latest("h")).toBeUndefined();
     expect((await store.checkpoint({ homeKey: "h", source: { dir: source } })).revision).toBe(2);
   });
@@ -181,7 +168,7 @@ describe("ObjectAgentHomeStore", () => {
     });
     expect(generationOf(target)).toBe(winner);
     // The loser's object is gone, and its home is still its own to save at the next revision.
-    expect((await s3.keys("space-1/homes/st-race/")).filter((k) => !k.endsWith("committed"))).toHaveLength(1);
+    expect((await suite.s3.keys("space-1/homes/st-race/")).filter((k) => !k.endsWith("committed"))).toHaveLength(1);
     const loser = results[0]?.status === "fulfilled" ? b : a;
     const retried = await loser.checkpoint({ homeKey: "race", source: { dir: winner === 10 ? srcB : srcA } });
     expect(retried.revision).toBe(3);
@@ -224,7 +211,7 @@ describe("ObjectAgentHomeStore", () => {
     const target = fresh("fenced-restored");
     await storeWith({ records }).restore({ homeKey: "fenced", target: { dir: target } });
     expect(generationOf(target)).toBe(8);
-    expect((await s3.keys("space-1/homes/st-fenced/")).filter((k) => !k.endsWith("committed"))).toHaveLength(1);
+    expect((await suite.s3.keys("space-1/homes/st-fenced/")).filter((k) => !k.endsWith("committed"))).toHaveLength(1);
   });
 
   it("refuses a wrapped key of another space, of another home, or of a deleted computer, with typed errors", async () => {
@@ -283,8 +270,8 @@ describe("ObjectAgentHomeStore", () => {
       "unowned",
       "unowned",
     ]);
-    expect(await s3.keys("space-1/homes/st-k2/")).toEqual([]);
-    expect(await s3.keys("space-1/homes/st-k1/")).toHaveLength(2);
+    expect(await suite.s3.keys("space-1/homes/st-k2/")).toEqual([]);
+    expect(await suite.s3.keys("space-1/homes/st-k1/")).toHaveLength(2);
   });
 
   it("reconciles leftovers (dry run first), never the committed revision, never keys it did not write", async () => {
@@ -294,8 +281,9 @@ describe("ObjectAgentHomeStore", () => {
     const source = fresh("src");
     writeGeneration(source, 1);
     await store.checkpoint({ homeKey: "rec", source: { dir: source } });
-    const current = await s3.keys("space-2/homes/st-rec/");
-    const put = (Key: string) => s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key, Body: "x" }));
+    const current = await suite.s3.keys("space-2/homes/st-rec/");
+    const put = (Key: string) =>
+      suite.s3.client.send(new PutObjectCommand({ Bucket: suite.s3.bucket, Key, Body: "x" }));
     // A crash before commit (revision 2), one between commit and clean-up (revision 0 is never a key; use a
     // loser of revision 1), a deleted computer's object, and a foreign key.
     await put(`space-2/homes/st-rec/2/${"a".repeat(24)}`);
@@ -305,10 +293,10 @@ describe("ObjectAgentHomeStore", () => {
 
     const dry = await store.reconcile({ dryRun: true });
     expect(dry.removed.map((r) => r.reason).sort()).toEqual(["abandoned", "superseded", "unowned"]);
-    expect(await s3.keys("space-2/homes/")).toHaveLength(current.length + 4);
+    expect(await suite.s3.keys("space-2/homes/")).toHaveLength(current.length + 4);
     const real = await store.reconcile();
     expect([...real.kept].sort()).toEqual(current);
-    expect(await s3.keys("space-2/homes/")).toEqual([...current, "space-2/homes/README.txt"].sort());
+    expect(await suite.s3.keys("space-2/homes/")).toEqual([...current, "space-2/homes/README.txt"].sort());
     const target = fresh("rec-restored");
     await storeWith({ records, prefix: "space-2/" }).restore({ homeKey: "rec", target: { dir: target } });
     expect(generationOf(target)).toBe(1);
@@ -322,9 +310,9 @@ describe("ObjectAgentHomeStore", () => {
     writeGeneration(source, 1);
     await store.checkpoint({ homeKey: "torn", source: { dir: source } });
     const pointer = "space-4/homes/st-torn/1/committed";
-    expect(await s3.keys("space-4/")).toContain(pointer);
+    expect(await suite.s3.keys("space-4/")).toContain(pointer);
     for (const body of ["", "0".repeat(24), "committed"]) {
-      await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: pointer, Body: body }));
+      await suite.s3.client.send(new PutObjectCommand({ Bucket: suite.s3.bucket, Key: pointer, Body: body }));
       const report = await store.reconcile();
       expect(report.removed, JSON.stringify(body)).toEqual([]);
       const target = fresh(`torn-restored-${body.length}`);
@@ -337,10 +325,10 @@ describe("ObjectAgentHomeStore", () => {
     const records = new MemoryHomeRecords();
     records.create({ homeKey: "young", storageId: "st-young" });
     const key = `space-3/homes/st-young/1/${"d".repeat(24)}`;
-    await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: "x" }));
+    await suite.s3.client.send(new PutObjectCommand({ Bucket: suite.s3.bucket, Key: key, Body: "x" }));
     const report = await storeWith({ records, prefix: "space-3/", abandonAfterMs: 60_000 }).reconcile();
     expect(report.kept).toEqual([key]);
-    expect(await s3.keys("space-3/")).toEqual([key]);
+    expect(await suite.s3.keys("space-3/")).toEqual([key]);
   });
 
   it("fails UNAVAILABLE, naming no credentials, when the bucket cannot be reached", async () => {
@@ -348,7 +336,7 @@ describe("ObjectAgentHomeStore", () => {
     records.create({ homeKey: "down", storageId: "st-down" });
     const store = storeWith({
       records,
-      s3: { ...s3.config, endpoint: "http://127.0.0.1:9", maxAttempts: 1 },
+      s3: { ...suite.s3.config, endpoint: "http://127.0.0.1:9", maxAttempts: 1 },
     });
     const source = fresh("src");
     writeGeneration(source, 1);
@@ -364,21 +352,29 @@ describe("ObjectAgentHomeStore", () => {
     const records = new MemoryHomeRecords();
     const bad = (options: unknown) => () => new ObjectAgentHomeStore(options as ObjectAgentHomeStoreOptions);
     expect(
-      bad({ s3: s3.config, bucket: "B", dataDir: base, keyring: new ContentKeyring(contentKey), records }),
+      bad({
+        s3: suite.s3.config,
+        bucket: "B",
+        dataDir: fresh("data"),
+        keyring: new ContentKeyring(contentKey),
+        records,
+      }),
     ).toThrow(/at "bucket"/);
     expect(
       bad({
-        s3: s3.config,
+        s3: suite.s3.config,
         bucket: "ok-bucket",
         prefix: "../",
-        dataDir: base,
+        dataDir: fresh("data"),
         keyring: new ContentKeyring(contentKey),
         records,
       }),
     ).toThrow(/at "prefix"/);
-    expect(bad({ s3: s3.config, bucket: "ok-bucket", dataDir: base, keyring: {}, records })).toThrow(/at "keyring"/);
+    expect(bad({ s3: suite.s3.config, bucket: "ok-bucket", dataDir: fresh("data"), keyring: {}, records })).toThrow(
+      /at "keyring"/,
+    );
     const store = storeWith({ records });
-    expect(() => store.checkpoint({ homeKey: "../x", source: { dir: base } })).toThrow(/at "homeKey"/);
+    expect(() => store.checkpoint({ homeKey: "../x", source: { dir: fresh("src") } })).toThrow(/at "homeKey"/);
   });
 
   it("reads the content key from the environment without ever echoing it", async () => {
