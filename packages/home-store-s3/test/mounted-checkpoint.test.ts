@@ -6,6 +6,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  readFileSync,
   symlinkSync,
   writeFileSync,
   writeSync,
@@ -122,6 +123,34 @@ describe("a mounted home's checkpoint", () => {
     expect(uploaded[0]).toBeGreaterThan(3 * 1024 * 1024);
     // One tiny chunk in a pack, and the manifest.
     expect(uploaded[1]).toBeLessThan(16 * 1024);
+  });
+
+  it("carries the files untouched since its last checkpoint, and reads again each one changed since, at any size", async () => {
+    const records = new MemoryHomeRecords();
+    records.create({ homeKey: "stamped", storageId: "st-stamped" });
+    const live = storeWith(records);
+    const home = live.homeDir("stamped");
+    writeHome(home);
+    // Only files changed over two seconds before a checkpoint are stamped (mounted-home-read.ts).
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    await live.checkpoint({ homeKey: "stamped", source: { mounted: true } });
+    // New bytes at the same size: only the change time tells.
+    writeFileSync(join(home, "notes/n3.txt"), randomBytes(readFileSync(join(home, "notes/n3.txt")).length));
+    const big = openSync(join(home, "notes/deep/big.bin"), "r+");
+    writeSync(big, randomBytes(64), 0, 64, 1024 * 1024 + 5);
+    closeSync(big);
+    await live.checkpoint({ homeKey: "stamped", source: { mounted: true } });
+
+    const elsewhere = fresh("restored");
+    await storeWith(records).restore({ homeKey: "stamped", target: { dir: elsewhere } });
+    const { planted: _link, ...withoutLink } = treeOf(home);
+    expect(treeOf(elsewhere)).toEqual(withoutLink);
+    // The 32 untouched files keep their stamps; the two just changed get none until they are older.
+    const index = JSON.parse(readFileSync(join(live.dataDir, "home-revisions", "stamped.chunks.json"), "utf8"));
+    const stamped = (index.liveStamps as [string][]).map(([path]) => path);
+    expect(stamped).not.toContain("notes/n3.txt");
+    expect(stamped).not.toContain("notes/deep/big.bin");
+    expect(index.liveStamps).toHaveLength(32);
   });
 
   it("refuses a home over the store's limits with nothing committed and the home as it was", async () => {

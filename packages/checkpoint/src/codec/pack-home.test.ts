@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdir, mkdtemp, symlink, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, symlink, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -99,6 +99,28 @@ describe("packHome", () => {
     expect(isTransientProfilePath(".browser-profiles/SingletonLock")).toBe(false);
     expect(isTransientProfilePath("work/.browser-profiles/bot/LOCK")).toBe(false);
     expect(isTransientProfilePath("Cache/x")).toBe(false);
+  });
+
+  it("asks `reuse` of each regular file as it is open, leaving out the ones it keeps", async () => {
+    const asked = new Map<string, bigint>();
+    const packed = packHome(home, {
+      reuse: (path, stat) => {
+        asked.set(path, stat.ino);
+        return path === "Makefile" || path === longPath;
+      },
+    });
+    const restored = join(root, "reused");
+    await restoreHome(packed.tar, restored);
+    const stats = await packed.stats;
+    expect([stats.files, stats.reused]).toEqual([8, 2]);
+    // Regular files only, never links or the transient ones, each with the inode that was open.
+    expect(asked.size).toBe(10);
+    expect(asked.has("link-in")).toBe(false);
+    expect(asked.get("makefile")).toBe((await lstat(join(home, "makefile"), { bigint: true })).ino);
+    const tree = await digestTree(restored);
+    expect(tree.has("Makefile")).toBe(false);
+    expect(tree.has(longPath)).toBe(false);
+    expect(tree.get("makefile")).toBe((await digestTree(home)).get("makefile"));
   });
 
   it("fails with NOT_FOUND for a missing home and INVALID_ARGUMENT for bad options", async () => {

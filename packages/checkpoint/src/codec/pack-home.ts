@@ -1,4 +1,5 @@
 import {
+  type BigIntStats,
   closeSync,
   constants,
   type Dirent,
@@ -85,6 +86,9 @@ const packArgsSchema = z.object({
       include: z
         .custom<(path: string) => boolean>((v) => typeof v === "function", { message: "expected a function" })
         .optional(),
+      reuse: z
+        .custom<NonNullable<PackOptions["reuse"]>>((v) => typeof v === "function", { message: "expected a function" })
+        .optional(),
     })
     .strict(),
 });
@@ -107,6 +111,7 @@ export function packHome(dir: string, options: PackOptions = {}): PackedHome {
     transient: 0,
     changed: 0,
     sparse: 0,
+    reused: 0,
   };
   let settle!: { resolve: (s: PackStats) => void; reject: (e: unknown) => void };
   const done = new Promise<PackStats>((resolve, reject) => {
@@ -119,7 +124,7 @@ export function packHome(dir: string, options: PackOptions = {}): PackedHome {
   // Readable.from only calls the generator's return() once it reaches a
   // yield, and finding a big file's holes can await for long without one.
   const stop = new AbortController();
-  const packer = new Packer(args.dir, args.options.include ?? (() => true), stats, {
+  const packer = new Packer(args.dir, args.options.include ?? (() => true), args.options.reuse, stats, {
     signal: stop.signal,
     seeker: DEFAULT_SEEKER,
   });
@@ -160,6 +165,7 @@ class Packer {
   constructor(
     private readonly root: string,
     private readonly include: (path: string) => boolean,
+    private readonly reuse: PackOptions["reuse"],
     private readonly stats: PackStats,
     private readonly dataRuns: DataRunsOptions,
   ) {}
@@ -278,9 +284,14 @@ class Packer {
     }
     this.openHandles.add(fd);
     try {
-      const info = fstatSync(fd);
+      const stamped = this.reuse ? fstatSync(fd, { bigint: true }) : undefined;
+      const info = stamped ? numbersOf(stamped) : fstatSync(fd);
       if (!info.isFile()) {
         this.stats.changed++;
+        return;
+      }
+      if (stamped && this.reuse?.(rel, stamped)) {
+        this.stats.reused++;
         return;
       }
       const size = info.size;
@@ -394,6 +405,17 @@ class Packer {
     this.used = 0;
     return full;
   }
+}
+
+/** What packFile reads of a file's stat, from the exact (bigint) one `reuse` is given. */
+function numbersOf(stat: BigIntStats) {
+  return {
+    isFile: () => stat.isFile(),
+    size: Number(stat.size),
+    mode: Number(stat.mode),
+    mtimeMs: Number(stat.mtimeNs) / 1e6,
+    blocks: Number(stat.blocks),
+  };
 }
 
 /** Files whose allocated blocks fall well short of their size have holes worth keeping. */

@@ -14,6 +14,8 @@ export interface PackStats {
    * does, so the archive stays well-formed; quiesce writers to avoid this.
    */
   changed: number;
+  /** Files the caller's `reuse` kept out of the archive (PackOptions). */
+  reused: number;
   /** Files packed as sparse (pax GNU.sparse 1.0): their holes took no archive bytes and restore as holes. */
   sparse: number;
 }

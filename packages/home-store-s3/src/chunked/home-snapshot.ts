@@ -137,7 +137,7 @@ function byteOrder(names: string[]): string[] {
 }
 
 /** The known chunks of the file at `path`, each placed where it lies in the file. */
-function placeKnown(path: string, known: readonly ChunkRef[], places: Map<string, ChunkPlace>): ChunkRef[] {
+export function placeKnown(path: string, known: readonly ChunkRef[], places: Map<string, ChunkPlace>): ChunkRef[] {
   let offset = 0;
   return known.map(({ name, size }) => {
     if (!places.has(name)) places.set(name, { path, offset, size });

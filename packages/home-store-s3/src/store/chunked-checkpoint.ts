@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
+import type { BigIntStats } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import {
   type HomeCheckpoint,
   type HomeSource,
   packHome,
-  readHomeArchive,
   recoverInterruptedRestore,
   type StagedHome,
   stageHome,
@@ -14,19 +14,14 @@ import { AgentComputerError, type OpContext, throwIfDone } from "@agent-computer
 import { type ChunkKeys, chunkKeysOf } from "../chunked/chunk-keys.js";
 import { ChunkUploader } from "../chunked/chunk-uploader.js";
 import { type ChunkLocation, type HomeManifest, locationsOf, placeChunks } from "../chunked/home-manifest.js";
-import {
-  type ChunkSink,
-  type HomeSnapshot,
-  type KnownChunks,
-  snapshotEntries,
-  snapshotHome,
-} from "../chunked/home-snapshot.js";
+import { type ChunkSink, type HomeSnapshot, type KnownChunks, snapshotHome } from "../chunked/home-snapshot.js";
 import { isManifest, openManifest, sealManifest } from "../chunked/sealed-manifest.js";
 import type { HomeRecord } from "../home-record.js";
 import { currentObject, deleteLeftovers, writeCommittedPointer } from "./committed-revision.js";
-import { stampFiles, unchangedFiles } from "./file-stamps.js";
+import { type FileStamp, stampFiles, unchangedFiles } from "./file-stamps.js";
 import { type CacheMarker, publicOf } from "./home-cache.js";
 import { checkedStorageId } from "./home-keys.js";
+import { type MountedHomeRead, readMountedHome } from "./mounted-home-read.js";
 import { operationSignal } from "./operation-signal.js";
 import type { CheckpointJob, StoreContext } from "./store-context.js";
 
@@ -53,8 +48,7 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   const objectKey = bucket.objectKey(storageId, next, attempt);
   await recoverInterruptedRestore(cache.homeDir(homeKey));
   // Read before staging, which links the unchanged files and so moves their change times.
-  const unchanged =
-    "mounted" in source ? new Map<string, bigint>() : await unchangedSinceCommit(store, homeKey, record);
+  const unchanged = await unchangedSinceCommit(store, homeKey, record, "mounted" in source);
   await store.emit({ stage: "packing", homeKey, revision: next });
   // Fetched and opened while the source is staged, which mostly waits on the codec's writer thread.
   const stored = storedChunks(store, { keys, record, dataKey });
@@ -111,7 +105,7 @@ export async function takeChunkedCheckpoint(store: StoreContext, job: Checkpoint
   await input.staged?.swapIn();
   // Stamped after the swap, whose removal of the old copy moved the linked files' change times.
   const stamps = input.staged ? stampFiles(cache.homeDir(homeKey), snapshot.entries) : [];
-  await cache.writeChunkIndex(homeKey, storageId, next, snapshot.places, stamps);
+  await cache.writeChunkIndex(homeKey, storageId, next, snapshot.places, stamps, input.liveStamps?.());
   await cache.writeMarker(checkpoint);
   await leftovers;
   return publicOf(checkpoint) as HomeCheckpoint;
@@ -125,6 +119,8 @@ interface CheckpointInput {
   read(sink: ChunkSink, known: KnownChunks): Promise<HomeSnapshot>;
   /** The files and bytes the checkpoint holds, once `read` is done. */
   counts(): Promise<{ files: number; bytes: number }>;
+  /** A mounted home's stamps, taken as it was read (mounted-home-read.ts). */
+  liveStamps?(): readonly FileStamp[];
 }
 
 /**
@@ -162,14 +158,18 @@ async function checkpointInput(
   }
   if ("mounted" in source) {
     await mkdir(home, { recursive: true });
-    const packed = packHome(home);
-    packed.stats.catch(() => {}); // the tar's reader sees a packing failure first
+    let read: MountedHomeRead | undefined;
+    const done = () => {
+      if (read === undefined) throw new Error("the mounted home was not read yet");
+      return read;
+    };
     return {
-      read: (sink) => snapshotEntries(readHomeArchive(packed.tar, limits), keys, sink),
-      counts: async () => {
-        const { files, bytes } = await packed.stats;
-        return { files, bytes };
+      read: async (sink, known) => {
+        read = await readMountedHome(home, { keys, sink, known, limits });
+        return read.snapshot;
       },
+      counts: async () => ({ files: done().files, bytes: done().bytes }),
+      liveStamps: () => done().stamps,
     };
   }
   if (resolve(source.dir) === home)
@@ -200,8 +200,8 @@ async function uploadSnapshot(
     revision: number;
     /** Where the bucket holds chunks, and the committed revision's manifest (`storedChunks`). */
     stored: ReturnType<typeof storedChunks>;
-    /** Files of the cache unchanged since the committed revision's checkpoint, with their inodes. */
-    unchanged: ReadonlyMap<string, bigint>;
+    /** Which files are unchanged since the committed revision (`unchangedSinceCommit`). */
+    unchanged: Unchanged | undefined;
     signal: AbortSignal;
   },
 ): Promise<{ snapshot: HomeSnapshot; manifest: HomeManifest; bytes: number }> {
@@ -270,38 +270,53 @@ async function storedChunks(
 }
 
 /**
- * The files of the cache nobody has touched since the committed revision's
- * checkpoint or restore stamped them (file-stamps.ts), read before staging.
- * The stamps count only if they are that revision's.
+ * Whether a file of the cache is untouched since the committed revision's
+ * checkpoint or restore stamped it (file-stamps.ts), read before staging;
+ * the stamps count only if they are that revision's. For a folder or a
+ * machine the staged file must be the cache's very inode, unchanged when
+ * it was listed; a mounted home is live, so only the stamps its own last
+ * checkpoint took as it read each file are trusted, matched against the
+ * file as it is open now (mounted-home-read.ts).
  */
 async function unchangedSinceCommit(
   store: StoreContext,
   homeKey: string,
   record: HomeRecord,
-): Promise<Map<string, bigint>> {
-  if (record.revision === 0) return new Map();
-  const { stamps } = await store.cache.readChunkIndex(homeKey, checkedStorageId(record), record.revision);
-  return unchangedFiles(store.cache.homeDir(homeKey), stamps);
+  mounted: boolean,
+): Promise<Unchanged | undefined> {
+  if (record.revision === 0) return undefined;
+  const index = await store.cache.readChunkIndex(homeKey, checkedStorageId(record), record.revision);
+  if (mounted) {
+    if (index.liveStamps.length === 0) return undefined;
+    const stamps = new Map(index.liveStamps.map(([path, ino, ctimeNs]) => [path, `${ino} ${ctimeNs}`]));
+    return (path, stat) => stamps.get(path) === `${stat.ino} ${stat.ctimeNs}`;
+  }
+  const unchanged = unchangedFiles(store.cache.homeDir(homeKey), index.stamps);
+  if (unchanged.size === 0) return undefined;
+  return (path, stat) => unchanged.get(path) === stat.ino;
 }
 
+/** Whether the file at `path`, as `stat` says it is now, is the one the committed revision's manifest lists. */
+type Unchanged = (path: string, stat: BigIntStats) => boolean;
+
 /**
- * A staged file's chunks without reading it: when staging linked it from
- * the cache (the same inode), that inode is unchanged since the committed
- * revision stamped it, and the authenticated manifest of that revision
- * lists it at the same size, its bytes are the ones that manifest names.
- * Not when a chunk of it is missing from the bucket (a deletion mark
- * named it): then the file is read and the chunk goes up again.
+ * A file's chunks without reading it: when it is unchanged since the
+ * committed revision (`unchangedSinceCommit`) and the authenticated
+ * manifest of that revision lists it at the same size, its bytes are the
+ * ones that manifest names. Not when a chunk of it is missing from the
+ * bucket (a deletion mark named it): then the file is read and the chunk
+ * goes up again.
  */
 function knownChunks(
   previous: HomeManifest | undefined,
-  unchanged: ReadonlyMap<string, bigint>,
+  unchanged: Unchanged | undefined,
   stored: ReadonlyMap<string, ChunkLocation>,
 ): KnownChunks {
-  if (previous === undefined || unchanged.size === 0) return () => undefined;
+  if (previous === undefined || unchanged === undefined) return () => undefined;
   const files = new Map(previous.entries.flatMap((entry) => (entry.kind === "file" ? [[entry.path, entry]] : [])));
   return (path, stat) => {
     const entry = files.get(path);
-    if (entry === undefined || unchanged.get(path) !== stat.ino || BigInt(entry.size) !== stat.size) return undefined;
+    if (entry === undefined || BigInt(entry.size) !== stat.size || !unchanged(path, stat)) return undefined;
     return entry.chunks.every((chunk) => stored.has(chunk.name)) ? entry.chunks : undefined;
   };
 }

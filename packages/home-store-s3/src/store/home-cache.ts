@@ -10,10 +10,16 @@ import type { FileStamp } from "./file-stamps.js";
 export interface CacheIndex {
   readonly places: Map<string, ChunkPlace>;
   readonly stamps: readonly FileStamp[];
+  /**
+   * Stamps a mounted home's checkpoint took of the live home, each as its
+   * file was open before a byte was read (mounted-home-read.ts): the only
+   * ones a later mounted checkpoint trusts, since a bot writes that folder.
+   */
+  readonly liveStamps: readonly FileStamp[];
 }
 
 function emptyIndex(): CacheIndex {
-  return { places: new Map(), stamps: [] };
+  return { places: new Map(), stamps: [], liveStamps: [] };
 }
 
 /** The cache's marker: which stored revision `DATA_DIR/homes/<home-key>` holds. */
@@ -67,12 +73,13 @@ export class HomeCache {
         revision: number;
         places: [string, string, number, number][];
         stamps?: FileStamp[];
+        liveStamps?: FileStamp[];
       };
       if (saved.storageId !== storageId || (revision !== undefined && saved.revision !== revision)) return emptyIndex();
       const places = new Map(
         saved.places.map(([name, path, offset, size]): [string, ChunkPlace] => [name, { path, offset, size }]),
       );
-      return { places, stamps: saved.stamps ?? [] };
+      return { places, stamps: saved.stamps ?? [], liveStamps: saved.liveStamps ?? [] };
     } catch {
       return emptyIndex();
     }
@@ -84,11 +91,12 @@ export class HomeCache {
     revision: number,
     places: ReadonlyMap<string, ChunkPlace>,
     stamps: readonly FileStamp[] = [],
+    liveStamps: readonly FileStamp[] = [],
   ): Promise<void> {
     const list = [...places].map(([name, p]) => [name, p.path, p.offset, p.size]);
     await this.writeAtomically(
       this.chunkIndexPath(homeKey),
-      JSON.stringify({ storageId, revision, places: list, stamps }),
+      JSON.stringify({ storageId, revision, places: list, stamps, liveStamps }),
     );
   }
 
