@@ -6,14 +6,9 @@ import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sd
 import { describe, expect, it } from "vitest";
 import { chunkKeysOf } from "../src/chunked/chunk-keys.js";
 import { checkManifest, isManifest, openManifest, sealManifest } from "../src/chunked/sealed-manifest.js";
-import {
-  ContentKeyring,
-  MemoryHomeRecords,
-  ObjectAgentHomeStore,
-  type ObjectAgentHomeStoreOptions,
-} from "../src/index.js";
+import { ContentKeyring, MemoryHomeRecords, type ObjectAgentHomeStore } from "../src/index.js";
 import { treeOf } from "./home-tree.js";
-import { useLocalS3 } from "./local-s3.js";
+import { storesOn, useLocalS3 } from "./local-s3.js";
 
 // Format v2 against a real S3 server (s3rver): incremental upload, restore
 // from the cache, hostile manifests, tampered and swapped chunks, and the
@@ -25,18 +20,7 @@ const keyring = new ContentKeyring(contentKey);
 const suite = useLocalS3("chunked-homes", "chunked-home-store");
 const fresh = suite.fresh;
 
-function storeWith(records: MemoryHomeRecords, options: Partial<ObjectAgentHomeStoreOptions> = {}) {
-  return new ObjectAgentHomeStore({
-    s3: suite.s3.config,
-    bucket: suite.s3.bucket,
-    dataDir: fresh("data"),
-    keyring,
-    records,
-    abandonAfterMs: 0,
-    chunkGraceMs: 60_000,
-    ...options,
-  });
-}
+const storeWith = storesOn(suite, { keyring, abandonAfterMs: 0, chunkGraceMs: 60_000 });
 
 /** A home of 30 small files, one 3 MiB file and nested folders. */
 function writeHome(dir: string): void {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { CreateBucketCommand, ListObjectsV2Command, S3Client, type S3ClientConfig } from "@aws-sdk/client-s3";
 import S3rver from "s3rver";
 import { afterAll, beforeAll } from "vitest";
+import { type MemoryHomeRecords, ObjectAgentHomeStore, type ObjectAgentHomeStoreOptions } from "../src/index.js";
 
 /** A real S3-compatible HTTP server (s3rver) on 127.0.0.1, with one bucket, for the tests of this package. */
 export interface LocalS3 {
@@ -81,4 +82,20 @@ export function useLocalS3(bucket: string, folder: string): { readonly s3: Local
     },
     fresh: (name) => join(base, `${name}-${++dirs}`),
   };
+}
+
+/** Stores on the suite's server, each with a fresh data folder, `defaults` under each call's options. */
+export function storesOn(
+  suite: ReturnType<typeof useLocalS3>,
+  defaults: Partial<ObjectAgentHomeStoreOptions> & Pick<ObjectAgentHomeStoreOptions, "keyring">,
+): (records: MemoryHomeRecords, options?: Partial<ObjectAgentHomeStoreOptions>) => ObjectAgentHomeStore {
+  return (records, options = {}) =>
+    new ObjectAgentHomeStore({
+      s3: suite.s3.config,
+      bucket: suite.s3.bucket,
+      dataDir: suite.fresh("data"),
+      records,
+      ...defaults,
+      ...options,
+    });
 }

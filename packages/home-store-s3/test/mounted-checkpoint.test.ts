@@ -17,14 +17,9 @@ import { describe, expect, it } from "vitest";
 import { chunkKeysOf } from "../src/chunked/chunk-keys.js";
 import type { HomeManifestEntry } from "../src/chunked/home-manifest.js";
 import { openManifest } from "../src/chunked/sealed-manifest.js";
-import {
-  ContentKeyring,
-  MemoryHomeRecords,
-  ObjectAgentHomeStore,
-  type ObjectAgentHomeStoreOptions,
-} from "../src/index.js";
+import { ContentKeyring, MemoryHomeRecords } from "../src/index.js";
 import { treeOf } from "./home-tree.js";
-import { useLocalS3 } from "./local-s3.js";
+import { storesOn, useLocalS3 } from "./local-s3.js";
 
 // A mounted home (the cache folder a provider mounts, live while the bot
 // runs) is checkpointed without a copy: its chunks are named from the
@@ -36,16 +31,7 @@ const keyring = new ContentKeyring(randomBytes(32));
 const suite = useLocalS3("mounted-homes", "mounted-checkpoint");
 const fresh = suite.fresh;
 
-function storeWith(records: MemoryHomeRecords, options: Partial<ObjectAgentHomeStoreOptions> = {}) {
-  return new ObjectAgentHomeStore({
-    s3: suite.s3.config,
-    bucket: suite.s3.bucket,
-    dataDir: fresh("data"),
-    keyring,
-    records,
-    ...options,
-  });
-}
+const storeWith = storesOn(suite, { keyring });
 
 /** Small files, a 3 MiB file, an empty one, a sparse one, a folder only its owner reads, and a link out of the home. */
 function writeHome(dir: string): void {
