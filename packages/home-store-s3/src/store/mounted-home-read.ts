@@ -68,7 +68,7 @@ export async function readMountedHome(
   for (const entry of carried)
     if (entry.kind === "file" && entry.size > bounds.maxFileBytes)
       overLimit(
-        `"${entry.path}" is ${entry.size} bytes, over the ${bounds.maxFileBytes}-byte file limit`,
+        `${JSON.stringify(entry.path)} is ${entry.size} bytes, over the ${bounds.maxFileBytes}-byte file limit`,
         "maxFileBytes",
       );
   const bytes = stats.bytes + carriedData;
