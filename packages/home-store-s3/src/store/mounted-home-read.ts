@@ -96,10 +96,7 @@ function overLimit(reason: string, limit: string): never {
  * Two lists of entries, each in `packHome`'s walk order (depth first, names
  * in code-unit order), as one list in that order: parents before children.
  */
-export function mergeInWalkOrder(
-  a: readonly HomeManifestEntry[],
-  b: readonly HomeManifestEntry[],
-): HomeManifestEntry[] {
+function mergeInWalkOrder(a: readonly HomeManifestEntry[], b: readonly HomeManifestEntry[]): HomeManifestEntry[] {
   const merged: HomeManifestEntry[] = [];
   let i = 0;
   let j = 0;
